@@ -1,0 +1,113 @@
+"""Settings for every stowage service, layered defaults < TOML file < env vars < flags.
+
+The package never reads the environment or a global config object on its own:
+`load()` builds one immutable `Settings` value and callers pass it down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["ApiSettings", "CorsSettings", "PlacementSettings", "PolicySettings",
+           "Settings", "load"]
+
+DEFAULT_DATABASE = "sqlite:///stowage.db"
+ENV_PREFIX = "STOWAGE_"
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    # "noauth2" is upstream's test convention: the token names the caller.
+    auth_strategy: str = "noauth2"
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    # Upstream's oslo.policy `enforce_new_defaults`: secure-RBAC defaults when true.
+    enforce_new_defaults: bool = False
+    # Optional YAML/JSON file of rule name -> check string overrides.
+    file: str | None = None
+    overrides: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CorsSettings:
+    allowed_origin: tuple[str, ...] = ()
+    allow_headers: tuple[str, ...] = ()
+    expose_headers: tuple[str, ...] = ()
+    allow_methods: tuple[str, ...] = ("GET", "PUT", "POST", "DELETE", "PATCH")
+    allow_credentials: bool = True
+    max_age: int = 3600
+
+
+@dataclass(frozen=True)
+class PlacementSettings:
+    randomize_allocation_candidates: bool = False
+    # Upstream's max_allocation_candidates; -1 means no cap.
+    max_allocation_candidates: int = -1
+    # Default consumer type for allocations written before 1.38.
+    incomplete_consumer_project_id: str = "00000000-0000-0000-0000-000000000000"
+    incomplete_consumer_user_id: str = "00000000-0000-0000-0000-000000000000"
+
+
+@dataclass(frozen=True)
+class Settings:
+    database: str = DEFAULT_DATABASE
+    bind: str = "127.0.0.1:8780"
+    services: tuple[str, ...] = ("placement",)
+    api: ApiSettings = ApiSettings()
+    policy: PolicySettings = PolicySettings()
+    cors: CorsSettings = CorsSettings()
+    placement: PlacementSettings = PlacementSettings()
+
+
+def _section(cls: type[Any], raw: Mapping[str, Any]) -> Any:
+    """Build a section dataclass, rejecting unknown keys so typos are loud."""
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = set(raw) - set(known)
+    if unknown:
+        raise ValueError(f"unknown setting(s) in [{cls.__name__}]: {sorted(unknown)}")
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
+    return cls(**values)
+
+
+def _policy_overrides(path: str | None) -> dict[str, str]:
+    if not path:
+        return {}
+    text = Path(path).read_text(encoding="utf-8")
+    data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    return {str(k): str(v) for k, v in (data or {}).items()}
+
+
+def load(path: str | None = None, env: Mapping[str, str] | None = None,
+         **flags: Any) -> Settings:
+    """Build settings from a TOML file, then `STOWAGE_*` env vars, then flags."""
+    raw: dict[str, Any] = {}
+    if path:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    env = env or {}
+    top: dict[str, Any] = {k: raw[k] for k in ("database", "bind", "services") if k in raw}
+    if env.get(ENV_PREFIX + "DATABASE"):
+        top["database"] = env[ENV_PREFIX + "DATABASE"]
+    top.update({k: v for k, v in flags.items() if v is not None})
+    if "services" in top and isinstance(top["services"], (list, str)):
+        svc = top["services"]
+        top["services"] = tuple(svc.split(",") if isinstance(svc, str) else svc)
+    policy_raw = dict(raw.get("policy", {}))
+    policy = _section(PolicySettings, policy_raw)
+    policy = dataclasses.replace(policy, overrides=_policy_overrides(policy.file))
+    return Settings(
+        api=_section(ApiSettings, raw.get("api", {})),
+        policy=policy,
+        cors=_section(CorsSettings, raw.get("cors", {})),
+        placement=_section(PlacementSettings, raw.get("placement", {})),
+        **top,
+    )

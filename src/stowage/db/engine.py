@@ -1,0 +1,84 @@
+"""One `Database` per process: an engine plus the transaction discipline every write uses.
+
+SQLite allows one writer at a time, and a deferred transaction that later tries
+to write fails at once with "database is locked" instead of waiting. Writes on
+SQLite therefore take a process-wide lock and start with ``BEGIN IMMEDIATE``;
+PostgreSQL and MySQL rely on row locks and generation compare-and-swap.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+__all__ = ["Database", "create_engine"]
+
+_WRITE = "stowage_write"
+
+
+def _sqlite_engine(url: sa.URL) -> Engine:
+    engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let us emit BEGIN ourselves, and make foreign keys real.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA foreign_keys=ON")
+        if url.database not in (None, "", ":memory:"):
+            cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get(_WRITE)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def create_engine(url: str) -> Engine:
+    parsed = sa.make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed)
+    kwargs: dict[str, Any] = {"pool_pre_ping": True, "pool_size": 10, "max_overflow": 20}
+    if parsed.get_backend_name() == "mysql":
+        kwargs["isolation_level"] = "READ COMMITTED"
+    return sa.create_engine(parsed, **kwargs)
+
+
+class Database:
+    """Engine plus `read()` / `write()` transactions; constructed without I/O."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = create_engine(url)
+        self.backend = self.engine.dialect.name
+        self._write_lock = threading.RLock() if self.backend == "sqlite" else None
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """One transaction: commits on success, rolls back on any exception."""
+        if self._write_lock is None:
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
+            return
+        with self._write_lock, self.engine.connect() as conn:
+            conn = conn.execution_options(**{_WRITE: True})
+            with conn.begin():
+                yield conn
+
+    def dispose(self) -> None:
+        self.engine.dispose()

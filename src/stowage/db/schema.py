@@ -1,0 +1,52 @@
+"""Create or upgrade the schema with Alembic, then sync the standard names.
+
+Standard resource classes and traits come from os-resource-classes and
+os-traits; they are inserted on every upgrade so that a newer library's names
+appear without a migration.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import os_resource_classes as orc
+import os_traits
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+
+from stowage.db.engine import Database
+from stowage.placement import tables as t
+
+__all__ = ["upgrade", "sync_standard_names"]
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def _alembic_config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    return cfg
+
+
+def upgrade(db: Database, revision: str = "head") -> None:
+    with db.write() as conn:
+        cfg = _alembic_config()
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+    with db.write() as conn:
+        sync_standard_names(conn)
+
+
+def sync_standard_names(conn: sa.Connection) -> None:
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    have_rc = set(conn.execute(sa.select(t.resource_classes.c.name)).scalars())
+    rows = [{"id": i, "name": name, "created_at": now}
+            for i, name in enumerate(orc.STANDARDS) if name not in have_rc]
+    if rows:
+        conn.execute(t.resource_classes.insert(), rows)
+    have_traits = set(conn.execute(sa.select(t.traits.c.name)).scalars())
+    names = sorted(set(os_traits.get_traits()) - have_traits)
+    if names:
+        conn.execute(t.traits.insert(), [{"name": n, "created_at": now} for n in names])

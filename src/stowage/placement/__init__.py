@@ -1,0 +1,1 @@
+"""The Placement service: providers, inventories, traits, aggregates, consumers, allocations."""

@@ -1,0 +1,1 @@
+"""HTTP pieces shared by the stowage services: routing, microversions, errors, auth."""

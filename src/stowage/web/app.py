@@ -1,0 +1,218 @@
+"""The ASGI application shared by the stowage services, and the prefix dispatcher.
+
+The per-request pipeline mirrors upstream Placement's middleware order:
+CORS, auth (401 before anything else), content-length/type sanity,
+microversion negotiation, routing (404/405), Accept and Content-Type checks,
+then the handler in a worker thread. Each service supplies its routes, its
+version list and how its errors are rendered.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from stowage.context import RequestContext
+from stowage.errors import DomainError
+from stowage.policy import PolicyNotAuthorized
+from stowage.web import microversion
+from stowage.web.errors import HTTPError
+from stowage.web.http import Request, Response
+from stowage.web.routing import Router
+
+__all__ = ["ServiceApp", "ServiceSpec", "PrefixDispatcher", "require_json_content"]
+
+LOG = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ErrorRenderer = Callable[[Request, HTTPError, bool], Response]
+Authenticator = Callable[[Request], RequestContext | None]
+
+
+@dataclass
+class ServiceSpec:
+    service_type: str
+    versions: Sequence[str]
+    router: Router
+    render_error: ErrorRenderer
+    authenticate: Authenticator
+    legacy_version_headers: Sequence[str] = ()
+    # Paths served without a token (version documents).
+    public_paths: frozenset[str] = frozenset({"/", ""})
+    cors: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _accepts_json(accept: str | None) -> bool:
+    if not accept:
+        return True
+    for item in accept.split(","):
+        kind, _, params = item.strip().partition(";")
+        if "q=0" in params.replace(" ", "") and "q=0." not in params.replace(" ", ""):
+            continue
+        if kind.strip().lower() in ("application/json", "application/*", "*/*"):
+            return True
+    return False
+
+
+def require_json_content(req: Request) -> None:
+    ctype = req.headers.get("content-type")
+    if not ctype or ctype.split(";")[0].strip().lower() != "application/json":
+        shown = ctype.split(";")[0].strip() if ctype else None
+        raise HTTPError(415, f"The media type {shown} is not supported, use application/json")
+
+
+def _check_length(req: Request) -> None:
+    clen = req.headers.get("content-length")
+    if not clen:
+        return
+    try:
+        length = int(clen)
+    except ValueError:
+        raise HTTPError(400, "content-length header must be an integer") from None
+    if length > 0 and not req.headers.get("content-type"):
+        raise HTTPError(400, "content-type header required when content-length > 0")
+
+
+_DOMAIN_STATUS = {"not_found": 404, "conflict": 409, "invalid": 400, "forbidden": 403}
+
+
+class ServiceApp:
+    """One service (e.g. placement) as an ASGI app; `state` is handed to handlers."""
+
+    def __init__(self, spec: ServiceSpec, state: Any) -> None:
+        self.spec = spec
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        req = await _read_request(scope, receive, self.state)
+        cors = self.spec.cors
+        if cors is not None and cors.is_preflight(req):
+            await _send(send, cors.preflight(req))
+            return
+        resp = await self._respond(req)
+        if cors is not None:
+            cors.decorate(req, resp)
+        await _send(send, resp)
+
+    async def _respond(self, req: Request) -> Response:
+        versioned = False
+        try:
+            ctx = self._authenticate(req)
+            if ctx is None:
+                raise HTTPError(401, "The request you have made requires authentication.")
+            req.context = ctx
+            _check_length(req)
+            req.version = self._negotiate(req)
+            versioned = True
+            route, params = self.spec.router.match(req.method, req.path)
+            if route.min_version and not req.version.at_least(route.min_version):
+                raise HTTPError(404, "The resource could not be found.")
+            req.params = params
+            if req.method == "GET" and not _accepts_json(req.headers.get("accept")):
+                raise HTTPError(406, "Only application/json is provided")
+            if route.json_body:
+                require_json_content(req)
+            resp: Response = await run_in_threadpool(route.handler, req)
+        except HTTPError as err:
+            resp = self.spec.render_error(req, err, versioned)
+            resp.headers.extend(err.headers.items())
+        except DomainError as exc:
+            status = _DOMAIN_STATUS.get(exc.kind, 400)
+            resp = self.spec.render_error(req, HTTPError(status, exc.detail, exc.code), versioned)
+        except PolicyNotAuthorized as exc:
+            resp = self.spec.render_error(req, HTTPError(403, str(exc)), versioned)
+        except Exception:
+            LOG.exception("unexpected error in %s %s", req.method, req.path)
+            err = HTTPError(500, "An unexpected error occurred; see the service log.")
+            resp = self.spec.render_error(req, err, versioned)
+        if versioned:
+            header = f"{self.spec.service_type} {req.version}"
+            resp.headers.append((microversion.STANDARD_HEADER, header))
+            resp.headers.append(("vary", microversion.STANDARD_HEADER))
+        resp.headers.append(("openstack-request-id", req.context.request_id))
+        return resp
+
+    def _authenticate(self, req: Request) -> RequestContext | None:
+        if req.path in self.spec.public_paths:
+            return self.spec.authenticate(req) or RequestContext()
+        return self.spec.authenticate(req)
+
+    def _negotiate(self, req: Request) -> microversion.Version:
+        try:
+            return microversion.negotiate(req.headers, self.spec.service_type,
+                                          self.spec.versions, self.spec.legacy_version_headers)
+        except microversion.VersionError as exc:
+            extra: dict[str, object] = {}
+            if exc.status == 406:
+                extra = {"max_version": self.spec.versions[-1],
+                         "min_version": self.spec.versions[0]}
+            raise HTTPError(exc.status, f"Invalid microversion: {exc}", extra=extra) from None
+
+
+async def _read_request(scope: Scope, receive: Receive, state: Any) -> Request:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    host = headers.get("host") or "{}:{}".format(*scope.get("server") or ("localhost", 80))
+    scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
+    root = scope.get("root_path", "")
+    return Request(method=scope["method"], path=scope["path"] or "/",
+                   query_string=scope.get("query_string", b"").decode("latin-1"),
+                   headers=headers, body=b"".join(chunks),
+                   base_url=f"{scheme}://{host}{root}", root_path=root, app=state)
+
+
+async def _send(send: Send, resp: Response) -> None:
+    headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
+    if resp.status not in (204, 304):
+        headers.append((b"content-length", str(len(resp.body)).encode()))
+    await send({"type": "http.response.start", "status": resp.status, "headers": headers})
+    await send({"type": "http.response.body", "body": resp.body if resp.status != 204 else b""})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+class PrefixDispatcher:
+    """Serves several services under path prefixes (`/placement`, `/compute`, ...)."""
+
+    def __init__(self, mounts: dict[str, Any], fallback: Any = None) -> None:
+        # Longest prefix first so that "" (root) is tried last.
+        self.mounts = sorted(mounts.items(), key=lambda kv: -len(kv[0]))
+        self.fallback = fallback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        path = scope.get("path", "")
+        for prefix, app in self.mounts:
+            if prefix == "" or path == prefix or path.startswith(prefix + "/"):
+                sub = dict(scope)
+                sub["root_path"] = scope.get("root_path", "") + prefix
+                sub["path"] = path[len(prefix):] or "/"
+                await app(sub, receive, send)
+                return
+        await _send(send, Response(404, b'{"error": "not found"}',
+                                   [("content-type", "application/json")]))

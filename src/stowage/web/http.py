@@ -1,0 +1,84 @@
+"""The request and response values that handlers see, independent of the ASGI server.
+
+Handlers are plain synchronous functions `handler(req) -> Response`; they run
+in a worker thread so that database calls never block the event loop.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+from stowage.context import RequestContext
+from stowage.web.microversion import Version
+
+__all__ = ["Request", "Response", "json_response", "empty_response"]
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query_string: str
+    headers: Mapping[str, str]  # lower-case names
+    body: bytes
+    base_url: str  # scheme://host[:port]/<mount prefix>, no trailing slash
+    root_path: str = ""  # the mount prefix alone, for root-relative links
+    params: dict[str, str] = field(default_factory=dict)
+    version: Version = Version(1, 0)
+    context: RequestContext = field(default_factory=RequestContext)
+    app: Any = None  # the service object: settings, database, policy
+    _query: list[tuple[str, str]] | None = None
+
+    @property
+    def query(self) -> list[tuple[str, str]]:
+        if self._query is None:
+            self._query = parse_qsl(self.query_string, keep_blank_values=True)
+        return self._query
+
+    def query_values(self, name: str) -> list[str]:
+        return [v for k, v in self.query if k == name]
+
+    def query_dict(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for k, v in self.query:
+            out.setdefault(k, []).append(v)
+        return out
+
+    def url(self, path: str) -> str:
+        """Absolute URL, for Location headers that clients follow verbatim."""
+        return self.base_url + path
+
+    def link(self, path: str) -> str:
+        """Root-relative URL, as upstream renders links in bodies."""
+        return self.root_path + path
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: bytes = b""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+    def header(self, name: str, value: str) -> Response:
+        self.headers.append((name, value))
+        return self
+
+    def get_header(self, name: str) -> str | None:
+        for k, v in self.headers:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+
+def json_response(data: Any, status: int = 200,
+                  headers: Sequence[tuple[str, str]] = ()) -> Response:
+    body = json.dumps(data, separators=(", ", ": ")).encode()
+    return Response(status, body, [("content-type", "application/json"), *headers])
+
+
+def empty_response(status: int = 204, headers: Sequence[tuple[str, str]] = ()) -> Response:
+    return Response(status, b"", list(headers))

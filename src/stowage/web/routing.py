@@ -1,0 +1,55 @@
+"""Declarative routes: one table maps path + method to a handler.
+
+Unknown paths are 404 and known paths with an unknown method are 405 with an
+``Allow`` header, decided here once rather than in each handler.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from stowage.web.errors import HTTPError
+from stowage.web.http import Request, Response
+
+__all__ = ["Route", "Router", "Handler"]
+
+Handler = Callable[[Request], Response]
+_PARAM = re.compile(r"\{(\w+)\}")
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    # Microversion (minor of 1.x) below which the route does not exist (404).
+    min_version: int = 0
+    # Whether the request must carry a JSON body (415 otherwise).
+    json_body: bool = False
+
+
+class Router:
+    def __init__(self, routes: Iterable[Route]) -> None:
+        self._by_pattern: dict[str, dict[str, Route]] = {}
+        for route in routes:
+            self._by_pattern.setdefault(route.path, {})[route.method] = route
+        self._compiled = [
+            (re.compile("^" + _PARAM.sub(r"(?P<\1>[^/]+)", re.escape(p).replace(r"\{", "{")
+                                        .replace(r"\}", "}")) + "$"), methods)
+            for p, methods in self._by_pattern.items()
+        ]
+
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]]:
+        for regex, methods in self._compiled:
+            found = regex.match(path)
+            if not found:
+                continue
+            route = methods.get(method)
+            if route is None:
+                allowed = ", ".join(methods)
+                raise HTTPError(405, f"The method {method} is not allowed for this resource.",
+                                headers={"allow": allowed})
+            return route, found.groupdict()
+        raise HTTPError(404, "The resource could not be found.")
