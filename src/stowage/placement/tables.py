@@ -6,6 +6,8 @@ case-sensitive, as on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
@@ -27,7 +29,7 @@ def exact_string(length: int) -> sa.types.TypeEngine[str]:
         mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb")
 
 
-def _timestamps() -> list[sa.Column[object]]:
+def _timestamps() -> list[sa.Column[Any]]:
     return [sa.Column("created_at", sa.DateTime, nullable=False),
             sa.Column("updated_at", sa.DateTime, nullable=True)]
 

@@ -133,8 +133,8 @@ class ServiceApp:
             resp = self.spec.render_error(req, HTTPError(403, str(exc)), versioned)
         except Exception:
             LOG.exception("unexpected error in %s %s", req.method, req.path)
-            err = HTTPError(500, "An unexpected error occurred; see the service log.")
-            resp = self.spec.render_error(req, err, versioned)
+            failure = HTTPError(500, "An unexpected error occurred; see the service log.")
+            resp = self.spec.render_error(req, failure, versioned)
         if versioned:
             header = f"{self.spec.service_type} {req.version}"
             resp.headers.append((microversion.STANDARD_HEADER, header))

@@ -25,7 +25,7 @@ __all__ = ["extract_json", "validate_query", "cache_headers", "utcnow", "authori
 _FORMATS = jsonschema.FormatChecker()
 
 
-@_FORMATS.checks("uuid")
+@_FORMATS.checks("uuid")  # type: ignore[untyped-decorator]
 def _is_uuid(value: object) -> bool:
     """Upstream accepts any 32 hex digits with or without dashes, as python's UUID does."""
     if not isinstance(value, str):

@@ -17,7 +17,8 @@ from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
-_CUSTOM = {"type": "string", "pattern": "^CUSTOM_[A-Z0-9_]+$", "maxLength": 255}
+CUSTOM_PATTERN = "^CUSTOM_[A-Z0-9_]+$"
+_CUSTOM = {"type": "string", "pattern": CUSTOM_PATTERN, "maxLength": 255}
 POST_SCHEMA = {"type": "object", "properties": {"name": _CUSTOM}, "required": ["name"],
                "additionalProperties": False}
 
@@ -64,9 +65,9 @@ def update_class(req: Request) -> Response:
 
 
 def _ensure_class(req: Request, name: str) -> Response:
-    if not re.fullmatch(_CUSTOM["pattern"], name) or len(name) > 255:
+    if not re.fullmatch(CUSTOM_PATTERN, name) or len(name) > 255:
         raise HTTPError(400, f"JSON does not validate: {name!r} does not match "
-                             f"{_CUSTOM['pattern']!r}")
+                             f"{CUSTOM_PATTERN!r}")
     status = 204
     with req.app.db.write() as conn:
         if name not in rcs.ids_by_name(conn, {name}):

@@ -4,6 +4,8 @@ Revision ID: 0001
 Revises:
 """
 
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
@@ -19,7 +21,7 @@ def _s(length: int) -> sa.types.TypeEngine[str]:
         mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb")
 
 
-def _ts() -> list[sa.Column[object]]:
+def _ts() -> list[sa.Column[Any]]:
     return [sa.Column("created_at", sa.DateTime, nullable=False),
             sa.Column("updated_at", sa.DateTime)]
 
