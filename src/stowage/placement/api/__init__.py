@@ -9,7 +9,8 @@ from stowage.web.routing import Route
 __all__ = ["all_routes"]
 
 MODULES = (
-    "root", "resource_classes",
+    "root", "resource_classes", "providers", "inventories", "aggregates", "traits",
+    "usages", "allocations", "reshaper", "allocation_candidates",
 )
 
 
