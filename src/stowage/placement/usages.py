@@ -1,0 +1,125 @@
+"""Usages: how much of each resource class is allocated, per provider or per project/user.
+
+Per provider, every class in the provider's inventory appears (0 when
+unused). Per project (1.9), only classes with allocations appear; from 1.38
+the totals are grouped by consumer type with a count of distinct consumers,
+where ``all`` lumps every type together and ``unknown`` means "no type"
+(consumers written before 1.38).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stowage.placement import tables as t
+from stowage.placement.consumers import UNKNOWN_TYPE
+
+__all__ = ["for_provider", "for_project", "TypedUsage", "by_consumer_type", "ALL_TYPES"]
+
+ALL_TYPES = "all"
+
+_A = t.allocations
+_C = t.consumers
+_RC = t.resource_classes
+
+
+def for_provider(conn: Connection, provider_id: int) -> dict[str, int]:
+    # SELECT rc.name, COALESCE(SUM(a.used), 0) FROM inventories i
+    # JOIN resource_classes rc ON i.resource_class_id = rc.id
+    # LEFT JOIN allocations a ON a.resource_provider_id = i.resource_provider_id
+    #                        AND a.resource_class_id = i.resource_class_id
+    # WHERE i.resource_provider_id = :id GROUP BY rc.name
+    inv = t.inventories
+    joined = inv.join(_RC, inv.c.resource_class_id == _RC.c.id).outerjoin(
+        _A, sa.and_(_A.c.resource_provider_id == inv.c.resource_provider_id,
+                    _A.c.resource_class_id == inv.c.resource_class_id))
+    rows = conn.execute(sa.select(_RC.c.name, sa.func.coalesce(sa.func.sum(_A.c.used), 0))
+                        .select_from(joined).where(inv.c.resource_provider_id == provider_id)
+                        .group_by(_RC.c.name))
+    return {name: int(used) for name, used in rows}
+
+
+def _owned_by(query: sa.Select[Any], project_id: str, user_id: str | None) -> sa.Select[Any]:
+    """Restrict a query over allocations JOIN consumers to one project (and user)."""
+    project = sa.select(t.projects.c.id).where(t.projects.c.external_id == project_id)
+    query = query.where(_C.c.project_id.in_(project.scalar_subquery()))
+    if user_id:
+        user = sa.select(t.users.c.id).where(t.users.c.external_id == user_id)
+        query = query.where(_C.c.user_id.in_(user.scalar_subquery()))
+    return query
+
+
+def for_project(conn: Connection, project_id: str, user_id: str | None = None) -> dict[str, int]:
+    # SELECT rc.name, SUM(a.used) FROM allocations a
+    # JOIN consumers c ON a.consumer_id = c.uuid JOIN resource_classes rc ON ...
+    # WHERE c.project_id = (SELECT id FROM projects WHERE external_id = :project)
+    #   [AND c.user_id = (SELECT id FROM users WHERE external_id = :user)]
+    # GROUP BY rc.name
+    joined = _A.join(_C, _A.c.consumer_id == _C.c.uuid).join(
+        _RC, _A.c.resource_class_id == _RC.c.id)
+    query = sa.select(_RC.c.name, sa.func.sum(_A.c.used)).select_from(joined)
+    query = _owned_by(query, project_id, user_id).group_by(_RC.c.name)
+    return {name: int(used) for name, used in conn.execute(query)}
+
+
+@dataclass
+class TypedUsage:
+    consumer_count: int
+    usages: dict[str, int]
+
+
+def _consumer_count(conn: Connection, project_id: str, user_id: str | None,
+                    only_untyped: bool) -> int:
+    joined = _A.join(_C, _A.c.consumer_id == _C.c.uuid)
+    query = sa.select(sa.func.count(sa.distinct(_A.c.consumer_id))).select_from(joined)
+    query = _owned_by(query, project_id, user_id)
+    if only_untyped:
+        query = query.where(_C.c.consumer_type_id.is_(None))
+    return int(conn.execute(query).scalar() or 0)
+
+
+def _lumped(conn: Connection, project_id: str, user_id: str | None,
+            key: str) -> dict[str, TypedUsage]:
+    """`all` (every consumer) or `unknown` (untyped consumers) as a single group."""
+    untyped = key == UNKNOWN_TYPE
+    joined = _A.join(_C, _A.c.consumer_id == _C.c.uuid).join(
+        _RC, _A.c.resource_class_id == _RC.c.id)
+    query = _owned_by(sa.select(_RC.c.name, sa.func.sum(_A.c.used)).select_from(joined),
+                      project_id, user_id)
+    if untyped:
+        query = query.where(_C.c.consumer_type_id.is_(None))
+    usages = {name: int(used) for name, used in conn.execute(query.group_by(_RC.c.name))}
+    if not usages:
+        return {}
+    return {key: TypedUsage(_consumer_count(conn, project_id, user_id, untyped), usages)}
+
+
+def by_consumer_type(conn: Connection, project_id: str, user_id: str | None = None,
+                     consumer_type: str | None = None) -> dict[str, TypedUsage]:
+    """Usages grouped by consumer type name (1.38); untyped consumers count as `unknown`."""
+    if consumer_type in (ALL_TYPES, UNKNOWN_TYPE):
+        return _lumped(conn, project_id, user_id, consumer_type)
+    ct = t.consumer_types
+    # SELECT ct.name, rc.name, SUM(a.used), COUNT(DISTINCT a.consumer_id)
+    # FROM allocations a JOIN consumers c ON a.consumer_id = c.uuid
+    # LEFT JOIN consumer_types ct ON c.consumer_type_id = ct.id JOIN resource_classes rc ...
+    # WHERE <owned by project/user> [AND ct.name = :type] GROUP BY ct.name, rc.name
+    joined = (_A.join(_C, _A.c.consumer_id == _C.c.uuid)
+              .outerjoin(ct, _C.c.consumer_type_id == ct.c.id)
+              .join(_RC, _A.c.resource_class_id == _RC.c.id))
+    base = _owned_by(sa.select(ct.c.name).select_from(joined), project_id, user_id)
+    if consumer_type:
+        base = base.where(ct.c.name == consumer_type)
+    counts = {name: int(n) for name, n in conn.execute(
+        base.add_columns(sa.func.count(sa.distinct(_A.c.consumer_id))).group_by(ct.c.name))}
+    result: dict[str, TypedUsage] = {}
+    sums = base.add_columns(_RC.c.name, sa.func.sum(_A.c.used)).group_by(ct.c.name, _RC.c.name)
+    for type_name, rc_name, used in conn.execute(sums):
+        group = result.setdefault(type_name or UNKNOWN_TYPE,
+                                  TypedUsage(counts[type_name], {}))
+        group.usages[rc_name] = int(used)
+    return result
