@@ -1,0 +1,36 @@
+"""GET /allocation_candidates (1.10+): parse, load a snapshot, search, render."""
+
+from __future__ import annotations
+
+import random
+
+from stowage.placement.api.common import authorize, cache_headers
+from stowage.placement.candidates import query, render, search, snapshot
+from stowage.web.http import Request, Response, json_response
+from stowage.web.routing import Route
+
+
+def _names(req: query.CandidateRequest) -> tuple[set[str], set[str]]:
+    classes = {rc for g in req.groups for rc in g.resources}
+    traits = req.root_required | req.root_forbidden
+    for group in req.groups:
+        traits |= group.forbidden
+        for any_of in group.required:
+            traits |= any_of
+    return classes, traits
+
+
+def list_candidates(req: Request) -> Response:
+    authorize(req, "placement:allocation_candidates:list")
+    request = query.parse_request(req)
+    settings = req.app.settings.placement
+    with req.app.db.read() as conn:
+        snap = snapshot.load(conn, *_names(request))
+    rng = random.Random() if settings.randomize_allocation_candidates else None
+    result = search.search(snap, request, settings.max_allocation_candidates, rng)
+    return cache_headers(req, json_response(render.render(snap, request, result)))
+
+
+ROUTES = [
+    Route("GET", "/allocation_candidates", list_candidates, min_version=10),
+]
