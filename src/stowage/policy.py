@@ -57,6 +57,10 @@ PLACEMENT_RULES: dict[str, tuple[str, str | None]] = {
 }
 
 
+# Rules registered without scope_types; all others accept project-scoped tokens only.
+UNSCOPED_RULES = frozenset({"project_reader_api"})
+
+
 class PolicyNotAuthorized(Exception):
     def __init__(self, action: str) -> None:
         super().__init__(f"Policy does not allow {action} to be performed.")
@@ -158,6 +162,7 @@ class Enforcer:
     def __init__(self, settings: PolicySettings,
                  rules: Mapping[str, tuple[str, str | None]] = PLACEMENT_RULES) -> None:
         self._checks: dict[str, Check] = {}
+        self._project_scoped = frozenset(rules) - UNSCOPED_RULES
         for name, (check_str, deprecated) in rules.items():
             if name in settings.overrides:
                 check_str, deprecated = settings.overrides[name], None
@@ -176,6 +181,10 @@ class Enforcer:
 
     def allowed(self, action: str, ctx: RequestContext,
                 target: Mapping[str, object] | None = None) -> bool:
+        # Every registered rule but project_reader_api is project-scoped, and
+        # oslo.policy always refuses a system-scoped token for those.
+        if ctx.system_scope and action in self._project_scoped:
+            return False
         return self._lookup(action)(ctx, target if target is not None else ctx.policy_target())
 
     def authorize(self, action: str, ctx: RequestContext,

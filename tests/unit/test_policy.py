@@ -55,3 +55,10 @@ def test_overrides_replace_defaults() -> None:
 def test_check_string_grammar(check: str, ctx: RequestContext, expected: bool) -> None:
     enforcer = Enforcer(PolicySettings(overrides={"x": check}))
     assert enforcer.allowed("x", ctx) is expected
+
+
+def test_system_scoped_tokens_are_refused_by_project_scoped_rules() -> None:
+    system_admin = RequestContext("admin", None, ("admin",), system_scope="all")
+    open_rules = Enforcer(PolicySettings(overrides={"placement:traits:list": "@"}))
+    assert not open_rules.allowed("placement:traits:list", system_admin)
+    assert not open_rules.allowed("placement:resource_providers:list", system_admin)

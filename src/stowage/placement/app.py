@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 from stowage.config import Settings
@@ -45,12 +46,51 @@ def noauth2(req: Request) -> RequestContext | None:
     else:
         roles = ("admin",) if user_id == "admin" else ()
     system_scope = req.headers.get("openstack-system-scope")
-    return RequestContext(user_id=user_id, project_id=None if system_scope else project_id,
-                          roles=roles, system_scope=system_scope)
+    # As oslo.context reads it: an explicit X-Project-Id wins over the token's project.
+    project = req.headers.get("x-project-id") or (None if system_scope else project_id)
+    return RequestContext(user_id=user_id, project_id=project, roles=roles,
+                          system_scope=system_scope)
+
+
+def _accept_quality(accept: str, media_type: str) -> float:
+    for item in accept.split(","):
+        kind, _, params = item.strip().partition(";")
+        if kind.strip().lower() == media_type:
+            for param in params.split(";"):
+                name, _, value = param.strip().partition("=")
+                if name == "q":
+                    try:
+                        return float(value)
+                    except ValueError:
+                        return 0.0
+            return 1.0
+    return 0.0
+
+
+def prefers_html(accept: str | None) -> bool:
+    """A browser that names text/html (at least as keenly as JSON) gets an HTML error page.
+
+    Everything else, wildcards included, gets the JSON error body that API
+    clients parse; upstream's webob would answer `*/*` with HTML too.
+    """
+    if not accept:
+        return False
+    html = _accept_quality(accept, "text/html")
+    return html > 0 and html >= _accept_quality(accept, "application/json")
+
+
+def _html_error(err: HTTPError, explanation: str) -> Response:
+    status = f"{err.status} {err.title}"
+    page = (f"<html>\n <head>\n  <title>{status}</title>\n </head>\n <body>\n"
+            f"  <h1>{status}</h1>\n  {html.escape(explanation)}<br /><br />\n"
+            f"{html.escape(err.detail)}\n\n\n </body>\n</html>")
+    return Response(err.status, page.encode(), [("content-type", "text/html; charset=UTF-8")])
 
 
 def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:
     explanation = EXPLANATIONS.get(err.status, err.title)
+    if prefers_html(req.headers.get("accept")):
+        return _html_error(err, explanation)
     body: dict[str, object] = {
         "status": err.status,
         "title": err.title,

@@ -19,8 +19,8 @@ from stowage.placement import codes
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response
 
-__all__ = ["extract_json", "validate_query", "cache_headers", "utcnow", "authorize",
-           "last_modified_of", "path_uuid"]
+__all__ = ["extract_json", "validate_json", "validate_query", "cache_headers", "utcnow",
+           "authorize", "last_modified_of", "path_uuid"]
 
 _FORMATS = jsonschema.FormatChecker()
 
@@ -49,16 +49,21 @@ def _validate(data: Any, schema: Mapping[str, Any]) -> None:
     jsonschema.Draft4Validator(schema, format_checker=_FORMATS).validate(data)
 
 
-def extract_json(req: Request, schema: Mapping[str, Any]) -> Any:
-    try:
-        data = json.loads(req.body)
-    except ValueError as exc:
-        raise HTTPError(400, f"Malformed JSON: {exc}") from None
+def validate_json(data: Any, schema: Mapping[str, Any]) -> Any:
+    """Schema-check a decoded body; the 400 carries jsonschema's full report, as upstream."""
     try:
         _validate(data, schema)
     except jsonschema.ValidationError as exc:
         raise HTTPError(400, f"JSON does not validate: {exc}") from None
     return data
+
+
+def extract_json(req: Request, schema: Mapping[str, Any]) -> Any:
+    try:
+        data = json.loads(req.body)
+    except ValueError as exc:
+        raise HTTPError(400, f"Malformed JSON: {exc}") from None
+    return validate_json(data, schema)
 
 
 def validate_query(req: Request, schema: Mapping[str, Any]) -> dict[str, str]:

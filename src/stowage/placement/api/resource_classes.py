@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from stowage.placement import resource_classes as rcs
@@ -11,9 +10,9 @@ from stowage.placement.api.common import (
     cache_headers,
     extract_json,
     last_modified_of,
+    validate_json,
 )
 from stowage.web.app import require_json_content
-from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
@@ -65,9 +64,7 @@ def update_class(req: Request) -> Response:
 
 
 def _ensure_class(req: Request, name: str) -> Response:
-    if not re.fullmatch(CUSTOM_PATTERN, name) or len(name) > 255:
-        raise HTTPError(400, f"JSON does not validate: {name!r} does not match "
-                             f"{CUSTOM_PATTERN!r}")
+    validate_json({"name": name}, POST_SCHEMA)
     status = 204
     with req.app.db.write() as conn:
         if name not in rcs.ids_by_name(conn, {name}):
