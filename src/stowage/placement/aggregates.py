@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from stowage.placement import changes
 from stowage.placement import tables as t
 from stowage.placement.providers import Provider, increment_generation
 
@@ -68,4 +69,6 @@ def set_aggregates(conn: Connection, provider: Provider, agg_uuids: Sequence[str
         if agg_uuid not in have:
             conn.execute(_RP_AGG.insert().values(resource_provider_id=provider.id,
                                                  aggregate_id=_ensure_aggregate(conn, agg_uuid)))
+    if not bump_generation:  # increment_generation logs the change otherwise
+        changes.record(conn, [provider.id])
     return generation

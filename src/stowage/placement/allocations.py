@@ -30,8 +30,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.errors import Conflict, Invalid, NotFound
+from stowage.placement import changes, providers
 from stowage.placement import consumers as cons
-from stowage.placement import providers
 from stowage.placement import resource_classes as rcs
 from stowage.placement import tables as t
 
@@ -228,7 +228,7 @@ def apply_allocations(conn: Connection, prepared: PreparedWrite) -> None:
     class_ids = _class_ids(conn, items)
     provider_ids = {i.provider.id for i in items}
     before = _usage(conn, provider_ids, set(class_ids.values()))
-    conn.execute(_A.delete().where(_A.c.consumer_id.in_(sorted(prepared.consumers))))
+    _forget(conn, prepared.consumers)
     if items:
         _check_capacity(conn, items, class_ids, before)
     rows = [{"resource_provider_id": i.provider.id, "consumer_id": i.consumer.uuid,
@@ -260,14 +260,25 @@ def _bump_generations(conn: Connection, items: Sequence[_Item]) -> None:
             cons.increment_generation(conn, item.consumer)
 
 
+def _forget(conn: Connection, consumer_uuids: Iterable[str]) -> int:
+    """Delete the consumers' allocations, logging the providers whose usage drops."""
+    wanted = sorted(consumer_uuids)
+    # SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id IN (:wanted)
+    held = conn.execute(sa.select(_A.c.resource_provider_id).distinct()
+                        .where(_A.c.consumer_id.in_(wanted))).scalars().all()
+    if not held:
+        return 0
+    changes.record(conn, held)
+    return int(conn.execute(_A.delete().where(_A.c.consumer_id.in_(wanted))).rowcount)
+
+
 def delete_allocations(conn: Connection, consumer_uuid: str) -> None:
     """Remove everything the consumer holds, and the consumer itself.
 
     As upstream, provider generations are not bumped: removing allocations
     can never overcommit, so it need not invalidate anyone's view.
     """
-    result = conn.execute(_A.delete().where(_A.c.consumer_id == consumer_uuid))
-    if result.rowcount == 0:
+    if not _forget(conn, [consumer_uuid]):
         raise NotFound(f"No allocations for consumer '{consumer_uuid}'")
     cons.delete_if_no_allocations(conn, [consumer_uuid])
 

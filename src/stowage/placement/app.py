@@ -10,6 +10,7 @@ from stowage.context import RequestContext
 from stowage.db import Database
 from stowage.placement import codes
 from stowage.placement.api import all_routes
+from stowage.placement.candidates.cache import SnapshotCache
 from stowage.placement.versions import VERSIONS
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
@@ -30,6 +31,8 @@ class PlacementState:
     settings: Settings
     db: Database
     enforcer: Enforcer
+    # Per-worker provider snapshot for the candidate engine and provider filters.
+    candidates: SnapshotCache
 
 
 def noauth2(req: Request) -> RequestContext | None:
@@ -112,4 +115,5 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         authenticate=noauth2,
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
-    return ServiceApp(spec, PlacementState(settings, db, Enforcer(settings.policy)))
+    state = PlacementState(settings, db, Enforcer(settings.policy), SnapshotCache())
+    return ServiceApp(spec, state)

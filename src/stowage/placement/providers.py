@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.errors import Conflict, Invalid, NotFound
-from stowage.placement import codes
+from stowage.placement import changes, codes
 from stowage.placement import tables as t
 
 __all__ = ["Provider", "get_provider", "get_providers_by_uuid", "list_providers",
@@ -143,6 +143,7 @@ def increment_generation(conn: Connection, provider_id: int, expected: int) -> i
         .values(generation=_RP.c.generation + 1, updated_at=_now()))
     if result.rowcount != 1:
         raise Conflict(CONCURRENT_UPDATE_MESSAGE, codes.CONCURRENT_UPDATE)
+    changes.record(conn, [provider_id])
     return expected + 1
 
 
@@ -191,6 +192,7 @@ def create_provider(conn: Connection, name: str, uuid: str,
                        codes.DUPLICATE_NAME) from None
     if parent is None:
         conn.execute(_RP.update().where(_RP.c.id == new_id).values(root_provider_id=new_id))
+    changes.record(conn, [new_id])
     return get_provider(conn, uuid)
 
 
@@ -256,6 +258,7 @@ def update_provider(conn: Connection, uuid: str, name: str,
         # UPDATE resource_providers SET root_provider_id = :new_root WHERE id IN (:subtree)
         conn.execute(_RP.update().where(_RP.c.id.in_(subtree))
                      .values(root_provider_id=new_root))
+    changes.record(conn, [provider.id, *subtree])
     return get_provider(conn, uuid)
 
 
@@ -280,3 +283,4 @@ def delete_provider(conn: Connection, uuid: str) -> None:
         conn.execute(table.delete().where(table.c.resource_provider_id == provider.id))
     conn.execute(_RP.update().where(_RP.c.id == provider.id).values(root_provider_id=None))
     conn.execute(_RP.delete().where(_RP.c.id == provider.id))
+    changes.record(conn, [provider.id])

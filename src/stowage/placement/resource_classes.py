@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from stowage.errors import Conflict, Invalid, NotFound
+from stowage.placement import changes
 from stowage.placement import tables as t
 
 __all__ = ["list_classes", "get_class", "create_class", "rename_class", "delete_class",
@@ -65,6 +66,7 @@ def rename_class(conn: Connection, name: str, new_name: str) -> None:
         raise Conflict(f"Resource class already exists: {new_name}")
     conn.execute(_RC.update().where(_RC.c.id == row.id)
                  .values(name=new_name, updated_at=_now()))
+    changes.record_all(conn)  # inventories of every provider may carry the old name
 
 
 def delete_class(conn: Connection, name: str) -> None:

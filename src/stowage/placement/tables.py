@@ -14,7 +14,8 @@ from sqlalchemy.dialects import mysql
 __all__ = [
     "metadata", "resource_providers", "inventories", "allocations", "consumers",
     "projects", "users", "consumer_types", "resource_classes", "traits",
-    "provider_traits", "aggregates", "provider_aggregates", "CUSTOM_RC_MIN_ID",
+    "provider_traits", "aggregates", "provider_aggregates", "provider_changes",
+    "CUSTOM_RC_MIN_ID",
 ]
 
 metadata = sa.MetaData()
@@ -148,4 +149,16 @@ provider_aggregates = sa.Table(
               sa.ForeignKey("resource_providers.id", ondelete="CASCADE"), primary_key=True),
     sa.Column("aggregate_id", sa.Integer, sa.ForeignKey("placement_aggregates.id"),
               primary_key=True, index=True),
+)
+
+# Append-only log of which providers changed, written in the writer's own
+# transaction; each worker's candidate snapshot replays it to stay coherent.
+# provider_id NULL means "reload everything" (e.g. a resource class renamed).
+provider_changes = sa.Table(
+    "resource_provider_changes", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("provider_id", sa.Integer, nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=False, index=True),
+    # Ids must never be reused, even after pruning empties the table.
+    sqlite_autoincrement=True,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from stowage.placement.api.common import authorize, cache_headers
-from stowage.placement.candidates import query, render, search, snapshot
+from stowage.placement.candidates import query, render, search
 from stowage.web.http import Request, Response, json_response
 from stowage.web.routing import Route
 
@@ -25,7 +25,7 @@ def list_candidates(req: Request) -> Response:
     request = query.parse_request(req)
     settings = req.app.settings.placement
     with req.app.db.read() as conn:
-        snap = snapshot.load(conn, *_names(request))
+        snap = req.app.candidates.view(conn, *_names(request))
     rng = random.Random() if settings.randomize_allocation_candidates else None
     result = search.search(snap, request, settings.max_allocation_candidates, rng)
     return cache_headers(req, json_response(render.render(snap, request, result)))

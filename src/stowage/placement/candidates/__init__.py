@@ -54,7 +54,7 @@ def provider_filter(req: Request, conn: Connection) -> set[int] | None:
         return None
     member_of, bad_aggs, required, forbidden, resources = _parse(req)
     traits = {t for any_of in required for t in any_of} | forbidden
-    snap = snapshot.load(conn, set(resources), traits, everything=True)
+    snap: snapshot.Snapshot = req.app.candidates.view(conn, set(resources), traits)
     ids = set(snap.providers)
     if required:
         _check_traits(snap, [t for any_of in required for t in sorted(any_of)])

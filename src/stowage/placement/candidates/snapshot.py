@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from stowage.placement import tables as t
 
-__all__ = ["Inventory", "Provider", "Snapshot", "load", "SHARING_TRAIT"]
+__all__ = ["Inventory", "Provider", "Snapshot", "load", "load_providers", "SHARING_TRAIT"]
 
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 # Above this many relevant trees, loading everything beats a huge IN list.
@@ -131,21 +131,25 @@ def _relevant_roots(conn: Connection, classes: set[str]) -> set[int] | None:
 
 
 def _in_trees(query: sa.Select[tuple[object, ...]], roots: set[int] | None,
-              rp: sa.Table = _RP) -> sa.Select[tuple[object, ...]]:
+              rp: sa.Table = _RP, ids: set[int] | None = None) -> sa.Select[tuple[object, ...]]:
+    """Restrict to the trees of `roots`, or to the providers `ids`; None means all."""
+    if ids is not None:
+        return query.where(rp.c.id.in_(sorted(ids)))
     if roots is None:
         return query
     return query.where(rp.c.root_provider_id.in_(sorted(roots)))
 
 
 def _load_inventories(conn: Connection, providers: dict[int, Provider],
-                      roots: set[int] | None) -> None:
+                      roots: set[int] | None, ids: set[int] | None = None) -> None:
     # SELECT a.resource_provider_id, a.resource_class_id, SUM(a.used)
     # FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
     # WHERE rp.root_provider_id IN (:roots) GROUP BY 1, 2
     usage_q = _in_trees(
         sa.select(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id,
                   sa.func.sum(_ALLOC.c.used))
-        .select_from(_ALLOC.join(_RP, _RP.c.id == _ALLOC.c.resource_provider_id)), roots)
+        .select_from(_ALLOC.join(_RP, _RP.c.id == _ALLOC.c.resource_provider_id)), roots,
+        ids=ids)
     usage_q = usage_q.group_by(_ALLOC.c.resource_provider_id, _ALLOC.c.resource_class_id)
     usage = {(rp, rc): int(used or 0) for rp, rc, used in conn.execute(usage_q)}
     inv_q = _in_trees(
@@ -153,7 +157,7 @@ def _load_inventories(conn: Connection, providers: dict[int, Provider],
                   _INV.c.total, _INV.c.reserved, _INV.c.allocation_ratio, _INV.c.min_unit,
                   _INV.c.max_unit, _INV.c.step_size)
         .select_from(_INV.join(_RP, _RP.c.id == _INV.c.resource_provider_id)
-                     .join(_RC, _RC.c.id == _INV.c.resource_class_id)), roots)
+                     .join(_RC, _RC.c.id == _INV.c.resource_class_id)), roots, ids=ids)
     for row in conn.execute(inv_q):
         exact = (row.total - row.reserved) * row.allocation_ratio
         providers[row.resource_provider_id].inventories[row.name] = Inventory(
@@ -164,21 +168,21 @@ def _load_inventories(conn: Connection, providers: dict[int, Provider],
 
 
 def _load_labels(conn: Connection, providers: dict[int, Provider],
-                 roots: set[int] | None) -> dict[str, int]:
+                 roots: set[int] | None, ids: set[int] | None = None) -> dict[str, int]:
     """Traits (names) and aggregates (uuids) of each provider; returns trait ids."""
     traits: dict[int, set[str]] = {}
     trait_ids: dict[str, int] = {}
     trait_q = _in_trees(sa.select(_RPT.c.resource_provider_id, _TR.c.name, _TR.c.id)
                         .select_from(_RPT.join(_TR, _TR.c.id == _RPT.c.trait_id)
                                      .join(_RP, _RP.c.id == _RPT.c.resource_provider_id)),
-                        roots)
+                        roots, ids=ids)
     for rp_id, name, trait_id in conn.execute(trait_q):
         traits.setdefault(rp_id, set()).add(name)
         trait_ids[name] = trait_id
     aggs: dict[int, set[str]] = {}
     agg_q = _in_trees(sa.select(_RPA.c.resource_provider_id, _AGG.c.uuid).select_from(
         _RPA.join(_AGG, _AGG.c.id == _RPA.c.aggregate_id)
-        .join(_RP, _RP.c.id == _RPA.c.resource_provider_id)), roots)
+        .join(_RP, _RP.c.id == _RPA.c.resource_provider_id)), roots, ids=ids)
     for rp_id, agg in conn.execute(agg_q):
         aggs.setdefault(rp_id, set()).add(agg)
     for rp_id, names in traits.items():
@@ -214,3 +218,19 @@ def load(conn: Connection, classes: set[str], traits: set[str],
         trait_ids = _load_labels(conn, providers, roots)
     return Snapshot(providers, _known(conn, _RC, classes), _known(conn, _TR, traits),
                     trait_ids)
+
+
+def load_providers(conn: Connection, ids: set[int] | None) -> tuple[dict[int, Provider],
+                                                                   dict[str, int]]:
+    """Current state of the providers `ids` (all when None), and their traits' ids.
+
+    Providers that no longer exist are simply absent from the result.
+    """
+    prov_q = _in_trees(sa.select(_RP.c.id, _RP.c.uuid, _RP.c.parent_provider_id,
+                                 _RP.c.root_provider_id), None, ids=ids)
+    providers = {rp_id: Provider(rp_id, uuid, parent_id, root_id or rp_id)
+                 for rp_id, uuid, parent_id, root_id in conn.execute(prov_q)}
+    if not providers:
+        return providers, {}
+    _load_inventories(conn, providers, None, ids=ids)
+    return providers, _load_labels(conn, providers, None, ids=ids)

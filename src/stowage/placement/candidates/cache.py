@@ -1,0 +1,73 @@
+"""Every provider of the database kept in memory per worker, replaying the change log.
+
+A request no longer reloads inventories, usages, traits and aggregates: it
+polls the change log (one indexed query) and reloads only the providers that
+changed since its worker last looked. The cache only ever proposes
+candidates; every claim is still checked in a database transaction, so a
+briefly stale view can cost a retry, never an overcommit.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+
+from sqlalchemy.engine import Connection
+
+from stowage.placement import tables as t
+from stowage.placement.candidates import snapshot
+from stowage.placement.candidates.snapshot import Provider, Snapshot
+from stowage.placement.changes import ChangeCursor
+
+__all__ = ["SnapshotCache"]
+
+
+class SnapshotCache:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cursor = ChangeCursor()
+        self._providers: dict[int, Provider] = {}
+        self._trait_ids: dict[str, int] = {}
+        self._snapshot: Snapshot | None = None
+
+    def view(self, conn: Connection, classes: set[str], traits: set[str]) -> Snapshot:
+        """The current snapshot, with which of the request's names exist."""
+        view = copy.copy(self._current(conn))  # shallow: shares the read-only indexes
+        view.known_classes = snapshot._known(conn, t.resource_classes, classes)
+        view.known_traits = snapshot._known(conn, t.traits, traits)
+        return view
+
+    def _current(self, conn: Connection) -> Snapshot:
+        with self._lock:
+            if self._snapshot is None or self._cursor.stale():
+                self._reload(conn)
+            else:
+                changed = self._cursor.poll(conn)
+                if changed is None:
+                    self._reload(conn)
+                elif changed:
+                    self._apply(conn, {i for i in changed if i is not None})
+            assert self._snapshot is not None
+            return self._snapshot
+
+    def _reload(self, conn: Connection) -> None:
+        self._cursor.reset(conn)
+        self._providers, self._trait_ids = snapshot.load_providers(conn, None)
+        self._publish()
+
+    def _apply(self, conn: Connection, ids: set[int]) -> None:
+        """Swap in fresh copies of the changed providers; deleted ones drop out."""
+        loaded, trait_ids = snapshot.load_providers(conn, ids)
+        providers = dict(self._providers)
+        for provider_id in ids:
+            if provider_id in loaded:
+                providers[provider_id] = loaded[provider_id]
+            else:
+                providers.pop(provider_id, None)
+        self._providers = providers
+        self._trait_ids = {**self._trait_ids, **trait_ids}
+        self._publish()
+
+    def _publish(self) -> None:
+        # A new Snapshot object, so requests still using the old one are unaffected.
+        self._snapshot = Snapshot(self._providers, set(), set(), dict(self._trait_ids))
