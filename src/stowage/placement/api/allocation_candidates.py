@@ -6,7 +6,7 @@ import random
 
 from stowage.placement.api.common import authorize, cache_headers
 from stowage.placement.candidates import query, render, search
-from stowage.web.http import Request, Response, json_response
+from stowage.web.http import Request, Response
 from stowage.web.routing import Route
 
 
@@ -28,7 +28,8 @@ def list_candidates(req: Request) -> Response:
         snap = req.app.candidates.view(conn, *_names(request))
     rng = random.Random() if settings.randomize_allocation_candidates else None
     result = search.search(snap, request, settings.max_allocation_candidates, rng)
-    return cache_headers(req, json_response(render.render(snap, request, result)))
+    body = render.render_json(snap, request, result)
+    return cache_headers(req, Response(200, body, [("content-type", "application/json")]))
 
 
 ROUTES = [

@@ -10,6 +10,7 @@ briefly stale view can cost a retry, never an overcommit.
 from __future__ import annotations
 
 import copy
+import gc
 import threading
 
 from sqlalchemy.engine import Connection
@@ -54,6 +55,7 @@ class SnapshotCache:
         self._cursor.reset(conn)
         self._providers, self._trait_ids = snapshot.load_providers(conn, None)
         self._publish()
+        _freeze_heap()
 
     def _apply(self, conn: Connection, ids: set[int]) -> None:
         """Swap in fresh copies of the changed providers; deleted ones drop out."""
@@ -71,3 +73,16 @@ class SnapshotCache:
     def _publish(self) -> None:
         # A new Snapshot object, so requests still using the old one are unaffected.
         self._snapshot = Snapshot(self._providers, set(), set(), dict(self._trait_ids))
+
+
+def _freeze_heap() -> None:
+    """Keep the cyclic GC from re-walking the (large, long-lived) snapshot.
+
+    Large answers allocate many objects, which triggers full collections that
+    would traverse every provider each time. Frozen objects are skipped. Only
+    full reloads (start-up, then every few minutes) freeze; they first
+    unfreeze and collect, so cyclic garbage is never kept for longer than that.
+    """
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()

@@ -6,54 +6,90 @@
 - 1.27: summaries list every inventory class, not only the requested ones
 - 1.29: summaries carry parent_provider_uuid and root_provider_uuid
 - 1.34: allocation requests carry mappings (group suffix -> provider uuids)
+
+A large answer holds thousands of candidates, so the builders below are
+written as flat comprehensions over local names, and `render_json` encodes
+with orjson, several times faster than the standard library for such bodies.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from stowage.placement.candidates.query import CandidateRequest
 from stowage.placement.candidates.search import Candidate, SearchResult
-from stowage.placement.candidates.snapshot import Snapshot
+from stowage.placement.candidates.snapshot import Provider, Snapshot
 
-__all__ = ["render"]
+__all__ = ["render", "render_json"]
 
 
-def _allocation_request(snap: Snapshot, cand: Candidate, minor: int) -> dict[str, Any]:
-    uuid = {pid: snap.providers[pid].uuid for pid in cand.allocations}
+def _allocation_requests(snap: Snapshot, cands: list[Candidate],
+                         minor: int) -> list[dict[str, Any]]:
+    providers = snap.providers
     if minor < 12:
-        return {"allocations": [{"resource_provider": {"uuid": uuid[pid]}, "resources": res}
-                                for pid, res in cand.allocations.items()]}
-    body: dict[str, Any] = {"allocations": {uuid[pid]: {"resources": res}
-                                            for pid, res in cand.allocations.items()}}
-    if minor >= 34:
-        body["mappings"] = {suffix: [snap.providers[p].uuid for p in ids]
-                            for suffix, ids in cand.mappings.items()}
-    return body
+        return [{"allocations": [{"resource_provider": {"uuid": providers[pid].uuid},
+                                  "resources": res}
+                                 for pid, res in c.allocations.items()]}
+                for c in cands]
+    if minor < 34:
+        return [{"allocations": {providers[pid].uuid: {"resources": res}
+                                 for pid, res in c.allocations.items()}}
+                for c in cands]
+    return [{"allocations": {providers[pid].uuid: {"resources": res}
+                             for pid, res in c.allocations.items()},
+             "mappings": {suffix: [providers[p].uuid for p in ids]
+                          for suffix, ids in c.mappings.items()}}
+            for c in cands]
 
 
-def _summary(snap: Snapshot, pid: int, requested: set[str], minor: int) -> dict[str, Any]:
-    provider = snap.providers[pid]
-    resources = {rc: {"capacity": inv.capacity, "used": inv.used}
-                 for rc, inv in sorted(provider.inventories.items())
-                 if minor >= 27 or rc in requested}
-    body: dict[str, Any] = {"resources": resources}
-    if minor >= 17:
-        order = snap.trait_ids
-        body["traits"] = sorted(provider.traits, key=lambda t: (order.get(t, 0), t))
-    if minor >= 29:
-        parent = provider.parent_id
-        body["parent_provider_uuid"] = snap.providers[parent].uuid if parent is not None else None
-        body["root_provider_uuid"] = snap.providers[provider.root_id].uuid
-    return body
+class _Summaries:
+    """Provider summaries; the sorted trait list is shared by providers with equal traits."""
+
+    def __init__(self, snap: Snapshot, requested: set[str], minor: int) -> None:
+        self.snap = snap
+        self.requested = requested
+        self.minor = minor
+        self.trait_lists: dict[frozenset[str], list[str]] = {}
+
+    def _traits(self, traits: frozenset[str]) -> list[str]:
+        """Upstream lists traits in id order."""
+        found = self.trait_lists.get(traits)
+        if found is None:
+            order = self.snap.trait_ids
+            found = sorted(traits, key=lambda t: (order.get(t, 0), t))
+            self.trait_lists[traits] = found
+        return found
+
+    def one(self, provider: Provider) -> dict[str, Any]:
+        minor = self.minor
+        invs = provider.inventories
+        names = sorted(invs) if minor >= 27 else sorted(invs.keys() & self.requested)
+        body: dict[str, Any] = {"resources": {
+            rc: {"capacity": invs[rc].capacity, "used": invs[rc].used} for rc in names}}
+        if minor >= 17:
+            body["traits"] = self._traits(provider.traits)
+        if minor >= 29:
+            providers = self.snap.providers
+            parent = provider.parent_id
+            body["parent_provider_uuid"] = (providers[parent].uuid if parent is not None
+                                            else None)
+            body["root_provider_uuid"] = providers[provider.root_id].uuid
+        return body
 
 
 def render(snap: Snapshot, req: CandidateRequest, result: SearchResult) -> dict[str, Any]:
     requested = {rc for group in req.groups for rc in group.resources}
+    summaries = _Summaries(snap, requested, req.minor)
+    providers = snap.providers
     return {
-        "allocation_requests": [_allocation_request(snap, c, req.minor)
-                                for c in result.candidates],
-        "provider_summaries": {snap.providers[pid].uuid: _summary(snap, pid, requested,
-                                                                   req.minor)
+        "allocation_requests": _allocation_requests(snap, result.candidates, req.minor),
+        "provider_summaries": {providers[pid].uuid: summaries.one(providers[pid])
                                for pid in result.summary_ids},
     }
+
+
+def render_json(snap: Snapshot, req: CandidateRequest, result: SearchResult) -> bytes:
+    """The response body, encoded."""
+    return orjson.dumps(render(snap, req, result))

@@ -3,18 +3,21 @@
 Pipeline (each stage narrows what the next one sees)::
 
     root_required    -> the roots a candidate may be anchored at
-    per group        -> matches: (anchor root, resources per provider, providers)
+    per group        -> a plan: names checked, aggregates resolved to ids, and
+                        a superset of the roots where the group can match
+    per anchor root, ascending, until enough candidates are found:
+      per group      -> its matches at this root (matching.py)
                         a suffixed group: one provider satisfies all of it
                         the unsuffixed group: one provider per resource class,
-                          from one tree plus sharing providers of that tree
-    merge per anchor -> one match per group, pruned as soon as a partial
+                          from the tree plus sharing providers sharing into it
+      combine        -> one match per group, pruned as soon as a partial
                         combination exceeds capacity or breaks group_policy
-    same_subtree     -> the providers of named groups sit under one of them
-    dedupe, nested-awareness (< 1.29), limit -> candidates + summary providers
+      same_subtree   -> the providers of named groups sit under one of them
+      dedupe         -> see `_generate`
+    nested-awareness (< 1.29), limit -> candidates + summary providers
 
-Semantics follow upstream Placement, including its quirks (member_of on the
-unsuffixed group is satisfied by the provider or its anchor root; a resourceless
-group needs a positive trait or aggregate filter).
+Visiting anchors lazily is what makes a `limit` cheap: when the order is
+deterministic, the search stops after the first `limit` candidates.
 """
 
 from __future__ import annotations
@@ -22,26 +25,24 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from stowage.errors import Invalid
-from stowage.placement.candidates.query import CandidateRequest, RequestGroup
+from stowage.placement.candidates.index import TreeIndex, index_of
+from stowage.placement.candidates.matching import (
+    Empty,
+    GroupPlan,
+    Match,
+    check_traits,
+    matches_at,
+    plan,
+    possible_anchors,
+)
+from stowage.placement.candidates.query import CandidateRequest
 from stowage.placement.candidates.snapshot import Snapshot
 
 __all__ = ["Candidate", "Match", "SearchResult", "search", "Empty"]
-
-
-class Empty(Exception):
-    """No candidate can exist; upstream returns an empty 200 in this case."""
-
-
-@dataclass(frozen=True, slots=True)
-class Match:
-    """How one provider set satisfies one request group, anchored at a tree root."""
-
-    anchor: int
-    resources: tuple[tuple[int, str, int], ...]  # (provider id, class, amount)
-    providers: tuple[int, ...]  # what `mappings` reports for the group
 
 
 @dataclass(slots=True)
@@ -56,154 +57,61 @@ class SearchResult:
     summary_ids: list[int] = field(default_factory=list)
 
 
-@dataclass
-class _Filters:
-    """A group's aggregate filters, resolved to provider ids."""
-
-    in_aggs: set[int] | None  # None: no member_of
-    bad_aggs: set[int]
-    tree_root: int | None
-
-
-def _check_traits(snap: Snapshot, names: Iterable[str]) -> None:
-    for name in sorted(names):
-        if name not in snap.known_traits:
-            raise Invalid(f"No such trait(s): {name}.")
-
-
-def _anchor_roots(snap: Snapshot, req: CandidateRequest) -> set[int] | None:
+def _anchor_roots(snap: Snapshot, index: TreeIndex, req: CandidateRequest) -> set[int] | None:
     """Roots allowed by root_required/root_forbidden; None when unrestricted."""
     if not (req.root_required or req.root_forbidden):
         return None
-    _check_traits(snap, req.root_required | req.root_forbidden)
-    roots = {p.id for p in snap.providers.values() if p.parent_id is None
-             and req.root_required <= p.traits and not (req.root_forbidden & p.traits)}
+    check_traits(snap, req.root_required | req.root_forbidden)
+    roots = {root for root in index.roots
+             if req.root_required <= (traits := snap.providers[root].traits)
+             and not (req.root_forbidden & traits)}
     if not roots:
         raise Empty
     return roots
 
 
-def _resolve(snap: Snapshot, group: RequestGroup) -> _Filters:
-    """Check names and resolve aggregates in upstream's order; raise Empty early."""
-    for rc in group.resources:
-        if rc not in snap.known_classes:
-            raise Invalid("Invalid resource class in resources parameter: "
-                          f"No such resource class {rc}.")
-    in_aggs: set[int] | None = None
-    if group.member_of:
-        in_aggs = set(snap.providers)
-        for aggs in group.member_of:
-            in_aggs &= snap.in_aggregates(aggs)
-        if not in_aggs:
-            raise Empty
-    for traits in group.required:
-        _check_traits(snap, traits)
-    _check_traits(snap, group.forbidden)
-    tree_root = None
-    if group.in_tree is not None:
-        if group.in_tree not in snap.by_uuid:
-            raise Empty
-        tree_root = snap.providers[snap.by_uuid[group.in_tree]].root_id
-    return _Filters(in_aggs, snap.in_aggregates(group.forbidden_aggs), tree_root)
+def _has_match(snap: Snapshot, index: TreeIndex, gp: GroupPlan,
+               anchors: set[int] | None) -> bool:
+    roots = possible_anchors(snap, index, gp)
+    if roots is None:
+        roots = set(index.roots)
+    if anchors is not None:
+        roots = roots & anchors
+    return any(matches_at(snap, index, gp, root) for root in sorted(roots))
 
 
-def _with_capacity(snap: Snapshot, rc: str, amount: int, tree_root: int | None) -> set[int]:
-    return {p.id for p in snap.by_class.get(rc, ())
-            if p.inventories[rc].fits(amount)
-            and (tree_root is None or p.root_id == tree_root)}
+def _plans(snap: Snapshot, index: TreeIndex, req: CandidateRequest,
+           anchors: set[int] | None) -> list[GroupPlan]:
+    """Plan each group in query order, as upstream validates them.
+
+    Upstream stops at the first group without any match and answers with an
+    empty list, so a later group's unknown trait or class only is a 400 when
+    every earlier group matched somewhere.
+    """
+    plans: list[GroupPlan] = []
+    for group in req.groups:
+        try:
+            plans.append(plan(snap, group))
+        except Invalid:
+            if all(_has_match(snap, index, gp, anchors) for gp in plans):
+                raise
+            raise Empty from None
+    return plans
 
 
-def _has_traits(traits: frozenset[str], group: RequestGroup) -> bool:
-    return (all(any_of & traits for any_of in group.required)
-            and not (group.forbidden & traits))
-
-
-def _single_matches(snap: Snapshot, group: RequestGroup, filters: _Filters,
-                    anchors: set[int] | None) -> list[Match]:
-    """A suffixed group: each provider that alone satisfies the whole group."""
-    if group.resources:
-        ids: set[int] | None = None
-        for rc, amount in group.resources.items():
-            found = _with_capacity(snap, rc, amount, filters.tree_root)
-            ids = found if ids is None else ids & found
-            if not ids:
-                return []
-        chosen = ids or set()
-    elif group.required or filters.in_aggs is not None:
-        chosen = set(snap.providers)
-    else:
-        return []  # upstream finds nothing without a positive filter
-    if filters.in_aggs is not None:
-        chosen &= filters.in_aggs
-    chosen -= filters.bad_aggs
-    out: list[Match] = []
-    for pid in sorted(chosen):
-        provider = snap.providers[pid]
-        if not _has_traits(provider.traits, group):
-            continue
-        resources = tuple((pid, rc, n) for rc, n in group.resources.items())
-        roots = [provider.root_id]
-        if pid in snap.sharing:
-            roots += sorted(snap.anchors(pid) - {provider.root_id})
-        out += [Match(root, resources, (pid,)) for root in roots
-                if anchors is None or root in anchors]
-    return out
-
-
-def _entries_for_class(snap: Snapshot, group: RequestGroup, filters: _Filters, rc: str,
-                       anchors: set[int] | None) -> dict[int, list[int]]:
-    """Providers able to serve `rc` for the group, keyed by the anchor root."""
-    amount = group.resources[rc]
-    capable = _with_capacity(snap, rc, amount, filters.tree_root)
-    pairs = {(pid, snap.providers[pid].root_id) for pid in capable}
-    if filters.tree_root is None:
-        sharing = snap.sharing & capable
-        if filters.in_aggs is not None:
-            sharing &= filters.in_aggs
-        pairs |= {(pid, root) for pid in sharing for root in snap.anchors(pid)}
-    by_anchor: dict[int, list[int]] = {}
-    for pid, root in sorted(pairs):
-        if anchors is not None and root not in anchors:
-            continue
-        if filters.in_aggs is not None and not {pid, root} & filters.in_aggs:
-            continue
-        if {pid, root} & filters.bad_aggs:
-            continue
-        by_anchor.setdefault(root, []).append(pid)
-    return by_anchor
-
-
-def _tree_matches(snap: Snapshot, group: RequestGroup, filters: _Filters,
-                  anchors: set[int] | None) -> list[Match]:
-    """The unsuffixed group: one provider per class, within a tree or shared with it."""
-    per_class: list[tuple[str, dict[int, list[int]]]] = []
-    for rc in group.resources:
-        by_anchor = _entries_for_class(snap, group, filters, rc, anchors)
-        if not by_anchor:
-            return []
-        per_class.append((rc, by_anchor))
-    common = set.intersection(*(set(b) for _, b in per_class))
-    out: list[Match] = []
-    for root in sorted(common):
-        choices = [by_anchor[root] for _, by_anchor in per_class]
-        for combo in itertools.product(*choices):
-            traits = frozenset().union(*(snap.providers[p].traits for p in combo))
-            if any(group.forbidden & snap.providers[p].traits for p in combo):
-                continue
-            if not all(any_of & traits for any_of in group.required):
-                continue
-            resources = tuple((pid, rc, group.resources[rc])
-                              for pid, (rc, _) in zip(combo, per_class, strict=True))
-            out.append(Match(root, resources, tuple(dict.fromkeys(combo))))
-    return out
-
-
-def group_matches(snap: Snapshot, group: RequestGroup,
-                  anchors: set[int] | None) -> list[Match]:
-    filters = _resolve(snap, group)
-    if group.use_same_provider:
-        return _single_matches(snap, group, filters, anchors)
-    return _tree_matches(snap, group, filters, anchors)
+def _ordered_anchors(snap: Snapshot, index: TreeIndex, plans: list[GroupPlan],
+                     anchors: set[int] | None) -> list[int]:
+    """Roots where every group may match, ascending: the order candidates come in."""
+    common: AbstractSet[int] | None = anchors
+    for gp in plans:
+        roots = possible_anchors(snap, index, gp)
+        if roots is not None:
+            common = roots if common is None else common & roots
+    if common is None:
+        return index.roots
+    if len(common) == len(index.roots):  # everything: skip the sort
+        return index.roots
+    return sorted(common)
 
 
 class _Combiner:
@@ -215,10 +123,10 @@ class _Combiner:
     only get worse as more groups are added, so pruning never loses a result.
     """
 
-    def __init__(self, snap: Snapshot, req: CandidateRequest) -> None:
+    def __init__(self, snap: Snapshot, req: CandidateRequest, plans: list[GroupPlan]) -> None:
         self.snap = snap
         self.isolate = req.group_policy == "isolate"
-        self.granular = [g.use_same_provider for g in req.groups]
+        self.granular = [gp.granular for gp in plans]
         self.amounts: dict[tuple[int, str], int] = {}
         self.isolated: set[int] = set()
 
@@ -240,6 +148,19 @@ class _Combiner:
         if granular and self.isolate:
             self.isolated.discard(match.providers[0])
 
+    def walk(self, lists: list[list[Match]]) -> Iterable[tuple[Match, ...]]:
+        """The combinations worth checking, one match per group.
+
+        Each match fits on its own, so when no two groups draw on the same
+        (provider, class) and isolation is off, every combination fits and
+        the plain product (in C) replaces the pruning walk.
+        """
+        if len(lists) == 1:
+            return [(match,) for match in lists[0]]
+        if not self.isolate and not _overlap(lists):
+            return itertools.product(*lists)
+        return self.combos(lists)
+
     def combos(self, lists: list[list[Match]], depth: int = 0,
                chosen: tuple[Match, ...] = ()) -> Iterator[tuple[Match, ...]]:
         if depth == len(lists):
@@ -254,73 +175,97 @@ class _Combiner:
             self._pop(match, granular)
 
 
-def _in_same_subtree(snap: Snapshot, ids: set[int]) -> bool:
-    """True when one of `ids` is an ancestor-or-self of all the others."""
-    if len(ids) <= 1:
+def _overlap(lists: list[list[Match]]) -> bool:
+    """Could two groups' matches draw on the same class of the same provider?"""
+    seen: set[tuple[int, str]] = set()
+    for matches in lists:
+        keys = {(pid, rc) for match in matches for pid, rc, _ in match.resources}
+        if not seen.isdisjoint(keys):
+            return True
+        seen |= keys
+    return False
+
+
+class _Subtrees:
+    """same_subtree: the providers of the named groups sit under one of them."""
+
+    def __init__(self, index: TreeIndex, req: CandidateRequest, plans: list[GroupPlan]) -> None:
+        self.line = index.line
+        self.groups = [[i for i, gp in enumerate(plans) if gp.suffix in names]
+                       for names in req.same_subtrees]
+
+    def satisfied(self, combo: tuple[Match, ...]) -> bool:
+        """True when, per same_subtree, one provider is an ancestor-or-self of the others."""
+        line = self.line
+        for indexes in self.groups:
+            ids = [pid for i in indexes for pid in combo[i].providers]
+            if len(ids) == 2:  # the usual case, spelled out
+                a, b = ids
+                if a in line(b) or b in line(a):
+                    continue
+                return False
+            if len(ids) > 2 and not any(all(top in line(pid) for pid in ids) for top in ids):
+                return False
         return True
-    common: set[int] | None = None
-    for pid in ids:
-        line = set()
-        cur: int | None = pid
-        while cur is not None:
-            line.add(cur)
-            cur = snap.providers[cur].parent_id
-        common = line if common is None else common & line
-    return bool((common or set()) & ids)
 
 
-def _satisfies_subtrees(snap: Snapshot, req: CandidateRequest,
-                        combo: tuple[Match, ...]) -> bool:
-    for names in req.same_subtrees:
-        ids = {pid for group, match in zip(req.groups, combo, strict=True)
-               if group.suffix in names for pid in match.providers}
-        if not _in_same_subtree(snap, ids):
-            return False
-    return True
-
-
-def _consolidate(req: CandidateRequest, combo: tuple[Match, ...]) -> Candidate:
+def _consolidate(suffixes: list[str], combo: tuple[Match, ...]) -> Candidate:
     allocations: dict[int, dict[str, int]] = {}
-    mappings: dict[str, list[int]] = {}
-    for group, match in zip(req.groups, combo, strict=True):
+    for match in combo:
         for pid, rc, amount in match.resources:
-            per_rc = allocations.setdefault(pid, {})
-            per_rc[rc] = per_rc.get(rc, 0) + amount
-        mapped = mappings.setdefault(group.suffix, [])
-        mapped += [p for p in match.providers if p not in mapped]
+            per_rc = allocations.get(pid)
+            if per_rc is None:
+                allocations[pid] = {rc: amount}
+            else:
+                per_rc[rc] = per_rc.get(rc, 0) + amount
+    mappings = {suffix: list(match.providers)
+                for suffix, match in zip(suffixes, combo, strict=True)}
     return Candidate(allocations, mappings)
 
 
-def _key(cand: Candidate) -> tuple[frozenset[tuple[int, str, int]], frozenset[object]]:
-    return (frozenset((p, rc, n) for p, per in cand.allocations.items()
-                      for rc, n in per.items()),
-            frozenset((s, frozenset(ids)) for s, ids in cand.mappings.items()))
+def _matches(snap: Snapshot, index: TreeIndex, plans: list[GroupPlan],
+             root: int) -> list[list[Match]] | None:
+    """Every group's matches at `root`; None as soon as one group has none."""
+    lists = []
+    for gp in plans:
+        found = matches_at(snap, index, gp, root)
+        if not found:
+            return None
+        lists.append(found)
+    return lists
 
 
-def _merge(snap: Snapshot, req: CandidateRequest, per_group: list[list[Match]],
-           max_candidates: int) -> list[Candidate]:
-    by_anchor: dict[int, list[list[Match]]] = {}
-    for index, matches in enumerate(per_group):
-        for match in matches:
-            by_anchor.setdefault(match.anchor, [[] for _ in per_group])[index].append(match)
+def _generate(snap: Snapshot, index: TreeIndex, req: CandidateRequest,
+              plans: list[GroupPlan], roots: list[int]) -> Iterator[Candidate]:
+    """Candidates anchor by anchor, each one once.
+
+    Within one anchor distinct combinations give distinct candidates: a
+    suffixed group's match is fixed by its one provider, and the unsuffixed
+    group's by what remains of the allocations. Across anchors a candidate can
+    only repeat when all its providers are sharing providers (any other
+    provider anchors only its own tree), so only those are remembered.
+    """
+    suffixes = [gp.suffix for gp in plans]
+    combiner = _Combiner(snap, req, plans)
+    subtrees = _Subtrees(index, req, plans) if req.same_subtrees else None
+    sharing = snap.sharing
     seen: set[object] = set()
-    out: list[Candidate] = []
-    combiner = _Combiner(snap, req)
-    for lists in by_anchor.values():
-        if not all(lists):
+    for root in roots:
+        lists = _matches(snap, index, plans, root)
+        if lists is None:
             continue
-        for combo in combiner.combos(lists):
-            if req.same_subtrees and not _satisfies_subtrees(snap, req, combo):
+        for combo in combiner.walk(lists):
+            if subtrees is not None and not subtrees.satisfied(combo):
                 continue
-            cand = _consolidate(req, combo)
-            key = _key(cand)
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(cand)
-            if 0 <= max_candidates <= len(out):
-                return out
-    return out
+            cand = _consolidate(suffixes, combo)
+            if sharing and all(p in sharing for m in combo for p in m.providers):
+                key = (frozenset((p, rc, n) for p, per in cand.allocations.items()
+                                 for rc, n in per.items()),
+                       frozenset((s, frozenset(ids)) for s, ids in cand.mappings.items()))
+                if key in seen:
+                    continue
+                seen.add(key)
+            yield cand
 
 
 def _one_per_tree(snap: Snapshot, cands: list[Candidate]) -> list[Candidate]:
@@ -342,28 +287,38 @@ def _limit(cands: list[Candidate], limit: int | None,
     return cands
 
 
+def _collect(snap: Snapshot, req: CandidateRequest, max_candidates: int,
+             rng: random.Random | None) -> tuple[list[Candidate], bool]:
+    """All candidates (or the first few, when the limit allows); and nested-awareness."""
+    index = index_of(snap)
+    anchors = _anchor_roots(snap, index, req)
+    plans = _plans(snap, index, req, anchors)
+    roots = _ordered_anchors(snap, index, plans, anchors)
+    nested_aware = req.minor >= 29 or not snap.has_trees
+    cap = max_candidates
+    if nested_aware and rng is None and req.limit:
+        cap = req.limit if cap < 0 else min(cap, req.limit)
+    gen = _generate(snap, index, req, plans, roots)
+    # A non-negative cap of 0 still returns the first candidate, as before.
+    cands = list(itertools.islice(gen, max(cap, 1))) if cap >= 0 else list(gen)
+    return cands, nested_aware
+
+
 def search(snap: Snapshot, req: CandidateRequest, max_candidates: int = -1,
            rng: random.Random | None = None) -> SearchResult:
     """All candidates for `req` (randomly sampled/shuffled when `rng` is given)."""
     try:
-        anchors = _anchor_roots(snap, req)
-        per_group = []
-        for group in req.groups:
-            matches = group_matches(snap, group, anchors)
-            if not matches:
-                return SearchResult()
-            per_group.append(matches)
+        cands, nested_aware = _collect(snap, req, max_candidates, rng)
     except Empty:
         return SearchResult()
-    cands = _merge(snap, req, per_group, max_candidates)
-    nested_aware = req.minor >= 29 or not snap.has_trees
     if not nested_aware:
         cands = _one_per_tree(snap, cands)
     all_cands = cands
     cands = _limit(list(cands), req.limit, rng)
     roots = {snap.providers[p].root_id for c in cands for p in c.allocations}
     if nested_aware:
-        ids = [p for root in sorted(roots) for p in sorted(snap.trees[root])]
+        index = index_of(snap)
+        ids = [p for root in sorted(roots) for p in index.tree(root)]
     else:
         used = {p for c in all_cands for p in c.allocations}
         ids = sorted(p for p in used if snap.providers[p].root_id in roots)

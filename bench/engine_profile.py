@@ -1,0 +1,145 @@
+"""Time the in-memory allocation-candidates engine (search + render + JSON), no database.
+
+    python bench/engine_profile.py [--repeat N] [--profile WORKLOAD]
+
+Snapshots are built directly, the way the per-process snapshot cache will
+hand them to the engine, so the figures isolate what search.py and render.py
+cost per request. Workloads:
+
+    flat-N     N providers, each VCPU 32 / MEMORY_MB 131072 / DISK_GB 2048,
+               all in one aggregate, trait HW_CPU_X86_AVX2
+    nested-N   N trees of 7 providers::
+
+                        root  DISK_GB, COMPUTE_VOLUME_MULTI_ATTACH
+                       /    \\
+                 numa0        numa1     VCPU, MEMORY_MB, CUSTOM_FOO
+                 /  \\        /  \\
+              fpga  fpga   fpga  fpga   FPGA
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import pstats
+import random
+import statistics
+import time
+from collections.abc import Callable
+
+from stowage.placement.candidates import query, render, search
+from stowage.placement.candidates.snapshot import Inventory, Provider, Snapshot
+from stowage.web.http import Request
+from stowage.web.microversion import Version
+
+AGG = "7a1e9d2c-3b4f-4e5a-8c6d-0f1a2b3c4d5e"
+FLAT_QS = (f"resources=VCPU:1,DISK_GB:10,MEMORY_MB:256&member_of={AGG}"
+           "&required=HW_CPU_X86_AVX2")
+NESTED_QS = ("resources=DISK_GB:10&required=COMPUTE_VOLUME_MULTI_ATTACH"
+             "&resources_COMPUTE=VCPU:1,MEMORY_MB:256&required_COMPUTE=CUSTOM_FOO"
+             "&resources_FPGA=FPGA:1&group_policy=none&same_subtree=_COMPUTE,_FPGA")
+TRAIT_IDS = {"HW_CPU_X86_AVX2": 1, "COMPUTE_VOLUME_MULTI_ATTACH": 2, "CUSTOM_FOO": 3}
+
+
+def _inv(total: int) -> Inventory:
+    return Inventory(total, 0, 1, total, 1, float(total))
+
+
+def _uuid(pid: int) -> str:
+    return f"00000000-0000-4000-8000-{pid:012d}"
+
+
+def flat(n: int) -> Snapshot:
+    providers = {}
+    for pid in range(1, n + 1):
+        providers[pid] = Provider(
+            pid, _uuid(pid), None, pid,
+            {"VCPU": _inv(32), "MEMORY_MB": _inv(131072), "DISK_GB": _inv(2048)},
+            frozenset({"HW_CPU_X86_AVX2"}), frozenset({AGG}))
+    return Snapshot(providers, {"VCPU", "MEMORY_MB", "DISK_GB"}, {"HW_CPU_X86_AVX2"},
+                    dict(TRAIT_IDS))
+
+
+def nested(n: int) -> Snapshot:
+    providers: dict[int, Provider] = {}
+
+    def add(pid: int, parent: int | None, root: int, traits: set[str],
+            **invs: int) -> None:
+        providers[pid] = Provider(pid, _uuid(pid), parent, root,
+                                  {rc: _inv(v) for rc, v in invs.items()}, frozenset(traits))
+
+    for tree in range(n):
+        root = tree * 7 + 1
+        add(root, None, root, {"COMPUTE_VOLUME_MULTI_ATTACH"}, DISK_GB=2048)
+        for numa in (root + 1, root + 4):
+            add(numa, root, root, {"CUSTOM_FOO"}, VCPU=16, MEMORY_MB=65536)
+            add(numa + 1, numa, root, set(), FPGA=1)
+            add(numa + 2, numa, root, set(), FPGA=1)
+    return Snapshot(providers, {"DISK_GB", "VCPU", "MEMORY_MB", "FPGA"},
+                    {"COMPUTE_VOLUME_MULTI_ATTACH", "CUSTOM_FOO"}, dict(TRAIT_IDS))
+
+
+def parse(qs: str, minor: int) -> query.CandidateRequest:
+    req = Request(method="GET", path="/allocation_candidates", query_string=qs,
+                  headers={}, body=b"", base_url="", version=Version(1, minor))
+    return query.parse_request(req)
+
+
+def one_request(snap: Snapshot, qs: str, minor: int) -> bytes:
+    """What the handler does after loading the snapshot."""
+    req = parse(qs, minor)
+    result = search.search(snap, req, -1, None)
+    return render.render_json(snap, req, result)
+
+
+def cases() -> list[tuple[str, Callable[[], Snapshot], str, int]]:
+    out: list[tuple[str, Callable[[], Snapshot], str, int]] = []
+    for n in (1000, 10_000):
+        for suffix, extra in (("", ""), (" limit=1", "&limit=1"), (" limit=50", "&limit=50")):
+            out.append((f"flat-{n}{suffix}", lambda n=n: flat(n), FLAT_QS + extra, 39))
+    out.append(("flat-1000 1.10", lambda: flat(1000), FLAT_QS.split("&member_of")[0], 10))
+    out.append(("flat-1000 1.12", lambda: flat(1000), FLAT_QS.split("&member_of")[0], 12))
+    out.append(("flat-1000 1.28", lambda: flat(1000), FLAT_QS, 28))
+    for suffix, extra in (("", ""), (" limit=50", "&limit=50")):
+        out.append((f"nested-1000{suffix}", lambda: nested(1000), NESTED_QS + extra, 39))
+    return out
+
+
+def timeit(snap: Snapshot, qs: str, minor: int, repeat: int) -> tuple[float, float, int]:
+    """Median and best wall-clock ms; the best is the steadier figure on a busy machine."""
+    body = one_request(snap, qs, minor)  # warm up (and build the snapshot's index)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        one_request(snap, qs, minor)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), min(times), len(json.loads(body)["allocation_requests"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--profile", help="workload name to run under cProfile")
+    opts = parser.parse_args()
+    random.seed(0)
+    snaps: dict[str, Snapshot] = {}
+    for name, build, qs, minor in cases():
+        if opts.profile and name != opts.profile:
+            continue
+        key = name.split(" ")[0]
+        snap = snaps.setdefault(key, build())
+        if opts.profile:
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(opts.repeat):
+                one_request(snap, qs, minor)
+            prof.disable()
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+            return
+        median, best, count = timeit(snap, qs, minor, opts.repeat)
+        print(f"{name:<24} median {median:8.2f} ms  best {best:8.2f} ms  ({count} candidates)")
+
+
+if __name__ == "__main__":
+    main()

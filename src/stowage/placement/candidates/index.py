@@ -1,0 +1,139 @@
+"""Structural lookup tables over a snapshot, filled on first use and shared by requests.
+
+The search visits anchor roots one at a time, so it needs to know, without
+scanning every provider, which roots could possibly anchor a group (by
+resource class), which providers a root's visit looks at (its tree plus the
+sharing providers that share into it), the tree of each root in id order, and
+each provider's ancestors (for same_subtree). None of that depends on usage,
+so an index stays valid for as long as the snapshot's structure does.
+
+The per-worker snapshot cache hands each request a shallow copy of one
+published `Snapshot`; copies share the `trees` dict that `Snapshot.reindex()`
+creates, so the index is memoised on that dict's identity. A reindexed or
+newly loaded snapshot has a new `trees` dict and gets a fresh index.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from stowage.placement.candidates.snapshot import Snapshot
+
+__all__ = ["TreeIndex", "index_of"]
+
+
+class TreeIndex:
+    """Lookups derived lazily, per key, so a snapshot that changes often stays cheap.
+
+    A write publishes a new snapshot and so a new index; building every table
+    up front would put a pass over all providers on the next request's path.
+    """
+
+    def __init__(self, snap: Snapshot) -> None:
+        self._snap = snap
+        self._roots: list[int] | None = None
+        self._trees: dict[int, list[int]] = {}
+        self._pools: dict[int, list[int]] = {}
+        self._by_class: dict[str, frozenset[int]] = {}
+        self._by_classes: dict[tuple[str, ...], frozenset[int]] = {}
+        self._with_class: dict[str, frozenset[int]] = {}
+        self._lines: dict[int, frozenset[int]] = {}
+        self._sharing: dict[int, frozenset[int]] | None = None
+        self._shared_into: dict[int, list[int]] = {}
+
+    @property
+    def roots(self) -> list[int]:
+        """Every root, ascending: the order in which candidates are generated."""
+        if self._roots is None:
+            self._roots = sorted(self._snap.trees)
+        return self._roots
+
+    def tree(self, root: int) -> list[int]:
+        """The ids of the tree of `root`, ascending."""
+        found = self._trees.get(root)
+        if found is None:
+            found = self._trees[root] = sorted(self._snap.trees[root])
+        return found
+
+    def sharing_anchors(self) -> dict[int, frozenset[int]]:
+        """Sharing provider -> every root it may anchor (its own included)."""
+        if self._sharing is None:
+            anchors = {sid: frozenset(self._snap.anchors(sid)) for sid in self._snap.sharing}
+            shared_into: dict[int, list[int]] = {}
+            for sid, roots in anchors.items():
+                own = self._snap.providers[sid].root_id
+                for root in roots:
+                    if root != own:
+                        shared_into.setdefault(root, []).append(sid)
+            self._shared_into = shared_into
+            self._sharing = anchors
+        return self._sharing
+
+    def pool(self, root: int) -> list[int]:
+        """What an anchor's visit considers: its tree plus what other trees share into it."""
+        found = self._pools.get(root)
+        if found is None:
+            self.sharing_anchors()
+            shared = self._shared_into.get(root)
+            found = sorted(self.tree(root) + shared) if shared else self.tree(root)
+            self._pools[root] = found
+        return found
+
+    def line(self, pid: int) -> frozenset[int]:
+        """`pid` and its ancestors."""
+        found = self._lines.get(pid)
+        if found is None:
+            parent = self._snap.providers[pid].parent_id
+            found = frozenset((pid,)) if parent is None else self.line(parent) | {pid}
+            self._lines[pid] = found
+        return found
+
+    def with_class(self, rc: str) -> frozenset[int]:
+        """Providers with an inventory of `rc`."""
+        found = self._with_class.get(rc)
+        if found is None:
+            found = frozenset(p.id for p in self._snap.by_class.get(rc, []))
+            self._with_class[rc] = found
+        return found
+
+    def anchors_by_class(self, rc: str) -> frozenset[int]:
+        """Roots whose tree has `rc`, or into which a sharing provider shares it."""
+        found = self._by_class.get(rc)
+        if found is None:
+            providers = self._snap.by_class.get(rc, [])
+            roots = {p.root_id for p in providers}
+            sharing = self.sharing_anchors()
+            for p in providers:
+                if p.id in sharing:
+                    roots |= sharing[p.id]
+            found = self._by_class[rc] = frozenset(roots)
+        return found
+
+    def anchors_by_classes(self, classes: tuple[str, ...]) -> frozenset[int]:
+        """Roots that may serve every class of `classes` (a group's resources)."""
+        found = self._by_classes.get(classes)
+        if found is None:
+            sets = sorted((self.anchors_by_class(rc) for rc in classes), key=len)
+            found = self._by_classes[classes] = sets[0].intersection(*sets[1:])
+        return found
+
+
+_LOCK = threading.Lock()
+_MEMO: dict[int, tuple[object, TreeIndex]] = {}
+_MEMO_SIZE = 8
+
+
+def index_of(snap: Snapshot) -> TreeIndex:
+    """The index of `snap`'s structure, built on first use (see the module docstring)."""
+    key = snap.trees
+    with _LOCK:
+        hit = _MEMO.get(id(key))
+        if hit is not None and hit[0] is key:
+            return hit[1]
+    index = TreeIndex(snap)
+    with _LOCK:
+        while len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.pop(next(iter(_MEMO)))
+        # Holding `key` keeps its id from being reused while the entry lives.
+        _MEMO[id(key)] = (key, index)
+    return index
