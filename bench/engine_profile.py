@@ -20,7 +20,9 @@ cost per request. Workloads:
 from __future__ import annotations
 
 import argparse
+import copy
 import cProfile
+import gc
 import json
 import pstats
 import random
@@ -29,6 +31,7 @@ import time
 from collections.abc import Callable
 
 from stowage.placement.candidates import query, render, search
+from stowage.placement.candidates.memo import Memo
 from stowage.placement.candidates.snapshot import Inventory, Provider, Snapshot
 from stowage.web.http import Request
 from stowage.web.microversion import Version
@@ -86,11 +89,17 @@ def parse(qs: str, minor: int) -> query.CandidateRequest:
     return query.parse_request(req)
 
 
-def one_request(snap: Snapshot, qs: str, minor: int) -> bytes:
+def one_request(snap: Snapshot, qs: str, minor: int, memo: Memo | None = None) -> bytes:
     """What the handler does after loading the snapshot."""
     req = parse(qs, minor)
-    result = search.search(snap, req, -1, None)
-    return render.render_json(snap, req, result)
+    result = search.search(snap, req, -1, None, memo)
+    return render.render_json(snap, req, result, memo)
+
+
+def churn(snap: Snapshot) -> None:
+    """What a claim does to a worker's snapshot: one provider object is replaced."""
+    pid = random.choice(list(snap.providers))
+    snap.providers[pid] = copy.copy(snap.providers[pid])
 
 
 def cases() -> list[tuple[str, Callable[[], Snapshot], str, int]]:
@@ -106,13 +115,22 @@ def cases() -> list[tuple[str, Callable[[], Snapshot], str, int]]:
     return out
 
 
-def timeit(snap: Snapshot, qs: str, minor: int, repeat: int) -> tuple[float, float, int]:
-    """Median and best wall-clock ms; the best is the steadier figure on a busy machine."""
-    body = one_request(snap, qs, minor)  # warm up (and build the snapshot's index)
+def timeit(snap: Snapshot, qs: str, minor: int, repeat: int,
+           mode: str) -> tuple[float, float, int]:
+    """Median and best wall-clock ms; the best is the steadier figure on a busy machine.
+
+    mode "cold": no memo, every request computes everything; "warm": the
+    worker's memo and an unchanged snapshot; "churn": the memo, with one
+    provider changed (as by a claim) before every request.
+    """
+    memo = None if mode == "cold" else Memo()
+    body = one_request(snap, qs, minor, memo)  # warm up (and build the snapshot's index)
     times = []
     for _ in range(repeat):
+        if mode == "churn":
+            churn(snap)
         start = time.perf_counter()
-        one_request(snap, qs, minor)
+        one_request(snap, qs, minor, memo)
         times.append((time.perf_counter() - start) * 1000)
     return statistics.median(times), min(times), len(json.loads(body)["allocation_requests"])
 
@@ -121,14 +139,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--profile", help="workload name to run under cProfile")
+    parser.add_argument("--mode", choices=("cold", "warm", "churn"), default="cold",
+                        help="memo use, see timeit()")
+    parser.add_argument("--no-freeze", action="store_true",
+                        help="leave snapshots to the cyclic GC (the server freezes them)")
     opts = parser.parse_args()
     random.seed(0)
-    snaps: dict[str, Snapshot] = {}
-    for name, build, qs, minor in cases():
-        if opts.profile and name != opts.profile:
-            continue
-        key = name.split(" ")[0]
-        snap = snaps.setdefault(key, build())
+    wanted = [c for c in cases() if not opts.profile or c[0] == opts.profile]
+    snaps = {name.split(" ")[0]: build() for name, build, _, _ in wanted}
+    if not opts.no_freeze:
+        gc.freeze()  # as SnapshotCache does after publishing
+    for name, _, qs, minor in wanted:
+        snap = snaps[name.split(" ")[0]]
         if opts.profile:
             prof = cProfile.Profile()
             prof.enable()
@@ -137,7 +159,7 @@ def main() -> None:
             prof.disable()
             pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
             return
-        median, best, count = timeit(snap, qs, minor, opts.repeat)
+        median, best, count = timeit(snap, qs, minor, opts.repeat, opts.mode)
         print(f"{name:<24} median {median:8.2f} ms  best {best:8.2f} ms  ({count} candidates)")
 
 

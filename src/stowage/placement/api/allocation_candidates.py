@@ -27,8 +27,9 @@ def list_candidates(req: Request) -> Response:
     with req.app.db.read() as conn:
         snap = req.app.candidates.view(conn, *_names(request))
     rng = random.Random() if settings.randomize_allocation_candidates else None
-    result = search.search(snap, request, settings.max_allocation_candidates, rng)
-    body = render.render_json(snap, request, result)
+    memo = req.app.candidates.memo
+    result = search.search(snap, request, settings.max_allocation_candidates, rng, memo)
+    body = render.render_json(snap, request, result, memo)
     return cache_headers(req, Response(200, body, [("content-type", "application/json")]))
 
 

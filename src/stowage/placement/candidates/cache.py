@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from stowage.placement import tables as t
 from stowage.placement.candidates import snapshot
+from stowage.placement.candidates.memo import Memo
 from stowage.placement.candidates.snapshot import Provider, Snapshot
 from stowage.placement.changes import ChangeCursor
 
@@ -30,6 +31,8 @@ class SnapshotCache:
         self._providers: dict[int, Provider] = {}
         self._trait_ids: dict[str, int] = {}
         self._snapshot: Snapshot | None = None
+        # Per-tree candidates and per-provider summaries of recent requests.
+        self.memo = Memo()
 
     def view(self, conn: Connection, classes: set[str], traits: set[str]) -> Snapshot:
         """The current snapshot, with which of the request's names exist."""

@@ -27,6 +27,7 @@ import random
 from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import Any
 
 from stowage.errors import Invalid
 from stowage.placement.candidates.index import TreeIndex, index_of
@@ -39,6 +40,7 @@ from stowage.placement.candidates.matching import (
     plan,
     possible_anchors,
 )
+from stowage.placement.candidates.memo import Memo, TreeTable, same_objects
 from stowage.placement.candidates.query import CandidateRequest
 from stowage.placement.candidates.snapshot import Snapshot
 
@@ -49,6 +51,9 @@ __all__ = ["Candidate", "Match", "SearchResult", "search", "Empty"]
 class Candidate:
     allocations: dict[int, dict[str, int]]
     mappings: dict[str, list[int]]
+    # The rendered allocation request, filled in once by render.py (candidates
+    # are memoized per request shape, so the rendering is reused with them).
+    view: Any = None
 
 
 @dataclass
@@ -236,7 +241,8 @@ def _matches(snap: Snapshot, index: TreeIndex, plans: list[GroupPlan],
 
 
 def _generate(snap: Snapshot, index: TreeIndex, req: CandidateRequest,
-              plans: list[GroupPlan], roots: list[int]) -> Iterator[Candidate]:
+              plans: list[GroupPlan], roots: list[int],
+              table: TreeTable | None = None) -> Iterator[Candidate]:
     """Candidates anchor by anchor, each one once.
 
     Within one anchor distinct combinations give distinct candidates: a
@@ -244,21 +250,26 @@ def _generate(snap: Snapshot, index: TreeIndex, req: CandidateRequest,
     group's by what remains of the allocations. Across anchors a candidate can
     only repeat when all its providers are sharing providers (any other
     provider anchors only its own tree), so only those are remembered.
+
+    With a memo `table`, a tree that no sharing provider reaches reuses its
+    candidates from an earlier identical request while its providers are
+    unchanged (see memo.py).
     """
-    suffixes = [gp.suffix for gp in plans]
-    combiner = _Combiner(snap, req, plans)
-    subtrees = _Subtrees(index, req, plans) if req.same_subtrees else None
+    tree = _TreeCandidates(snap, index, req, plans)
     sharing = snap.sharing
+    providers = snap.providers
     seen: set[object] = set()
     for root in roots:
-        lists = _matches(snap, index, plans, root)
-        if lists is None:
+        pool = index.pool(root) if table is not None else ()
+        if table is not None and sharing.isdisjoint(pool):
+            objs = tuple(providers[p] for p in pool)
+            hit = table.get(root)
+            if hit is None or not same_objects(hit[0], objs):
+                hit = table[root] = (objs, [cand for cand, _ in tree.at(root)])
+            yield from hit[1]
             continue
-        for combo in combiner.walk(lists):
-            if subtrees is not None and not subtrees.satisfied(combo):
-                continue
-            cand = _consolidate(suffixes, combo)
-            if sharing and all(p in sharing for m in combo for p in m.providers):
+        for cand, used in tree.at(root):
+            if sharing and all(p in sharing for p in used):
                 key = (frozenset((p, rc, n) for p, per in cand.allocations.items()
                                  for rc, n in per.items()),
                        frozenset((s, frozenset(ids)) for s, ids in cand.mappings.items()))
@@ -266,6 +277,27 @@ def _generate(snap: Snapshot, index: TreeIndex, req: CandidateRequest,
                     continue
                 seen.add(key)
             yield cand
+
+
+class _TreeCandidates:
+    """The candidates anchored at one root, in a deterministic order."""
+
+    def __init__(self, snap: Snapshot, index: TreeIndex, req: CandidateRequest,
+                 plans: list[GroupPlan]) -> None:
+        self.snap, self.index, self.plans = snap, index, plans
+        self.suffixes = [gp.suffix for gp in plans]
+        self.combiner = _Combiner(snap, req, plans)
+        self.subtrees = _Subtrees(index, req, plans) if req.same_subtrees else None
+
+    def at(self, root: int) -> Iterator[tuple[Candidate, list[int]]]:
+        """Each candidate with every provider its matches name (resourceless ones too)."""
+        lists = _matches(self.snap, self.index, self.plans, root)
+        if lists is None:
+            return
+        for combo in self.combiner.walk(lists):
+            if self.subtrees is not None and not self.subtrees.satisfied(combo):
+                continue
+            yield _consolidate(self.suffixes, combo), [p for m in combo for p in m.providers]
 
 
 def _one_per_tree(snap: Snapshot, cands: list[Candidate]) -> list[Candidate]:
@@ -288,7 +320,7 @@ def _limit(cands: list[Candidate], limit: int | None,
 
 
 def _collect(snap: Snapshot, req: CandidateRequest, max_candidates: int,
-             rng: random.Random | None) -> tuple[list[Candidate], bool]:
+             rng: random.Random | None, memo: Memo | None) -> tuple[list[Candidate], bool]:
     """All candidates (or the first few, when the limit allows); and nested-awareness."""
     index = index_of(snap)
     anchors = _anchor_roots(snap, index, req)
@@ -298,17 +330,18 @@ def _collect(snap: Snapshot, req: CandidateRequest, max_candidates: int,
     cap = max_candidates
     if nested_aware and rng is None and req.limit:
         cap = req.limit if cap < 0 else min(cap, req.limit)
-    gen = _generate(snap, index, req, plans, roots)
+    table = memo.trees(repr(req)) if memo is not None else None
+    gen = _generate(snap, index, req, plans, roots, table)
     # A non-negative cap of 0 still returns the first candidate, as before.
     cands = list(itertools.islice(gen, max(cap, 1))) if cap >= 0 else list(gen)
     return cands, nested_aware
 
 
 def search(snap: Snapshot, req: CandidateRequest, max_candidates: int = -1,
-           rng: random.Random | None = None) -> SearchResult:
+           rng: random.Random | None = None, memo: Memo | None = None) -> SearchResult:
     """All candidates for `req` (randomly sampled/shuffled when `rng` is given)."""
     try:
-        cands, nested_aware = _collect(snap, req, max_candidates, rng)
+        cands, nested_aware = _collect(snap, req, max_candidates, rng, memo)
     except Empty:
         return SearchResult()
     if not nested_aware:
