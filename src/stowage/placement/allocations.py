@@ -34,6 +34,7 @@ from stowage.placement import changes, providers
 from stowage.placement import consumers as cons
 from stowage.placement import resource_classes as rcs
 from stowage.placement import tables as t
+from stowage.timeutil import utcnow as _now
 
 __all__ = ["ConsumerAllocations", "UnknownProvider", "UnknownClass", "InventoryProblem",
            "replace_allocations", "prepare_allocations", "apply_allocations", "PreparedWrite",
@@ -82,9 +83,6 @@ class _Item:
     resource_class: str
     used: int  # 0 marks an allocation being removed (its provider is still touched)
 
-
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 def lock_providers(conn: Connection, uuids: Iterable[str]) -> dict[str, _Locked]:

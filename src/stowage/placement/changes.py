@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.placement import tables as t
+from stowage.timeutil import utcnow as _now
 
 __all__ = ["record", "record_all", "ChangeCursor", "KEEP_FOR"]
 
@@ -31,9 +32,6 @@ GAP_TIMEOUT = 10.0
 # Safety net: reload everything this often (seconds) even without a known change.
 FULL_RELOAD_EVERY = 300.0
 
-
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 def record(conn: Connection, provider_ids: Iterable[int]) -> None:

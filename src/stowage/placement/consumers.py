@@ -9,7 +9,6 @@ first mention, as upstream's ``ensure_consumer`` does.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -20,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from stowage.errors import Conflict
 from stowage.placement import codes
 from stowage.placement import tables as t
+from stowage.timeutil import utcnow as _now
 
 __all__ = ["ConsumerRequest", "ConsumerRules", "Consumer", "ConsumerConflict", "ConcurrentUpdate",
            "ensure_consumer", "lock_consumers", "increment_generation", "delete_if_no_allocations",
@@ -76,9 +76,6 @@ class Consumer:
     user_id: int
     consumer_type_id: int | None
 
-
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 def _insert_or_get(conn: Connection, table: sa.Table, column: str, value: str) -> int:

@@ -27,6 +27,7 @@ from stowage.placement import codes
 from stowage.placement import resource_classes as rcs
 from stowage.placement import tables as t
 from stowage.placement.providers import Provider, increment_generation
+from stowage.timeutil import utcnow as _now
 
 __all__ = ["Inventory", "MAX_INT", "NoSuchClass", "NoInventory", "InventoryInUse",
            "from_request", "list_inventories", "get_inventory", "check_capacity",
@@ -75,9 +76,6 @@ class Inventory:
     def values(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in FIELDS}
 
-
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 def from_request(resource_class: str, data: Mapping[str, Any]) -> Inventory:

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection
 from stowage.errors import Conflict, Invalid, NotFound
 from stowage.placement import changes, codes
 from stowage.placement import tables as t
+from stowage.timeutil import utcnow as _now
 
 __all__ = ["Provider", "get_provider", "get_providers_by_uuid", "list_providers",
            "create_provider", "update_provider", "delete_provider",
@@ -56,9 +57,6 @@ class Provider:
     created_at: datetime.datetime
     updated_at: datetime.datetime | None
 
-
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 def _provider_select() -> sa.Select[tuple[object, ...]]:

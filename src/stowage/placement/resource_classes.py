@@ -10,15 +10,13 @@ from sqlalchemy.engine import Connection, Row
 from stowage.errors import Conflict, Invalid, NotFound
 from stowage.placement import changes
 from stowage.placement import tables as t
+from stowage.timeutil import utcnow as _now
 
 __all__ = ["list_classes", "get_class", "create_class", "rename_class", "delete_class",
            "ids_by_name", "is_custom"]
 
 _RC = t.resource_classes
 
-
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 def is_custom(name: str) -> bool:

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection, Row
 from stowage.errors import Conflict, Invalid, NotFound
 from stowage.placement import tables as t
 from stowage.placement.providers import Provider, increment_generation
+from stowage.timeutil import utcnow as _now
 
 __all__ = ["TraitRow", "list_traits", "get_trait", "ensure_trait", "delete_trait",
            "provider_traits", "set_provider_traits", "is_custom"]
@@ -26,9 +27,6 @@ _RP_TRAIT = t.provider_traits
 
 TraitRow = Row[tuple[int, str, datetime.datetime, datetime.datetime | None]]
 
-
-def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 def is_custom(name: str) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 
 from stowage.placement import codes
+from stowage.timeutil import utcnow
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response
 
@@ -35,10 +36,6 @@ def _is_uuid(value: object) -> bool:
     except ValueError:
         return False
     return True
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 def authorize(req: Request, action: str, target: Mapping[str, object] | None = None) -> None:
