@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -12,9 +14,12 @@ from typing import Any
 from stowage import config
 from stowage.db import Database, schema
 
-__all__ = ["main", "build_asgi"]
+__all__ = ["main", "asgi_from_env", "build_asgi"]
 
-ALL_SERVICES = ("placement",)
+ALL_SERVICES = ("placement", "compute", "image")
+# How `stowage serve --workers N` hands its resolved arguments to worker
+# processes: uvicorn starts each worker by importing `asgi_from_env`.
+WORKER_ARGS_ENV = "STOWAGE_SERVE_WORKER_ARGS"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--database", help="SQLAlchemy URL (default sqlite:///stowage.db)")
     serve.add_argument("--config", dest="sub_config", help=argparse.SUPPRESS)
     serve.add_argument("--log-level", default="info")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="worker processes sharing the port (default 1)")
     manage = sub.add_parser("manage", help="operator tasks")
     manage_sub = manage.add_subparsers(dest="area", required=True)
     db = manage_sub.add_parser("db", help="database schema")
@@ -38,11 +45,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
     """One ASGI app: a single service at `/` when `at_root`, else each under `/<name>`."""
+    from stowage.compute.api.app import build_app as compute_app
+    from stowage.image.app import build_app as image_app
     from stowage.placement.app import build_app as placement_app
     from stowage.web.app import PrefixDispatcher
     from stowage.web.identity import IdentityStub
 
-    builders = {"placement": placement_app}
+    builders = {"placement": placement_app, "compute": compute_app, "image": image_app}
     unknown = set(settings.services) - set(builders)
     if unknown:
         raise SystemExit(f"stowage: unknown service(s) {sorted(unknown)}; "
@@ -55,12 +64,40 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
     return PrefixDispatcher(mounts)
 
 
+def asgi_from_env() -> Any:
+    """App factory for uvicorn's worker processes (`--workers N` with N > 1).
+
+    uvicorn can only start several workers from an import string, so the parent
+    passes its parsed flags in one environment variable; each worker rebuilds
+    the same settings and opens its own database engine.
+    """
+    raw = json.loads(os.environ[WORKER_ARGS_ENV])
+    settings = config.load(raw["config"], os.environ, database=raw["database"],
+                           bind=raw["bind"], services=raw["services"])
+    return build_asgi(settings, Database(settings.database), at_root=raw["at_root"])
+
+
 def _settings(args: argparse.Namespace, **flags: Any) -> config.Settings:
     path = getattr(args, "sub_config", None) or args.config
     try:
         return config.load(path, os.environ, **flags)
     except (OSError, ValueError) as exc:
         raise SystemExit(f"stowage: cannot read settings: {exc}") from exc
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The shared listening socket for `--workers N`, bound here, not by uvicorn.
+
+    uvicorn's own (`Config.bind_socket`) leaves `proto` at 0; accepted sockets
+    inherit it and asyncio then never sets TCP_NODELAY, so every keep-alive
+    response waits ~40 ms for the client's delayed ACK (uvicorn issue #3149).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -71,13 +108,27 @@ def _serve(args: argparse.Namespace) -> int:
     db = Database(settings.database)
     print(f"stowage: upgrading schema on {db.backend} ...", file=sys.stderr, flush=True)
     schema.upgrade(db)
+    host, _, port = settings.bind.rpartition(":")
+    run: dict[str, Any] = {"host": host or "127.0.0.1", "port": int(port),
+                           "log_level": args.log_level,
+                           "access_log": args.log_level == "debug"}
+    print(f"stowage: serving {', '.join(settings.services)} on http://{settings.bind}"
+          f" with {max(args.workers, 1)} worker(s)", file=sys.stderr, flush=True)
+    if args.workers > 1:
+        db.dispose()
+        os.environ[WORKER_ARGS_ENV] = json.dumps({
+            "config": getattr(args, "sub_config", None) or args.config,
+            "database": settings.database, "bind": settings.bind,
+            "services": list(settings.services), "at_root": bool(args.services)})
+        from uvicorn.supervisors import Multiprocess
+
+        workers = uvicorn.Config("stowage.cli:asgi_from_env", factory=True,
+                                 workers=args.workers, **run)
+        Multiprocess(workers, sockets=[_listen(run["host"], run["port"])]).run()
+        return 0
     # An explicit single service is a drop-in for the upstream one, at `/`.
     app = build_asgi(settings, db, at_root=bool(args.services))
-    host, _, port = settings.bind.rpartition(":")
-    print(f"stowage: serving {', '.join(settings.services)} on http://{settings.bind}",
-          file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host or "127.0.0.1", port=int(port), log_level=args.log_level,
-                access_log=args.log_level == "debug")
+    uvicorn.run(app, **run)
     return 0
 
 

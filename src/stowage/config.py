@@ -62,7 +62,7 @@ class PlacementSettings:
 class Settings:
     database: str = DEFAULT_DATABASE
     bind: str = "127.0.0.1:8780"
-    services: tuple[str, ...] = ("placement",)
+    services: tuple[str, ...] = ("placement", "compute", "image")
     api: ApiSettings = ApiSettings()
     policy: PolicySettings = PolicySettings()
     cors: CorsSettings = CorsSettings()

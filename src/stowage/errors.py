@@ -6,7 +6,7 @@ invalid -> 400, forbidden -> 403.
 
 from __future__ import annotations
 
-__all__ = ["DomainError", "NotFound", "Conflict", "Invalid"]
+__all__ = ["DomainError", "NotFound", "Conflict", "Invalid", "Forbidden"]
 
 
 class DomainError(Exception):
@@ -28,3 +28,7 @@ class Conflict(DomainError):
 
 class Invalid(DomainError):
     kind = "invalid"
+
+
+class Forbidden(DomainError):
+    kind = "forbidden"

@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -19,7 +20,9 @@ import uvicorn
 
 from stowage import config
 from stowage.cli import build_asgi
+from stowage.compute import tables as compute_tables
 from stowage.db import Database, schema
+from stowage.image import tables as image_tables
 from stowage.placement import changes, tables
 from tests.conftest import BACKENDS
 from tests.dbs import throwaway_database
@@ -61,8 +64,15 @@ def start_server(settings: config.Settings, at_root: bool = True) -> LiveServer:
 
 
 def reset_tables(db: Database) -> None:
-    """Empty the tables, and tell every worker's snapshot to reload everything."""
+    """Empty the tables, and tell every worker's snapshot to reload everything.
+
+    The provider change log is kept (placement snapshots replay it); compute
+    and image tables are simply emptied, children first.
+    """
     with db.write() as conn:
+        for metadata in (compute_tables.metadata, image_tables.metadata):
+            for table in reversed(metadata.sorted_tables):
+                conn.execute(table.delete())
         for table in reversed(tables.metadata.sorted_tables):
             if table is tables.provider_changes:
                 continue
@@ -74,15 +84,25 @@ def reset_tables(db: Database) -> None:
         changes.record_all(conn)
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
-def live_placement(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
-    with throwaway_database(request.param) as url:
-        live = start_server(config.Settings(database=url, services=("placement",)))
+@contextmanager
+def serving(backend: str, services: tuple[str, ...] | None = None) -> Iterator[LiveServer]:
+    """A live server on a throw-away database: one service at `/`, or all mounted."""
+    with throwaway_database(backend) as url:
+        if services:
+            live = start_server(config.Settings(database=url, services=services))
+        else:
+            live = start_server(config.Settings(database=url), at_root=False)
         try:
             yield live
         finally:
             live.stop()
             live.db.dispose()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def live_placement(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    with serving(request.param, ("placement",)) as live:
+        yield live
 
 
 @pytest.fixture
@@ -98,3 +118,37 @@ def placement(live_placement: LiveServer) -> Iterator[httpx.Client]:
 @pytest.fixture
 def db_engine(live_placement: LiveServer) -> sa.Engine:
     return live_placement.db.engine
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def live_stowage(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """Every service mounted under its name, as plain `stowage serve` runs them::
+
+        http://127.0.0.1:PORT/placement   /compute   /image   /identity
+    """
+    with serving(request.param) as live:
+        yield live
+
+
+def api_client(base_url: str, token: str = "admin",
+               headers: dict[str, str] | None = None) -> httpx.Client:
+    return httpx.Client(base_url=base_url, timeout=30,
+                        headers={"x-auth-token": token, "accept": "application/json",
+                                 **(headers or {})})
+
+
+@pytest.fixture
+def compute(live_stowage: LiveServer) -> Iterator[httpx.Client]:
+    """An admin Compute client at `/compute/v2.1`, at the latest microversion, on empty tables."""
+    reset_tables(live_stowage.db)
+    with api_client(f"{live_stowage.url}/compute/v2.1",
+                    headers={"openstack-api-version": "compute latest"}) as client:
+        yield client
+
+
+@pytest.fixture
+def image(live_stowage: LiveServer) -> Iterator[httpx.Client]:
+    """An admin Image client at `/image`, on empty tables."""
+    reset_tables(live_stowage.db)
+    with api_client(f"{live_stowage.url}/image") as client:
+        yield client

@@ -6,45 +6,21 @@ tells a user to, against `stowage serve` with its default mounts.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from stowage import config
-from tests.dbs import throwaway_database
-from tests.functional.conftest import LiveServer, start_server
+from tests.functional.conftest import LiveServer, serving
+from tests.functional.osc import needs_osc, osc
 
-pytestmark = pytest.mark.skipif(shutil.which("openstack") is None,
-                                reason="python-openstackclient is not installed")
+pytestmark = needs_osc
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with throwaway_database("sqlite") as url:
-        live = start_server(config.Settings(database=url), at_root=False)
-        try:
-            yield live
-        finally:
-            live.stop()
-            live.db.dispose()
-
-
-def osc(server: LiveServer, *args: str, json_out: bool = True) -> Any:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-    env.update(OS_AUTH_TYPE="admin_token", OS_TOKEN="admin",
-               OS_ENDPOINT=f"{server.url}/placement",
-               OS_IDENTITY_ENDPOINT_OVERRIDE=f"{server.url}/identity/v3")
-    cmd = ["openstack", *args] + (["-f", "json"] if json_out else [])
-    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
-                            check=False)
-    assert result.returncode == 0, f"{' '.join(cmd)}\n{result.stdout}\n{result.stderr}"
-    return json.loads(result.stdout) if json_out and result.stdout.strip() else None
+    with serving("sqlite") as live:  # every service mounted, as plain `stowage serve`
+        yield live
 
 
 def test_provider_lifecycle_with_inventory_traits_aggregates(server: LiveServer) -> None:

@@ -6,7 +6,6 @@ import html
 from dataclasses import dataclass
 
 from stowage.config import Settings
-from stowage.context import RequestContext
 from stowage.db import Database
 from stowage.placement import codes
 from stowage.placement.api import all_routes
@@ -14,16 +13,13 @@ from stowage.placement.candidates.cache import SnapshotCache
 from stowage.placement.versions import VERSIONS
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
+from stowage.web.auth import ANONYMOUS_CLIENT_TOKEN, noauth2
 from stowage.web.cors import Cors
 from stowage.web.errors import EXPLANATIONS, HTTPError
 from stowage.web.http import Request, Response, json_response
 from stowage.web.routing import Router
 
-__all__ = ["PlacementState", "build_app", "noauth2"]
-
-# keystoneauth's `none` plugin sends this token; treat it like `admin` so that
-# stock clients configured without credentials work against a standalone service.
-ANONYMOUS_CLIENT_TOKEN = "notused"
+__all__ = ["ANONYMOUS_CLIENT_TOKEN", "PlacementState", "build_app", "noauth2"]
 
 
 @dataclass
@@ -33,26 +29,6 @@ class PlacementState:
     enforcer: Enforcer
     # Per-worker provider snapshot for the candidate engine and provider filters.
     candidates: SnapshotCache
-
-
-def noauth2(req: Request) -> RequestContext | None:
-    """Upstream's test auth: the token is `user[:project]`; `admin` is an admin."""
-    token = req.headers.get("x-auth-token")
-    if token is None:
-        return None
-    if token == ANONYMOUS_CLIENT_TOKEN:
-        token = "admin"
-    user_id, _, project_id = token.partition(":")
-    project_id = project_id or user_id
-    if "x-roles" in req.headers:
-        roles = tuple(r.strip() for r in req.headers["x-roles"].split(",") if r.strip())
-    else:
-        roles = ("admin",) if user_id == "admin" else ()
-    system_scope = req.headers.get("openstack-system-scope")
-    # As oslo.context reads it: an explicit X-Project-Id wins over the token's project.
-    project = req.headers.get("x-project-id") or (None if system_scope else project_id)
-    return RequestContext(user_id=user_id, project_id=project, roles=roles,
-                          system_scope=system_scope)
 
 
 def _accept_quality(accept: str, media_type: str) -> float:

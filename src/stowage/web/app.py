@@ -43,6 +43,10 @@ class ServiceSpec:
     render_error: ErrorRenderer
     authenticate: Authenticator
     legacy_version_headers: Sequence[str] = ()
+    # Echo the bare version in each legacy header too (Nova's X-OpenStack-Nova-API-Version).
+    echo_legacy_version_headers: bool = False
+    # False for APIs without microversions (Image v2): no negotiation, no version headers.
+    microversioned: bool = True
     # Paths served without a token (version documents).
     public_paths: frozenset[str] = frozenset({"/", ""})
     cors: Any = None
@@ -112,7 +116,8 @@ class ServiceApp:
                 raise HTTPError(401, "The request you have made requires authentication.")
             req.context = ctx
             _check_length(req)
-            req.version = self._negotiate(req)
+            if self.spec.microversioned:
+                req.version = self._negotiate(req)
             versioned = True
             route, params = self.spec.router.match(req.method, req.path)
             if route.min_version and not req.version.at_least(route.min_version):
@@ -135,12 +140,19 @@ class ServiceApp:
             LOG.exception("unexpected error in %s %s", req.method, req.path)
             failure = HTTPError(500, "An unexpected error occurred; see the service log.")
             resp = self.spec.render_error(req, failure, versioned)
-        if versioned:
-            header = f"{self.spec.service_type} {req.version}"
-            resp.headers.append((microversion.STANDARD_HEADER, header))
-            resp.headers.append(("vary", microversion.STANDARD_HEADER))
+        if versioned and self.spec.microversioned:
+            self._version_headers(req, resp)
         resp.headers.append(("openstack-request-id", req.context.request_id))
         return resp
+
+    def _version_headers(self, req: Request, resp: Response) -> None:
+        header = f"{self.spec.service_type} {req.version}"
+        resp.headers.append((microversion.STANDARD_HEADER, header))
+        resp.headers.append(("vary", microversion.STANDARD_HEADER))
+        if self.spec.echo_legacy_version_headers:
+            for name in self.spec.legacy_version_headers:
+                resp.headers.append((name, str(req.version)))
+                resp.headers.append(("vary", name))
 
     def _authenticate(self, req: Request) -> RequestContext | None:
         if req.path in self.spec.public_paths:

@@ -1,0 +1,21 @@
+"""Compute HTTP handlers, one module per URL noun; each module exports `ROUTES`."""
+
+from __future__ import annotations
+
+import importlib
+
+from stowage.web.routing import Route
+
+__all__ = ["all_routes"]
+
+# flavor_access and flavor_extra_specs before flavors: their paths are longer,
+# and the table is matched in order.
+MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors")
+
+
+def all_routes() -> list[Route]:
+    routes: list[Route] = []
+    for name in MODULES:
+        module = importlib.import_module(f"stowage.compute.api.{name}")
+        routes.extend(module.ROUTES)
+    return routes

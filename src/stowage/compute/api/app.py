@@ -1,0 +1,63 @@
+"""Assemble the Compute service: routes, noauth2, Nova's policy defaults and error bodies.
+
+Errors use Nova's body, `{"itemNotFound": {"code": 404, "message": "..."}}`,
+whose key names the kind of fault; the openstack CLI prints `message`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stowage.compute.api import all_routes
+from stowage.compute.api.root import PUBLIC_PATHS
+from stowage.compute.policy import COMPUTE_RULES
+from stowage.compute.versions import VERSIONS
+from stowage.config import Settings
+from stowage.db import Database
+from stowage.policy import Enforcer
+from stowage.web.app import ServiceApp, ServiceSpec
+from stowage.web.auth import noauth2
+from stowage.web.cors import Cors
+from stowage.web.errors import HTTPError
+from stowage.web.http import Request, Response, json_response
+from stowage.web.routing import Router
+
+__all__ = ["ComputeState", "build_app", "render_error", "FAULT_NAMES"]
+
+LEGACY_HEADER = "x-openstack-nova-api-version"
+
+# Nova's wsgi.Fault names; any other status is a "computeFault".
+FAULT_NAMES = {
+    400: "badRequest", 401: "unauthorized", 403: "forbidden", 404: "itemNotFound",
+    405: "badMethod", 409: "conflictingRequest", 413: "overLimit", 415: "badMediaType",
+    429: "overLimit", 501: "notImplemented", 503: "serviceUnavailable",
+}
+
+
+@dataclass
+class ComputeState:
+    settings: Settings
+    db: Database
+    enforcer: Enforcer
+
+
+def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:
+    name = FAULT_NAMES.get(err.status, "computeFault")
+    resp = json_response({name: {"code": err.status, "message": err.detail}}, status=err.status)
+    resp.headers[0] = ("content-type", "application/json; charset=UTF-8")
+    return resp
+
+
+def build_app(settings: Settings, db: Database) -> ServiceApp:
+    spec = ServiceSpec(
+        service_type="compute",
+        versions=VERSIONS,
+        router=Router(all_routes()),
+        render_error=render_error,
+        authenticate=noauth2,
+        legacy_version_headers=(LEGACY_HEADER,),
+        echo_legacy_version_headers=True,
+        public_paths=PUBLIC_PATHS,
+        cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
+    )
+    return ServiceApp(spec, ComputeState(settings, db, Enforcer(settings.policy, COMPUTE_RULES)))

@@ -1,0 +1,225 @@
+"""Image API v2 routes: version documents, /v2/images (list, create), one image
+(show, JSON-patch, delete) and the bodiless upload that only records a size.
+
+Request checks follow Glance's image schema: read-only attributes are a 403,
+extra properties must be strings, and PATCH needs Glance's json-patch media type.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+import jsonschema
+
+from stowage.errors import NotFound
+from stowage.image import images as img
+from stowage.web.errors import HTTPError
+from stowage.web.http import Request, Response, empty_response, json_response
+from stowage.web.routing import Route
+
+DEFAULT_LIMIT = 25
+MAX_LIMIT = 1000
+READ_ONLY = ("status", "created_at", "updated_at", "size", "virtual_size", "checksum",
+             "os_hash_algo", "os_hash_value", "self", "file", "schema", "direct_url",
+             "locations", "os_hidden")
+PATCH_TYPES = ("application/openstack-images-v2.1-json-patch",
+               "application/openstack-images-v2.0-json-patch")
+_UUID = "^([0-9a-fA-F]){8}-([0-9a-fA-F]){4}-([0-9a-fA-F]){4}-([0-9a-fA-F]){4}-([0-9a-fA-F]){12}$"
+PROPERTIES: dict[str, Any] = {
+    "id": {"type": "string", "pattern": _UUID},
+    "name": {"type": ["null", "string"], "maxLength": 255},
+    "visibility": {"type": "string", "enum": ["public", "private", "shared", "community"]},
+    "protected": {"type": "boolean"},
+    "owner": {"type": ["null", "string"], "maxLength": 255},
+    "min_ram": {"type": "integer", "minimum": 0},
+    "min_disk": {"type": "integer", "minimum": 0},
+    "disk_format": {"type": ["null", "string"],
+                    "enum": [None, "ami", "ari", "aki", "vhd", "vhdx", "vmdk", "raw", "qcow2",
+                             "vdi", "iso", "ploop"]},
+    "container_format": {"type": ["null", "string"],
+                         "enum": [None, "ami", "ari", "aki", "bare", "ovf", "ova", "docker",
+                                  "compressed"]},
+    "tags": {"type": "array", "items": {"type": "string", "maxLength": 255}},
+}
+IMAGE_SCHEMA = {"type": "object", "properties": PROPERTIES,
+                "additionalProperties": {"type": "string", "maxLength": 255}}
+PATCH_SCHEMA = {"type": "array", "items": {
+    "type": "object",
+    "properties": {"op": {"enum": ["add", "replace", "remove"]},
+                   "path": {"type": "string", "pattern": "^/[^/]+$"}, "value": {}},
+    "required": ["op", "path"]}}
+
+
+def _stamp(value: Any) -> str | None:
+    return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def view(image: img.Image) -> dict[str, Any]:
+    body: dict[str, Any] = dict(image.properties)
+    body.update({
+        "id": image.id, "name": image.name, "status": image.status,
+        "visibility": image.visibility, "protected": image.protected, "os_hidden": False,
+        "checksum": None, "os_hash_algo": None, "os_hash_value": None, "owner": image.owner,
+        "size": image.size, "virtual_size": None, "min_ram": image.min_ram,
+        "min_disk": image.min_disk, "disk_format": image.disk_format,
+        "container_format": image.container_format, "tags": image.tags,
+        "created_at": _stamp(image.created_at),
+        "updated_at": _stamp(image.updated_at or image.created_at),
+        "self": f"/v2/images/{image.id}", "file": f"/v2/images/{image.id}/file",
+        "schema": "/v2/schemas/image",
+    })
+    return body
+
+
+def _versions(req: Request) -> dict[str, Any]:
+    return {"versions": [{"id": "v2.0", "status": "CURRENT",
+                          "links": [{"rel": "self", "href": req.url("/v2/")}]}]}
+
+
+def versions(req: Request) -> Response:
+    return json_response(_versions(req), status=300 if req.path == "/" else 200)
+
+
+def _json(req: Request) -> Any:
+    try:
+        return json.loads(req.body)
+    except ValueError:
+        raise HTTPError(400, "Body is not valid JSON") from None
+
+
+def _check(data: Any, schema: dict[str, Any], what: str = "image") -> None:
+    try:
+        jsonschema.Draft4Validator(schema).validate(data)
+    except jsonschema.ValidationError as exc:
+        raise HTTPError(400, f"Provided object does not match schema '{what}': "
+                             f"{exc.message}") from None
+
+
+def create_image(req: Request) -> Response:
+    body = _json(req)
+    if isinstance(body, dict):
+        for name in READ_ONLY:
+            if name in body:
+                raise HTTPError(403, f"Attribute '{name}' is read-only.")
+    _check(body, IMAGE_SCHEMA)
+    ctx = req.context
+    if body.get("visibility") == "public" and not ctx.is_admin:
+        raise HTTPError(403, "You are not authorized to complete publicize_image action.")
+    if body.get("owner") not in (None, ctx.project_id) and not ctx.is_admin:
+        raise HTTPError(403, "You are not permitted to create images owned by "
+                             f"'{body['owner']}'.")
+    with req.app.db.write() as conn:
+        image = img.create(conn, ctx, body)
+    return json_response(view(image), status=201,
+                         headers=[("location", req.url(f"/v2/images/{image.id}"))])
+
+
+def show_image(req: Request) -> Response:
+    with req.app.db.read() as conn:
+        image = img.get(conn, req.params["image_id"], req.context)
+    return json_response(view(image))
+
+
+def _int_param(req: Request, name: str, default: int) -> int:
+    values = req.query_values(name)
+    if not values:
+        return default
+    try:
+        value = int(values[-1])
+    except ValueError:
+        raise HTTPError(400, f"{name} param must be an integer") from None
+    if value < 0:
+        raise HTTPError(400, f"{name} param must be positive")
+    return value
+
+
+def _in_list(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return value[3:].split(",") if value.startswith("in:") else [value]
+
+
+def _last(req: Request, name: str) -> str | None:
+    values = req.query_values(name)
+    return values[-1] if values else None
+
+
+def list_images(req: Request) -> Response:
+    limit = min(_int_param(req, "limit", DEFAULT_LIMIT), MAX_LIMIT)
+    names = _in_list(_last(req, "name"))
+    query = img.ListQuery(name=names[0] if names and len(names) == 1 else None,
+                          ids=_in_list(_last(req, "id")), status=_last(req, "status"),
+                          visibility=_last(req, "visibility"), limit=limit,
+                          marker=_last(req, "marker"))
+    with req.app.db.read() as conn:
+        try:
+            found = img.list_images(conn, req.context, query)
+        except NotFound as exc:
+            raise HTTPError(400, exc.detail) from None
+    if names and len(names) > 1:
+        found = [i for i in found if i.name in names]
+    body: dict[str, Any] = {"images": [view(i) for i in found], "first": "/v2/images",
+                            "schema": "/v2/schemas/images"}
+    if found and len(found) == limit:
+        params = [(k, v) for k, v in req.query if k != "marker"] + [("marker", found[-1].id)]
+        body["next"] = "/v2/images?" + urlencode(params)
+    return json_response(body)
+
+
+def _changes(ops: list[dict[str, Any]]) -> list[tuple[str, str, Any]]:
+    changes = []
+    for op in ops:
+        name = op["path"][1:].replace("~1", "/").replace("~0", "~")
+        if name in READ_ONLY or name == "id":
+            raise HTTPError(403, f"Attribute '{name}' is read-only.")
+        if op["op"] != "remove":
+            if "value" not in op:
+                raise HTTPError(400, f"Operation '{op['op']}' on /{name} needs a value.")
+            _check({name: op["value"]}, IMAGE_SCHEMA)
+        changes.append((op["op"], name, op.get("value")))
+    return changes
+
+
+def patch_image(req: Request) -> Response:
+    ctype = (req.headers.get("content-type") or "").split(";")[0].strip().lower()
+    if ctype not in PATCH_TYPES:
+        raise HTTPError(415, f"Unsupported Content-Type {ctype or None}; use "
+                             f"{PATCH_TYPES[0]}", headers={"accept-patch": PATCH_TYPES[0]})
+    ops = _json(req)
+    _check(ops, PATCH_SCHEMA, "patch")
+    changes = _changes(ops)
+    if any(name == "visibility" and value == "public" for _, name, value in changes) \
+            and not req.context.is_admin:
+        raise HTTPError(403, "You are not authorized to complete publicize_image action.")
+    with req.app.db.write() as conn:
+        image = img.update(conn, req.params["image_id"], req.context, changes)
+    return json_response(view(image))
+
+
+def delete_image(req: Request) -> Response:
+    with req.app.db.write() as conn:
+        img.delete(conn, req.params["image_id"], req.context)
+    return empty_response(204)
+
+
+def upload_image(req: Request) -> Response:
+    with req.app.db.write() as conn:
+        img.record_upload(conn, req.params["image_id"], req.context, len(req.body))
+    return empty_response(204)
+
+
+PUBLIC_PATHS = frozenset({"", "/", "/v2", "/v2/"})
+_ONE = "/v2/images/{image_id}"
+ROUTES = [
+    Route("GET", "/", versions),
+    Route("GET", "/v2", versions),
+    Route("GET", "/v2/", versions),
+    Route("GET", "/v2/images", list_images),
+    Route("POST", "/v2/images", create_image, json_body=True),
+    Route("GET", _ONE, show_image),
+    Route("PATCH", _ONE, patch_image),
+    Route("DELETE", _ONE, delete_image),
+    Route("PUT", _ONE + "/file", upload_image),
+]

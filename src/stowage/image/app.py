@@ -1,0 +1,46 @@
+"""Assemble the Image service: routes, noauth2, and Glance-shaped error bodies.
+
+The Image API has no microversions, so responses carry no version headers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stowage.config import Settings
+from stowage.db import Database
+from stowage.image.api import PUBLIC_PATHS, ROUTES
+from stowage.web.app import ServiceApp, ServiceSpec
+from stowage.web.auth import noauth2
+from stowage.web.cors import Cors
+from stowage.web.errors import HTTPError
+from stowage.web.http import Request, Response, json_response
+from stowage.web.routing import Router
+
+__all__ = ["ImageState", "build_app", "render_error"]
+
+
+@dataclass
+class ImageState:
+    settings: Settings
+    db: Database
+
+
+def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:
+    """Glance answers JSON clients with webob's body: code, title and message."""
+    return json_response({"code": f"{err.status} {err.title}", "title": err.title,
+                          "message": err.detail}, status=err.status)
+
+
+def build_app(settings: Settings, db: Database) -> ServiceApp:
+    spec = ServiceSpec(
+        service_type="image",
+        versions=("2.0",),
+        router=Router(ROUTES),
+        render_error=render_error,
+        authenticate=noauth2,
+        microversioned=False,
+        public_paths=PUBLIC_PATHS,
+        cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
+    )
+    return ServiceApp(spec, ImageState(settings, db))

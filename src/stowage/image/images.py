@@ -1,0 +1,178 @@
+"""Image records: create, read, list, patch and delete them; uploads only record a size.
+
+Visibility follows Glance with no image members: an admin sees everything;
+anyone else sees public and community images and every image their project
+owns. Only the owner (or an admin) may change or delete an image, and a
+protected image cannot be deleted at all. There are no image bytes: a
+created image is `active` at once so that servers can boot from it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stowage.context import RequestContext
+from stowage.errors import Conflict, Forbidden, NotFound
+from stowage.image import tables as t
+from stowage.timeutil import utcnow as _now
+
+__all__ = ["Image", "ListQuery", "CORE_FIELDS", "create", "get", "list_images", "update",
+           "delete", "record_upload"]
+
+_I = t.images
+
+# Attributes with a column of their own; every other key is an extra property.
+CORE_FIELDS = ("name", "visibility", "min_disk", "min_ram", "disk_format",
+               "container_format", "protected", "tags")
+
+
+
+@dataclass
+class Image:
+    id: str
+    name: str | None
+    status: str
+    visibility: str
+    owner: str | None
+    min_disk: int
+    min_ram: int
+    disk_format: str | None
+    container_format: str | None
+    size: int | None
+    protected: bool
+    tags: list[str]
+    properties: dict[str, str]
+    created_at: datetime.datetime
+    updated_at: datetime.datetime | None
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    name: str | None = None
+    ids: Sequence[str] | None = None
+    status: str | None = None
+    visibility: str | None = None
+    limit: int | None = None
+    marker: str | None = None
+
+
+def _to_image(row: Any) -> Image:
+    return Image(id=row.id, name=row.name, status=row.status, visibility=row.visibility,
+                 owner=row.owner, min_disk=row.min_disk, min_ram=row.min_ram,
+                 disk_format=row.disk_format, container_format=row.container_format,
+                 size=row.size, protected=bool(row.protected), tags=list(row.tags or []),
+                 properties=dict(row.properties or {}), created_at=row.created_at,
+                 updated_at=row.updated_at)
+
+
+def _visible(ctx: RequestContext) -> sa.ColumnElement[bool]:
+    # visibility IN ('public', 'community') OR owner = :project
+    return sa.or_(_I.c.visibility.in_(["public", "community"]),
+                  _I.c.owner == (ctx.project_id or ""))
+
+
+def get(conn: Connection, image_id: str, ctx: RequestContext) -> Image:
+    query = sa.select(_I).where(_I.c.id == image_id)
+    if not ctx.is_admin:
+        query = query.where(_visible(ctx))
+    row = conn.execute(query).first()
+    if row is None:
+        raise NotFound(f"No image found with ID {image_id}")
+    return _to_image(row)
+
+
+def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> Image:
+    """A new active image owned by the caller's project; `values` are already checked."""
+    image_id = str(values.get("id") or uuid.uuid4())
+    if conn.execute(sa.select(_I.c.id).where(_I.c.id == image_id)).first() is not None:
+        raise Conflict(f"Image with identifier {image_id} already exists!")
+    extra = {k: v for k, v in values.items() if k not in (*CORE_FIELDS, "id", "owner")}
+    conn.execute(_I.insert().values(
+        id=image_id, name=values.get("name"), status="active",
+        visibility=values.get("visibility") or "shared",
+        owner=values.get("owner") or ctx.project_id,
+        min_disk=values.get("min_disk", 0), min_ram=values.get("min_ram", 0),
+        disk_format=values.get("disk_format"), container_format=values.get("container_format"),
+        size=None, protected=bool(values.get("protected", False)),
+        tags=sorted(set(values.get("tags", []))), properties=extra, created_at=_now()))
+    return get(conn, image_id, ctx)
+
+
+def _listing_filter(ctx: RequestContext, visibility: str | None) -> sa.ColumnElement[bool]:
+    """Glance's default listing hides other projects' community images."""
+    owned = _I.c.owner == (ctx.project_id or "")
+    if visibility is not None:
+        wanted = _I.c.visibility == visibility
+        if ctx.is_admin or visibility in ("public", "community"):
+            return wanted
+        return sa.and_(wanted, owned)
+    if ctx.is_admin:
+        return sa.true()
+    return sa.or_(_I.c.visibility == "public", owned)
+
+
+def list_images(conn: Connection, ctx: RequestContext, query: ListQuery) -> list[Image]:
+    """Newest first (created_at, then id, descending), as Glance sorts by default."""
+    select = sa.select(_I).where(_listing_filter(ctx, query.visibility))
+    if query.name is not None:
+        select = select.where(_I.c.name == query.name)
+    if query.ids is not None:
+        select = select.where(_I.c.id.in_(list(query.ids)))
+    if query.status is not None:
+        select = select.where(_I.c.status == query.status)
+    found = [_to_image(r) for r in conn.execute(select)]
+    found.sort(key=lambda i: (i.created_at, i.id), reverse=True)
+    if query.marker is not None:
+        marker = get(conn, query.marker, ctx)
+        found = [i for i in found if (i.created_at, i.id) < (marker.created_at, marker.id)]
+    return found[:query.limit] if query.limit is not None else found
+
+
+def _owned(conn: Connection, image_id: str, ctx: RequestContext) -> Image:
+    image = get(conn, image_id, ctx)
+    if not ctx.is_admin and image.owner != ctx.project_id:
+        raise Forbidden(f"You are not permitted to modify image {image_id}.")
+    return image
+
+
+def update(conn: Connection, image_id: str, ctx: RequestContext,
+           changes: Iterable[tuple[str, str, Any]]) -> Image:
+    """Apply (op, attribute, value) changes: add, replace or remove, all or none."""
+    image = _owned(conn, image_id, ctx)
+    core = {name: getattr(image, name) for name in CORE_FIELDS}
+    extra = dict(image.properties)
+    for op, name, value in changes:
+        if name in CORE_FIELDS:
+            if op == "remove":
+                raise Forbidden(f"Properties {name} cannot be removed.")
+            core[name] = sorted(set(value)) if name == "tags" else value
+        elif op == "remove" or (op == "replace" and name not in extra):
+            if name not in extra:
+                raise Conflict(f"Property {name} does not exist.")
+            del extra[name]
+        else:
+            extra[name] = value
+    conn.execute(_I.update().where(_I.c.id == image.id)
+                 .values(**core, properties=extra, updated_at=_now()))
+    return get(conn, image_id, ctx)
+
+
+def delete(conn: Connection, image_id: str, ctx: RequestContext) -> None:
+    image = _owned(conn, image_id, ctx)
+    if image.protected:
+        raise Forbidden(f"Image {image_id} is protected and cannot be deleted.")
+    conn.execute(_I.delete().where(_I.c.id == image.id))
+
+
+def record_upload(conn: Connection, image_id: str, ctx: RequestContext, size: int) -> None:
+    """Image data is not kept: an upload only records its size."""
+    image = _owned(conn, image_id, ctx)
+    conn.execute(_I.update().where(_I.c.id == image.id)
+                 .values(size=size, status="active", updated_at=_now()))
