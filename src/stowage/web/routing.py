@@ -6,6 +6,7 @@ Unknown paths are 404 and known paths with an unknown method are 405 with an
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response
 
-__all__ = ["Route", "Router", "Handler"]
+__all__ = ["Route", "Router", "Handler", "routes_of"]
 
 Handler = Callable[[Request], Response]
 _PARAM = re.compile(r"\{(\w+)\}")
@@ -28,6 +29,14 @@ class Route:
     min_version: int = 0
     # Whether the request must carry a JSON body (415 otherwise).
     json_body: bool = False
+
+
+def routes_of(package: str, modules: Iterable[str]) -> list[Route]:
+    """Concatenate the `ROUTES` of each handler module of `package`, in the given order."""
+    routes: list[Route] = []
+    for name in modules:
+        routes.extend(importlib.import_module(f"{package}.{name}").ROUTES)
+    return routes
 
 
 class Router:

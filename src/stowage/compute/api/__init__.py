@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-
-from stowage.web.routing import Route
+from stowage.web.routing import Route, routes_of
 
 __all__ = ["all_routes"]
 
@@ -14,8 +12,4 @@ MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors")
 
 
 def all_routes() -> list[Route]:
-    routes: list[Route] = []
-    for name in MODULES:
-        module = importlib.import_module(f"stowage.compute.api.{name}")
-        routes.extend(module.ROUTES)
-    return routes
+    return routes_of(__name__, MODULES)

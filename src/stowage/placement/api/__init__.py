@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-
-from stowage.web.routing import Route
+from stowage.web.routing import Route, routes_of
 
 __all__ = ["all_routes"]
 
@@ -15,8 +13,4 @@ MODULES = (
 
 
 def all_routes() -> list[Route]:
-    routes: list[Route] = []
-    for name in MODULES:
-        module = importlib.import_module(f"stowage.placement.api.{name}")
-        routes.extend(module.ROUTES)
-    return routes
+    return routes_of(__name__, MODULES)

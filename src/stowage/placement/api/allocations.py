@@ -18,7 +18,13 @@ from stowage.errors import DomainError, NotFound
 from stowage.placement import allocations as allocs
 from stowage.placement import codes, providers
 from stowage.placement import consumers as cons
-from stowage.placement.api.common import authorize, cache_headers, extract_json, utcnow
+from stowage.placement.api.common import (
+    authorize,
+    cache_headers,
+    extract_json,
+    last_modified_of,
+    utcnow,
+)
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
@@ -195,12 +201,7 @@ def list_for_consumer(req: Request) -> Response:
             body["consumer_generation"] = view.generation
         if req.version.at_least(38):
             body["consumer_type"] = view.consumer_type
-    return cache_headers(req, json_response(body), _newest(view.rows))
-
-
-def _newest(rows: Any) -> Any:
-    stamps = [r.updated_at or r.created_at for r in rows]
-    return max(stamps) if stamps else utcnow()
+    return cache_headers(req, json_response(body), last_modified_of(view.rows))
 
 
 def list_for_provider(req: Request) -> Response:
@@ -219,7 +220,7 @@ def list_for_provider(req: Request) -> Response:
         if req.version.at_least(28):
             entry["consumer_generation"] = row.consumer_generation
     body = {"allocations": by_consumer, "resource_provider_generation": provider.generation}
-    return cache_headers(req, json_response(body), _newest(rows))
+    return cache_headers(req, json_response(body), last_modified_of(rows))
 
 
 ROUTES = [
