@@ -14,7 +14,7 @@ from typing import Any
 from stowage import config
 from stowage.db import Database, schema
 
-__all__ = ["main", "asgi_from_env", "build_asgi"]
+__all__ = ["main", "asgi_from_env", "build_asgi", "plane_of"]
 
 ALL_SERVICES = ("placement", "compute", "image")
 # How `stowage serve --workers N` hands its resolved arguments to worker
@@ -35,6 +35,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info")
     serve.add_argument("--workers", type=int, default=1,
                        help="worker processes sharing the port (default 1)")
+    serve.add_argument("--sim-hosts", type=int, dest="sim_hosts",
+                       help="start N simulated compute hosts (host1..hostN)")
+    serve.add_argument("--hosts-file", dest="hosts_file",
+                       help="TOML or YAML file describing simulated hosts one by one")
     manage = sub.add_parser("manage", help="operator tasks")
     manage_sub = manage.add_subparsers(dest="area", required=True)
     db = manage_sub.add_parser("db", help="database schema")
@@ -57,11 +61,40 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
         raise SystemExit(f"stowage: unknown service(s) {sorted(unknown)}; "
                          f"choose from {', '.join(ALL_SERVICES)}")
     apps = {name: builders[name](settings, db) for name in settings.services}
+    if "compute" in apps:
+        apps["compute"].state.plane = _control_plane(settings, db, apps.get("placement"))
     if at_root and len(apps) == 1:
         return next(iter(apps.values()))
     mounts: dict[str, Any] = {f"/{name}": app for name, app in apps.items()}
     mounts["/identity"] = IdentityStub()
     return PrefixDispatcher(mounts)
+
+
+def _control_plane(settings: config.Settings, db: Database, placement_app: Any) -> Any:
+    """Conductor, scheduler and simulated hosts behind the Compute API, started."""
+    from stowage.compute.runtime import ControlPlane
+    from stowage.placement.client import PlacementClient
+
+    if placement_app is not None:
+        client = PlacementClient.local(placement_app)
+    elif settings.compute.placement_url:
+        client = PlacementClient.over_http(settings.compute.placement_url)
+    else:
+        raise SystemExit("stowage: compute needs Placement: serve both, or set "
+                         "[compute] placement_url in the settings file")
+    plane = ControlPlane(settings.compute, db, client)
+    plane.start()
+    return plane
+
+
+def plane_of(app: Any) -> Any:
+    """The ControlPlane inside an app built by `build_asgi` (tests and benchmarks)."""
+    candidates = [app] + [mounted for _, mounted in getattr(app, "mounts", [])]
+    for candidate in candidates:
+        state = getattr(candidate, "state", None)
+        if getattr(state, "plane", None) is not None:
+            return state.plane
+    return None
 
 
 def asgi_from_env() -> Any:
@@ -104,7 +137,13 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     services = args.services.split(",") if args.services else list(ALL_SERVICES)
-    settings = _settings(args, database=args.database, bind=args.bind, services=services)
+    settings = _settings(args, database=args.database, bind=args.bind, services=services,
+                         sim_hosts=args.sim_hosts, hosts_file=args.hosts_file)
+    if args.workers > 1 and "compute" in settings.services and (
+            settings.compute.sim_hosts or settings.compute.hosts_file):
+        raise SystemExit("stowage: simulated hosts live in one process; use --workers 1 with "
+                         "--sim-hosts/--hosts-file (the in-process transport cannot span "
+                         "worker processes)")
     db = Database(settings.database)
     print(f"stowage: upgrading schema on {db.backend} ...", file=sys.stderr, flush=True)
     schema.upgrade(db)

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ApiSettings", "CorsSettings", "PlacementSettings", "PolicySettings",
+__all__ = ["ApiSettings", "ComputeSettings", "CorsSettings", "PlacementSettings", "PolicySettings",
            "Settings", "load"]
 
 DEFAULT_DATABASE = "sqlite:///stowage.db"
@@ -59,6 +59,31 @@ class PlacementSettings:
 
 
 @dataclass(frozen=True)
+class ComputeSettings:
+    """Nova's options for what stowage's control plane does (same names where Nova has one)."""
+
+    # Simulated hosts started with the service (`serve --sim-hosts N`), and an
+    # optional TOML/YAML file describing hosts one by one.
+    sim_hosts: int = 0
+    hosts_file: str | None = None
+    # Placement's URL when it is not served by this process.
+    placement_url: str | None = None
+    allow_resize_to_same_host: bool = False
+    # Hosts tried per build or move: the selected one plus alternates.
+    max_attempts: int = 3
+    # Seconds after which a resize in VERIFY_RESIZE is confirmed; 0 = never.
+    resize_confirm_window: int = 0
+    # Resource tracker period (inventory report + allocation reconcile), seconds.
+    update_resources_interval: float = 60.0
+    report_interval: float = 10.0
+    service_down_time: float = 60.0
+    # "spread" prefers the emptiest host, "pack" the fullest (Nova's weight multipliers).
+    weigher: str = "spread"
+    max_placement_results: int = 1000
+    default_availability_zone: str = "nova"
+
+
+@dataclass(frozen=True)
 class Settings:
     database: str = DEFAULT_DATABASE
     bind: str = "127.0.0.1:8780"
@@ -67,6 +92,7 @@ class Settings:
     policy: PolicySettings = PolicySettings()
     cors: CorsSettings = CorsSettings()
     placement: PlacementSettings = PlacementSettings()
+    compute: ComputeSettings = ComputeSettings()
 
 
 def _section(cls: type[Any], raw: Mapping[str, Any]) -> Any:
@@ -85,6 +111,15 @@ def _policy_overrides(path: str | None) -> dict[str, str]:
     text = Path(path).read_text(encoding="utf-8")
     data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
     return {str(k): str(v) for k, v in (data or {}).items()}
+
+
+_COMPUTE_FLAGS = ("sim_hosts", "hosts_file")
+
+
+def _compute(raw: Mapping[str, Any], flags: Mapping[str, Any]) -> ComputeSettings:
+    values = dict(raw)
+    values.update({k: flags[k] for k in _COMPUTE_FLAGS if flags.get(k) is not None})
+    return _section(ComputeSettings, values)  # type: ignore[no-any-return]
 
 
 def load(path: str | None = None, env: Mapping[str, str] | None = None,
@@ -109,5 +144,6 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         policy=policy,
         cors=_section(CorsSettings, raw.get("cors", {})),
         placement=_section(PlacementSettings, raw.get("placement", {})),
-        **top,
+        compute=_compute(raw.get("compute", {}), flags),
+        **{k: v for k, v in top.items() if k not in _COMPUTE_FLAGS},
     )

@@ -19,7 +19,9 @@ import sqlalchemy as sa
 import uvicorn
 
 from stowage import config
-from stowage.cli import build_asgi
+from stowage.cli import build_asgi, plane_of
+from stowage.compute.hosts import HostConfig
+from stowage.compute.runtime import ControlPlane
 from stowage.compute import tables as compute_tables
 from stowage.db import Database, schema
 from stowage.image import tables as image_tables
@@ -40,10 +42,13 @@ class LiveServer:
     db: Database
     server: uvicorn.Server
     thread: threading.Thread
+    plane: ControlPlane | None = None
 
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+        if self.plane is not None:
+            self.plane.stop()
 
 
 def start_server(settings: config.Settings, at_root: bool = True) -> LiveServer:
@@ -60,7 +65,7 @@ def start_server(settings: config.Settings, at_root: bool = True) -> LiveServer:
         if time.monotonic() > deadline:
             raise RuntimeError("test server did not start")
         time.sleep(0.02)
-    return LiveServer(f"http://127.0.0.1:{port}", db, server, thread)
+    return LiveServer(f"http://127.0.0.1:{port}", db, server, thread, plane_of(app))
 
 
 def reset_tables(db: Database) -> None:
@@ -140,15 +145,58 @@ def api_client(base_url: str, token: str = "admin",
 @pytest.fixture
 def compute(live_stowage: LiveServer) -> Iterator[httpx.Client]:
     """An admin Compute client at `/compute/v2.1`, at the latest microversion, on empty tables."""
-    reset_tables(live_stowage.db)
+    reset_cloud(live_stowage)
     with api_client(f"{live_stowage.url}/compute/v2.1",
                     headers={"openstack-api-version": "compute latest"}) as client:
         yield client
 
 
+@dataclass
+class Cloud:
+    """A Compute API client (admin, latest microversion), a Placement client, and
+    the control plane, so a test can add simulated hosts and inject faults."""
+
+    compute: httpx.Client
+    placement: httpx.Client
+    plane: ControlPlane
+    live: LiveServer
+
+    def add_host(self, name: str, **options: object) -> str:
+        """Start a simulated host; returns its compute node (= root provider) uuid."""
+        agent = self.plane.add_host(HostConfig(name=name, **options))  # type: ignore[arg-type]
+        return str(agent.node_uuid)
+
+    def client(self, token: str, version: str = "latest") -> httpx.Client:
+        return api_client(f"{self.live.url}/compute/v2.1",
+                          token=token, headers={"openstack-api-version": f"compute {version}"})
+
+
+def reset_cloud(live: LiveServer) -> ControlPlane:
+    """Stop every agent, let running casts finish, then empty the tables."""
+    plane = live.plane
+    assert plane is not None
+    for name in list(plane.agents):
+        plane.stop_host(name)
+    plane.drain()
+    reset_tables(live.db)
+    return plane
+
+
+@pytest.fixture
+def cloud(live_stowage: LiveServer) -> Iterator[Cloud]:
+    """An empty cloud: no hosts until the test adds them with `cloud.add_host(...)`."""
+    plane = reset_cloud(live_stowage)
+    with api_client(f"{live_stowage.url}/compute/v2.1",
+                    headers={"openstack-api-version": "compute latest"}) as compute, \
+            api_client(f"{live_stowage.url}/placement",
+                       headers={"openstack-api-version": "placement latest"}) as placement:
+        yield Cloud(compute, placement, plane, live_stowage)
+    plane.drain()
+
+
 @pytest.fixture
 def image(live_stowage: LiveServer) -> Iterator[httpx.Client]:
     """An admin Image client at `/image`, on empty tables."""
-    reset_tables(live_stowage.db)
+    reset_cloud(live_stowage)
     with api_client(f"{live_stowage.url}/image") as client:
         yield client

@@ -26,7 +26,7 @@ from stowage.timeutil import utcnow as _now
 
 __all__ = ["Flavor", "NewFlavor", "ListQuery", "SORT_KEYS", "create", "get", "list_flavors",
            "delete", "set_description", "extra_specs", "extra_spec", "set_extra_specs",
-           "delete_extra_spec", "access_list", "add_access", "remove_access"]
+           "delete_extra_spec", "access_list", "add_access", "remove_access", "snapshot"]
 
 _F = t.flavors
 _ES = t.flavor_extra_specs
@@ -278,3 +278,13 @@ def remove_access(conn: Connection, flavorid: str, project_id: str) -> list[str]
     if gone.rowcount == 0:
         raise NotFound(f"Flavor access not found for {flavorid} / {project_id} combination.")
     return _projects(conn, flavor.id)
+
+
+def snapshot(flavor: Flavor) -> dict[str, Any]:
+    """The flavor as an instance keeps it (JSON): unchanged by later flavor edits or deletes."""
+    return {"id": flavor.id, "flavorid": flavor.flavorid, "name": flavor.name,
+            "vcpus": flavor.vcpus, "memory_mb": flavor.memory_mb, "root_gb": flavor.root_gb,
+            "ephemeral_gb": flavor.ephemeral_gb, "swap": flavor.swap,
+            "rxtx_factor": flavor.rxtx_factor, "is_public": flavor.is_public,
+            "disabled": flavor.disabled, "description": flavor.description,
+            "extra_specs": dict(flavor.extra_specs)}

@@ -11,7 +11,10 @@ import sqlalchemy as sa
 
 from stowage.placement.tables import exact_string
 
-__all__ = ["metadata", "flavors", "flavor_extra_specs", "flavor_projects"]
+__all__ = ["metadata", "flavors", "flavor_extra_specs", "flavor_projects", "services",
+           "compute_nodes", "instances", "instance_faults", "request_specs", "migrations",
+           "instance_actions", "instance_action_events", "server_groups",
+           "server_group_members", "operation_steps"]
 
 metadata = sa.MetaData()
 
@@ -55,4 +58,205 @@ flavor_projects = sa.Table(
     sa.Column("project_id", exact_string(255), nullable=False),
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.UniqueConstraint("flavor_id", "project_id", name="uniq_flavor_projects_flavor_project"),
+)
+
+# --- the control plane: services, hosts, instances, moves --------------------
+# Services are the workers (nova-compute per host, nova-conductor, nova-scheduler);
+# `last_seen_up` is the heartbeat the "is it up" check reads.
+services = sa.Table(
+    "services", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", exact_string(36), nullable=False, unique=True),
+    sa.Column("host", exact_string(255), nullable=False),
+    sa.Column("binary", exact_string(255), nullable=False),
+    sa.Column("topic", sa.String(255), nullable=True),
+    sa.Column("availability_zone", sa.String(255), nullable=True),
+    sa.Column("report_count", sa.Integer, nullable=False, default=0),
+    sa.Column("disabled", sa.Boolean, nullable=False, default=False),
+    sa.Column("disabled_reason", sa.String(255), nullable=True),
+    sa.Column("forced_down", sa.Boolean, nullable=False, default=False),
+    sa.Column("last_seen_up", sa.DateTime, nullable=True),
+    sa.Column("version", sa.Integer, nullable=False, default=0),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+    sa.Column("deleted", sa.Integer, nullable=False, default=0),
+    sa.UniqueConstraint("host", "binary", "deleted", name="uniq_services_host_binary_deleted"),
+)
+
+# One hypervisor node per simulated host; its uuid is its resource provider's uuid.
+compute_nodes = sa.Table(
+    "compute_nodes", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", exact_string(36), nullable=False, unique=True),
+    sa.Column("service_id", sa.Integer, sa.ForeignKey("services.id"), nullable=True),
+    sa.Column("host", exact_string(255), nullable=False),
+    sa.Column("hypervisor_hostname", exact_string(255), nullable=False),
+    sa.Column("hypervisor_type", sa.String(255), nullable=False),
+    sa.Column("hypervisor_version", sa.Integer, nullable=False),
+    sa.Column("host_ip", sa.String(39), nullable=True),
+    sa.Column("vcpus", sa.Integer, nullable=False),
+    sa.Column("memory_mb", sa.Integer, nullable=False),
+    sa.Column("local_gb", sa.Integer, nullable=False),
+    sa.Column("vcpus_used", sa.Integer, nullable=False, default=0),
+    sa.Column("memory_mb_used", sa.Integer, nullable=False, default=0),
+    sa.Column("local_gb_used", sa.Integer, nullable=False, default=0),
+    sa.Column("running_vms", sa.Integer, nullable=False, default=0),
+    sa.Column("cpu_allocation_ratio", sa.Float, nullable=False),
+    sa.Column("ram_allocation_ratio", sa.Float, nullable=False),
+    sa.Column("disk_allocation_ratio", sa.Float, nullable=False),
+    # PCI devices by alias as the agent last reported them: {alias: {"total": n, "free": n}}
+    sa.Column("pci_stats", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+    sa.Column("deleted", sa.Integer, nullable=False, default=0),
+)
+
+# Instances are soft-deleted like flavors (`deleted` = id once deleted). The
+# flavor columns hold JSON snapshots: an instance keeps the flavor it was built
+# with even when the flavor is later deleted; old/new are set during a resize.
+instances = sa.Table(
+    "instances", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", exact_string(36), nullable=False, unique=True),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("user_id", exact_string(255), nullable=False),
+    sa.Column("display_name", sa.String(255), nullable=False),
+    sa.Column("display_description", sa.Text, nullable=True),
+    sa.Column("hostname", sa.String(255), nullable=False),
+    sa.Column("host", exact_string(255), nullable=True),
+    sa.Column("node", exact_string(255), nullable=True),
+    sa.Column("availability_zone", sa.String(255), nullable=True),
+    sa.Column("vm_state", sa.String(255), nullable=False),
+    sa.Column("task_state", sa.String(255), nullable=True),
+    sa.Column("power_state", sa.Integer, nullable=False, default=0),
+    sa.Column("flavor", sa.JSON, nullable=False),
+    sa.Column("old_flavor", sa.JSON, nullable=True),
+    sa.Column("new_flavor", sa.JSON, nullable=True),
+    sa.Column("image_ref", sa.String(255), nullable=True),
+    sa.Column("volume_backed", sa.Boolean, nullable=False, default=False),
+    sa.Column("key_name", sa.String(255), nullable=True),
+    sa.Column("metadata", sa.JSON, nullable=False),
+    sa.Column("networks", sa.JSON, nullable=True),
+    sa.Column("config_drive", sa.String(255), nullable=True),
+    sa.Column("locked", sa.Boolean, nullable=False, default=False),
+    sa.Column("progress", sa.Integer, nullable=True),
+    sa.Column("reservation_id", sa.String(255), nullable=False),
+    sa.Column("launch_index", sa.Integer, nullable=False, default=0),
+    sa.Column("launched_at", sa.DateTime, nullable=True),
+    sa.Column("terminated_at", sa.DateTime, nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+    sa.Column("deleted_at", sa.DateTime, nullable=True),
+    sa.Column("deleted", sa.Integer, nullable=False, default=0),
+)
+
+# Why an instance went to ERROR (the `fault` of a server view).
+instance_faults = sa.Table(
+    "instance_faults", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("instance_uuid", exact_string(36), nullable=False, index=True),
+    sa.Column("code", sa.Integer, nullable=False),
+    sa.Column("message", sa.String(255), nullable=False),
+    sa.Column("details", sa.Text, nullable=True),
+    sa.Column("host", sa.String(255), nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+
+# Everything the scheduler needs to place an instance again on a move.
+request_specs = sa.Table(
+    "request_specs", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("instance_uuid", exact_string(36), nullable=False, unique=True),
+    sa.Column("spec", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+)
+
+# A move: while in progress, its uuid is the placement consumer owning the
+# source allocation.
+migrations = sa.Table(
+    "migrations", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", exact_string(36), nullable=False, unique=True),
+    sa.Column("instance_uuid", exact_string(36), nullable=False, index=True),
+    sa.Column("migration_type", sa.String(32), nullable=False),
+    sa.Column("status", sa.String(255), nullable=False),
+    sa.Column("source_compute", exact_string(255), nullable=True),
+    sa.Column("source_node", exact_string(255), nullable=True),
+    sa.Column("dest_compute", exact_string(255), nullable=True),
+    sa.Column("dest_node", exact_string(255), nullable=True),
+    sa.Column("dest_host", sa.String(255), nullable=True),
+    sa.Column("old_flavor_id", sa.Integer, nullable=True),
+    sa.Column("new_flavor_id", sa.Integer, nullable=True),
+    sa.Column("project_id", exact_string(255), nullable=True),
+    sa.Column("user_id", exact_string(255), nullable=True),
+    sa.Column("hidden", sa.Boolean, nullable=False, default=False),
+    sa.Column("cross_cell_move", sa.Boolean, nullable=False, default=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+    sa.Column("deleted", sa.Integer, nullable=False, default=0),
+)
+
+instance_actions = sa.Table(
+    "instance_actions", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("action", sa.String(255), nullable=False),
+    sa.Column("instance_uuid", exact_string(36), nullable=False, index=True),
+    sa.Column("request_id", sa.String(255), nullable=False),
+    sa.Column("user_id", exact_string(255), nullable=True),
+    sa.Column("project_id", exact_string(255), nullable=True),
+    sa.Column("start_time", sa.DateTime, nullable=False),
+    sa.Column("finish_time", sa.DateTime, nullable=True),
+    sa.Column("message", sa.String(255), nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+)
+
+instance_action_events = sa.Table(
+    "instance_action_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("action_id", sa.Integer, sa.ForeignKey("instance_actions.id"), nullable=False),
+    sa.Column("event", sa.String(255), nullable=False),
+    sa.Column("start_time", sa.DateTime, nullable=False),
+    sa.Column("finish_time", sa.DateTime, nullable=True),
+    sa.Column("result", sa.String(255), nullable=True),
+    sa.Column("traceback", sa.Text, nullable=True),
+    sa.Column("host", sa.String(255), nullable=True),
+    sa.Column("details", sa.Text, nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+
+server_groups = sa.Table(
+    "server_groups", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", exact_string(36), nullable=False, unique=True),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("user_id", exact_string(255), nullable=False),
+    sa.Column("policy", sa.String(255), nullable=False),
+    sa.Column("rules", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+
+server_group_members = sa.Table(
+    "server_group_members", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("group_id", sa.Integer, sa.ForeignKey("server_groups.id"), nullable=False),
+    sa.Column("instance_uuid", exact_string(36), nullable=False),
+    sa.UniqueConstraint("group_id", "instance_uuid", name="uniq_server_group_members"),
+)
+
+# The conductor's journal: one row per step of a running operation, so that an
+# operation cut off by a crash can be rolled back when the conductor restarts.
+operation_steps = sa.Table(
+    "operation_steps", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("operation_uuid", exact_string(36), nullable=False, index=True),
+    sa.Column("operation", sa.String(64), nullable=False),
+    sa.Column("instance_uuid", exact_string(36), nullable=True),
+    sa.Column("step", sa.String(64), nullable=False),
+    sa.Column("state", sa.String(32), nullable=False),
+    sa.Column("detail", sa.Text, nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
 )

@@ -3,7 +3,7 @@
 The per-request pipeline mirrors upstream Placement's middleware order:
 CORS, auth (401 before anything else), content-length/type sanity,
 microversion negotiation, routing (404/405), Accept and Content-Type checks,
-then the handler in a worker thread. Each service supplies its routes, its
+then the handler; the whole pipeline runs in a worker thread. Each service supplies its routes, its
 version list and how its errors are rendered.
 """
 
@@ -103,12 +103,13 @@ class ServiceApp:
         if cors is not None and cors.is_preflight(req):
             await _send(send, cors.preflight(req))
             return
-        resp = await self._respond(req)
+        resp = await run_in_threadpool(self.respond, req)
         if cors is not None:
             cors.decorate(req, resp)
         await _send(send, resp)
 
-    async def _respond(self, req: Request) -> Response:
+    def respond(self, req: Request) -> Response:
+        """The whole pipeline after CORS, synchronously: also what in-process clients call."""
         versioned = False
         try:
             ctx = self._authenticate(req)
@@ -127,7 +128,7 @@ class ServiceApp:
                 raise HTTPError(406, "Only application/json is provided")
             if route.json_body:
                 require_json_content(req)
-            resp: Response = await run_in_threadpool(route.handler, req)
+            resp: Response = route.handler(req)
         except HTTPError as err:
             resp = self.spec.render_error(req, err, versioned)
             resp.headers.extend(err.headers.items())

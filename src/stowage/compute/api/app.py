@@ -7,6 +7,7 @@ whose key names the kind of fault; the openstack CLI prints `message`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from stowage.compute.api import all_routes
 from stowage.compute.api.root import PUBLIC_PATHS
@@ -21,6 +22,9 @@ from stowage.web.cors import Cors
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
 from stowage.web.routing import Router
+
+if TYPE_CHECKING:
+    from stowage.compute.runtime import ControlPlane
 
 __all__ = ["ComputeState", "build_app", "render_error", "FAULT_NAMES"]
 
@@ -39,6 +43,8 @@ class ComputeState:
     settings: Settings
     db: Database
     enforcer: Enforcer
+    # Conductor, scheduler and agents; None only for an API that serves no servers.
+    plane: ControlPlane | None = None
 
 
 def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:

@@ -1,0 +1,108 @@
+"""Migration records: one per move, whose uuid owns the source allocation while it runs.
+
+Status words are Nova's. A migration is "in progress" from creation until it
+reaches a final status (confirmed, reverted, error, failed, done, completed,
+cancelled); while in progress it may own allocations in Placement, afterwards
+it must own nothing (the invariant checker holds us to that).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stowage.compute import tables as t
+from stowage.errors import NotFound
+from stowage.timeutil import utcnow
+
+__all__ = ["Migration", "FINAL_STATUSES", "create", "get", "update", "in_progress",
+           "for_instance", "list_migrations"]
+
+_M = t.migrations
+FINAL_STATUSES = ("confirmed", "reverted", "error", "failed", "done", "completed",
+                  "cancelled")
+
+
+@dataclass
+class Migration:
+    uuid: str
+    instance_uuid: str
+    migration_type: str  # "resize", "migration", "live-migration", "evacuation"
+    status: str
+    source_compute: str | None = None
+    source_node: str | None = None
+    dest_compute: str | None = None
+    dest_node: str | None = None
+    dest_host: str | None = None
+    old_flavor_id: int | None = None
+    new_flavor_id: int | None = None
+    project_id: str | None = None
+    user_id: str | None = None
+    hidden: bool = False
+    cross_cell_move: bool = False
+    created_at: datetime.datetime | None = None
+    updated_at: datetime.datetime | None = None
+    id: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+_COLUMNS = tuple(f.name for f in fields(Migration))
+
+
+def _from_row(row: Any) -> Migration:
+    return Migration(**{name: row._mapping[name] for name in _COLUMNS})
+
+
+def create(conn: Connection, mig: Migration) -> Migration:
+    now = utcnow()
+    values = {name: getattr(mig, name) for name in _COLUMNS if name != "id"}
+    values.update(created_at=now, updated_at=None, deleted=0)
+    mig.id = conn.execute(_M.insert().values(**values)).inserted_primary_key[0]
+    mig.created_at = now
+    return mig
+
+
+def get(conn: Connection, uuid: str) -> Migration:
+    row = conn.execute(sa.select(_M).where(_M.c.uuid == uuid)).first()
+    if row is None:
+        raise NotFound(f"Migration {uuid} could not be found.")
+    return _from_row(row)
+
+
+def update(conn: Connection, uuid: str, **values: Any) -> Migration:
+    conn.execute(_M.update().where(_M.c.uuid == uuid).values(updated_at=utcnow(), **values))
+    return get(conn, uuid)
+
+
+def for_instance(conn: Connection, instance_uuid: str,
+                 statuses: Sequence[str] | None = None) -> list[Migration]:
+    """The instance's migrations, newest first, optionally only in `statuses`."""
+    query = (sa.select(_M).where(_M.c.instance_uuid == instance_uuid)
+             .order_by(_M.c.created_at.desc(), _M.c.id.desc()))
+    if statuses is not None:
+        query = query.where(_M.c.status.in_(list(statuses)))
+    return [_from_row(row) for row in conn.execute(query)]
+
+
+def in_progress(conn: Connection, host: str | None = None) -> list[Migration]:
+    """Migrations not yet final, optionally touching `host` as source or destination."""
+    query = sa.select(_M).where(_M.c.status.not_in(FINAL_STATUSES)).order_by(_M.c.id)
+    if host is not None:
+        query = query.where(sa.or_(_M.c.source_compute == host, _M.c.dest_compute == host))
+    return [_from_row(row) for row in conn.execute(query)]
+
+
+def list_migrations(conn: Connection, where: Sequence[Any] = (),
+                    newest_first: bool = True) -> list[Migration]:
+    """Migrations matching SQLAlchemy clauses on `tables.migrations` (the API builds them)."""
+    order = (_M.c.created_at.desc(), _M.c.id.desc()) if newest_first else (_M.c.id,)
+    query = sa.select(_M).where(*where).order_by(*order)
+    return [_from_row(row) for row in conn.execute(query)]

@@ -1,0 +1,84 @@
+"""The RPC surface of the control plane: who may ask whom for what.
+
+Each class names the remote methods of one worker and how they are sent:
+`cast` when the caller does not wait (the API handing work to the conductor),
+`call` when the next step needs the answer (the conductor asking an agent to
+do one step). Arguments are plain JSON values: uuids, flavor snapshots, dicts.
+
+    API ──cast──> conductor ──call──> scheduler
+                      └──────call──> agent on host X (one idempotent step)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stowage.messaging import Transport
+
+__all__ = ["CONDUCTOR", "SCHEDULER", "agent_target", "ConductorAPI", "SchedulerAPI",
+           "AgentAPI"]
+
+CONDUCTOR = "conductor"
+SCHEDULER = "scheduler"
+
+
+def agent_target(host: str) -> str:
+    return f"compute.{host}"
+
+
+class ConductorAPI:
+    """What the Compute API asks of the conductor; every method returns at once."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    def build_instances(self, instance_uuids: list[str], request_id: str) -> None:
+        self.transport.cast(CONDUCTOR, "build_instances", instance_uuids=instance_uuids,
+                            request_id=request_id)
+
+    def migrate_server(self, instance_uuid: str, request_id: str,
+                       new_flavor: dict[str, Any] | None, host: str | None) -> None:
+        """Resize (`new_flavor` given) or cold migrate (`host` optional, admin's choice)."""
+        self.transport.cast(CONDUCTOR, "migrate_server", instance_uuid=instance_uuid,
+                            request_id=request_id, new_flavor=new_flavor, host=host)
+
+    def confirm_resize(self, instance_uuid: str, migration_uuid: str, request_id: str) -> None:
+        self.transport.cast(CONDUCTOR, "confirm_resize", instance_uuid=instance_uuid,
+                            migration_uuid=migration_uuid, request_id=request_id)
+
+    def revert_resize(self, instance_uuid: str, migration_uuid: str, request_id: str) -> None:
+        self.transport.cast(CONDUCTOR, "revert_resize", instance_uuid=instance_uuid,
+                            migration_uuid=migration_uuid, request_id=request_id)
+
+    def power(self, instance_uuid: str, request_id: str, on: bool) -> None:
+        self.transport.cast(CONDUCTOR, "power", instance_uuid=instance_uuid,
+                            request_id=request_id, on=on)
+
+    def delete_instance(self, instance_uuid: str, request_id: str) -> None:
+        self.transport.cast(CONDUCTOR, "delete_instance", instance_uuid=instance_uuid,
+                            request_id=request_id)
+
+
+class SchedulerAPI:
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    def select_destinations(self, spec: dict[str, Any], instance_uuids: list[str],
+                            ) -> list[list[dict[str, Any]]]:
+        """Per instance: the claimed selection first, then unclaimed alternates.
+
+        Raises RemoteError("NoValidHost", reason) when nothing fits.
+        """
+        result = self.transport.call(SCHEDULER, "select_destinations", spec=spec,
+                                     instance_uuids=instance_uuids)
+        return list(result)
+
+
+class AgentAPI:
+    """One step on one host; every method is idempotent, keyed by instance/migration uuid."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    def call(self, host: str, method: str, **kwargs: Any) -> Any:
+        return self.transport.call(agent_target(host), method, **kwargs)

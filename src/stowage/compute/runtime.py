@@ -1,0 +1,122 @@
+"""The control plane in one process: transport, conductor, scheduler, agents, periodic work.
+
+`stowage serve` builds one `ControlPlane` beside the Compute API. It owns the
+in-process transport, registers the conductor and scheduler endpoints, starts
+one compute agent per simulated host, and runs the periodic tasks (agent
+heartbeats, resource tracker reconcile, automatic resize confirmation) on a
+single timer thread. Tests reach the agents through it to inject faults.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from stowage.compute import rpc
+from stowage.compute.agent.manager import ComputeAgent
+from stowage.compute.conductor.manager import Conductor
+from stowage.compute.hosts import HostConfig, load_hosts_file, sim_hosts
+from stowage.compute.scheduler.manager import Scheduler
+from stowage.config import ComputeSettings
+from stowage.db import Database
+from stowage.messaging.local import LocalTransport
+from stowage.placement.client import PlacementClient
+
+__all__ = ["ControlPlane"]
+
+LOG = logging.getLogger(__name__)
+
+
+class ControlPlane:
+    """Everything behind the Compute API; `start()` does the I/O, the constructor none."""
+
+    def __init__(self, settings: ComputeSettings, db: Database,
+                 placement: PlacementClient) -> None:
+        self.settings = settings
+        self.db = db
+        self.placement = placement
+        self.transport = LocalTransport()
+        self.conductor_api = rpc.ConductorAPI(self.transport)
+        self.scheduler = Scheduler(settings, db, placement)
+        self.conductor = Conductor(settings, db, placement, self.transport)
+        self.agents: dict[str, ComputeAgent] = {}
+        self._stop = threading.Event()
+        self._timer: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        self.transport.register(rpc.SCHEDULER, self.scheduler)
+        self.transport.register(rpc.CONDUCTOR, self.conductor)
+        self.conductor.start()
+        hosts = list(sim_hosts(self.settings.sim_hosts))
+        if self.settings.hosts_file:
+            hosts.extend(load_hosts_file(self.settings.hosts_file))
+        for host in hosts:
+            self.add_host(host)
+        self._timer = threading.Thread(target=self._periodic, name="periodic", daemon=True)
+        self._timer.start()
+
+    def add_host(self, host: HostConfig) -> ComputeAgent:
+        """Start an agent for `host`: it registers its service, node and provider tree."""
+        agent = ComputeAgent(host, self.settings, self.db, self.placement)
+        agent.start()
+        with self._lock:
+            self.agents[host.name] = agent
+        self.transport.register(rpc.agent_target(host.name), agent)
+        return agent
+
+    def stop_host(self, name: str) -> None:
+        """The agent stops answering (its service will be seen down); its records stay."""
+        with self._lock:
+            agent = self.agents.pop(name, None)
+        self.transport.unregister(rpc.agent_target(name))
+        if agent is not None:
+            agent.stop()
+
+    def agent(self, name: str) -> ComputeAgent:
+        return self.agents[name]
+
+    def drain(self, timeout: float = 60.0) -> bool:
+        """Wait until no cast is running; True when the plane is idle."""
+        return self.transport.drain(timeout)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._timer is not None:
+            self._timer.join(timeout=10)
+        for name in list(self.agents):
+            self.stop_host(name)
+        self.transport.close()
+
+    def _periodic(self) -> None:
+        s = self.settings
+        jobs: list[tuple[float, Callable[[], None]]] = [
+            (s.report_interval, self._heartbeats),
+            (s.update_resources_interval, self._update_resources),
+            (max(s.resize_confirm_window / 4, 1.0), self.conductor.confirm_expired_resizes),
+        ]
+        due = [time.monotonic() + period for period, _ in jobs]
+        while not self._stop.wait(0.5):
+            now = time.monotonic()
+            for i, (period, job) in enumerate(jobs):
+                if now >= due[i]:
+                    due[i] = now + period
+                    _guarded(job)
+
+    def _heartbeats(self) -> None:
+        for agent in list(self.agents.values()):
+            _guarded(agent.heartbeat)
+
+    def _update_resources(self) -> None:
+        for agent in list(self.agents.values()):
+            _guarded(agent.update_available_resource)
+
+
+def _guarded(job: Callable[[], Any]) -> None:
+    try:
+        job()
+    except Exception:
+        LOG.exception("periodic task %s failed", getattr(job, "__qualname__", job))

@@ -1,0 +1,58 @@
+"""Instance states as Nova names them, and the API `status` they add up to.
+
+vm_state is where the instance rests, task_state what is being done to it,
+power_state what the hypervisor last said. The API shows one `status`
+computed from the first two, as Nova's `api/openstack/common.py` does.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ACTIVE", "BUILDING", "STOPPED", "RESIZED", "ERROR", "DELETED", "status_of",
+           "RUNNING", "SHUTDOWN", "NOSTATE", "TASK"]
+
+# vm_states
+ACTIVE = "active"
+BUILDING = "building"
+STOPPED = "stopped"
+RESIZED = "resized"
+ERROR = "error"
+DELETED = "deleted"
+
+# power_state values (Nova's integers)
+NOSTATE = 0
+RUNNING = 1
+SHUTDOWN = 4
+
+
+class TASK:
+    SCHEDULING = "scheduling"
+    SPAWNING = "spawning"
+    DELETING = "deleting"
+    POWERING_OFF = "powering-off"
+    POWERING_ON = "powering-on"
+    RESIZE_PREP = "resize_prep"
+    RESIZE_MIGRATING = "resize_migrating"
+    RESIZE_MIGRATED = "resize_migrated"
+    RESIZE_FINISH = "resize_finish"
+    RESIZE_REVERTING = "resize_reverting"
+    RESIZE_CONFIRMING = "resize_confirming"
+
+
+# vm_state -> {task_state or "default": status}
+_STATE_MAP: dict[str, dict[str | None, str]] = {
+    BUILDING: {"default": "BUILD"},
+    ACTIVE: {"default": "ACTIVE", TASK.RESIZE_PREP: "RESIZE",
+             TASK.RESIZE_MIGRATING: "RESIZE", TASK.RESIZE_MIGRATED: "RESIZE",
+             TASK.RESIZE_FINISH: "RESIZE"},
+    STOPPED: {"default": "SHUTOFF", TASK.RESIZE_PREP: "RESIZE",
+              TASK.RESIZE_MIGRATING: "RESIZE", TASK.RESIZE_MIGRATED: "RESIZE",
+              TASK.RESIZE_FINISH: "RESIZE"},
+    RESIZED: {"default": "VERIFY_RESIZE", TASK.RESIZE_REVERTING: "REVERT_RESIZE"},
+    ERROR: {"default": "ERROR"},
+    DELETED: {"default": "DELETED"},
+}
+
+
+def status_of(vm_state: str, task_state: str | None) -> str:
+    by_task = _STATE_MAP.get(vm_state, {"default": "UNKNOWN"})
+    return by_task.get(task_state, by_task["default"])

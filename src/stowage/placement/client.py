@@ -1,0 +1,206 @@
+"""What compute uses to talk to Placement: one client, over HTTP or in-process.
+
+Both ways speak the Placement API itself (latest microversion, admin token),
+so the compute side is tested against exactly what a remote Placement would
+answer. `LocalTransport` hands requests straight to the placement ServiceApp
+in this process; `PlacementClient.over_http` goes through a real socket.
+
+Consumer and provider generations are the caller's business for claims (a
+stale one is a `PlacementConflict`); provider-side writes that the API lets
+us retry (inventories, traits, aggregates) re-read the generation and retry.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from stowage.web.http import Request
+
+__all__ = ["PlacementClient", "PlacementError", "PlacementConflict", "LocalTransport",
+           "Holding", "MICROVERSION"]
+
+MICROVERSION = "1.39"
+_RETRIES = 5
+
+
+class PlacementError(Exception):
+    def __init__(self, status: int, code: str | None, detail: str) -> None:
+        super().__init__(f"placement {status} {code or ''}: {detail}".strip())
+        self.status = status
+        self.code = code
+        self.detail = detail
+
+
+class PlacementConflict(PlacementError):
+    """409: a stale generation, too little capacity, or an in-use inventory."""
+
+
+@dataclass
+class Holding:
+    """What one consumer holds: provider uuid -> resource class -> amount."""
+
+    allocations: dict[str, dict[str, int]] = field(default_factory=dict)
+    generation: int | None = None
+    project_id: str | None = None
+    user_id: str | None = None
+    consumer_type: str | None = None
+
+
+class LocalTransport(httpx.BaseTransport):
+    """An httpx transport that runs the request through an in-process ServiceApp."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        req = Request(method=request.method, path=request.url.path or "/",
+                      query_string=request.url.query.decode("latin-1"), headers=headers,
+                      body=request.read(), base_url="http://placement.local", app=self.app.state)
+        resp = self.app.respond(req)
+        return httpx.Response(resp.status, headers=resp.headers, content=resp.body)
+
+
+def _error(resp: httpx.Response) -> PlacementError:
+    try:
+        err = resp.json()["errors"][0]
+        code, detail = err.get("code"), err.get("detail", resp.text)
+    except (ValueError, KeyError, IndexError, TypeError):
+        code, detail = None, resp.text
+    cls = PlacementConflict if resp.status_code == 409 else PlacementError
+    return cls(resp.status_code, code, detail)
+
+
+class PlacementClient:
+    """Placement calls the resource tracker, scheduler and conductor need."""
+
+    def __init__(self, http: httpx.Client) -> None:
+        self.http = http
+
+    @classmethod
+    def local(cls, app: Any) -> PlacementClient:
+        return cls(httpx.Client(transport=LocalTransport(app), base_url="http://placement.local",
+                                headers=_headers()))
+
+    @classmethod
+    def over_http(cls, url: str, timeout: float = 30.0) -> PlacementClient:
+        return cls(httpx.Client(base_url=url.rstrip("/"), headers=_headers(), timeout=timeout))
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _send(self, method: str, path: str, body: Any = None,
+              params: Sequence[tuple[str, str]] | None = None,
+              ok: Sequence[int] = (200, 201, 204)) -> httpx.Response:
+        content = None if body is None else json.dumps(body).encode()
+        headers = {"content-type": "application/json"} if content is not None else {}
+        resp = self.http.request(method, path, content=content, params=params, headers=headers)
+        if resp.status_code not in ok:
+            raise _error(resp)
+        return resp
+
+    # --- providers -----------------------------------------------------------
+    def provider(self, uuid: str) -> dict[str, Any] | None:
+        resp = self._send("GET", f"/resource_providers/{uuid}", ok=(200, 404))
+        return None if resp.status_code == 404 else dict(resp.json())
+
+    def ensure_provider(self, uuid: str, name: str,
+                        parent_uuid: str | None = None) -> dict[str, Any]:
+        """The provider, created when missing (a racing creator's 409 is fine)."""
+        found = self.provider(uuid)
+        if found is not None:
+            return found
+        body: dict[str, Any] = {"uuid": uuid, "name": name}
+        if parent_uuid:
+            body["parent_provider_uuid"] = parent_uuid
+        resp = self._send("POST", "/resource_providers", body, ok=(200, 409))
+        if resp.status_code == 409:
+            found = self.provider(uuid)
+            if found is None:
+                raise _error(resp)
+            return found
+        return dict(resp.json())
+
+    def delete_provider(self, uuid: str) -> None:
+        self._send("DELETE", f"/resource_providers/{uuid}", ok=(204, 404))
+
+    def _retry_generation(self, uuid: str, path: str, key: str, value: Any) -> dict[str, Any]:
+        for _ in range(_RETRIES):
+            provider = self.provider(uuid)
+            if provider is None:
+                raise PlacementError(404, None, f"no resource provider {uuid}")
+            body = {"resource_provider_generation": provider["generation"], key: value}
+            resp = self._send("PUT", f"/resource_providers/{uuid}/{path}", body, ok=(200, 409))
+            if resp.status_code == 200:
+                return dict(resp.json())
+            if _error(resp).code != "placement.concurrent_update":
+                raise _error(resp)
+        raise _error(resp)
+
+    def set_inventories(self, uuid: str, inventories: Mapping[str, Mapping[str, Any]]
+                        ) -> dict[str, Any]:
+        return self._retry_generation(uuid, "inventories", "inventories", dict(inventories))
+
+    def set_traits(self, uuid: str, traits: Sequence[str]) -> dict[str, Any]:
+        for name in traits:
+            if name.startswith("CUSTOM_"):
+                self._send("PUT", f"/traits/{name}", ok=(201, 204))
+        return self._retry_generation(uuid, "traits", "traits", sorted(set(traits)))
+
+    def set_aggregates(self, uuid: str, aggregates: Sequence[str]) -> dict[str, Any]:
+        return self._retry_generation(uuid, "aggregates", "aggregates", sorted(set(aggregates)))
+
+    def ensure_resource_class(self, name: str) -> None:
+        self._send("PUT", f"/resource_classes/{name}", ok=(201, 204))
+
+    def usages(self, uuid: str) -> dict[str, int]:
+        return dict(self._send("GET", f"/resource_providers/{uuid}/usages").json()["usages"])
+
+    def provider_allocations(self, uuid: str) -> dict[str, dict[str, int]]:
+        """consumer uuid -> resource class -> amount, on one provider."""
+        data = self._send("GET", f"/resource_providers/{uuid}/allocations").json()
+        return {c: dict(a["resources"]) for c, a in data["allocations"].items()}
+
+    # --- candidates and allocations -------------------------------------------
+    def allocation_candidates(self, params: Sequence[tuple[str, str]]) -> dict[str, Any]:
+        return dict(self._send("GET", "/allocation_candidates", params=params).json())
+
+    def holding(self, consumer: str) -> Holding:
+        data = self._send("GET", f"/allocations/{consumer}").json()
+        allocs = {rp: dict(a["resources"]) for rp, a in data["allocations"].items()}
+        return Holding(allocs, data.get("consumer_generation"), data.get("project_id"),
+                       data.get("user_id"), data.get("consumer_type"))
+
+    def claim(self, consumer: str, allocations: Mapping[str, Mapping[str, int]],
+              project_id: str, user_id: str, consumer_generation: int | None,
+              consumer_type: str = "INSTANCE") -> None:
+        """PUT the consumer's whole allocation; 409 (stale or full) raises PlacementConflict."""
+        body = {"allocations": {rp: {"resources": dict(res)} for rp, res in allocations.items()},
+                "project_id": project_id, "user_id": user_id,
+                "consumer_generation": consumer_generation, "consumer_type": consumer_type}
+        self._send("PUT", f"/allocations/{consumer}", body)
+
+    def write_many(self, holdings: Mapping[str, Holding]) -> None:
+        """One atomic `POST /allocations` for several consumers (empty = drop all)."""
+        body = {}
+        for consumer, h in holdings.items():
+            body[consumer] = {
+                "allocations": {rp: {"resources": dict(res)} for rp, res in h.allocations.items()},
+                "project_id": h.project_id, "user_id": h.user_id,
+                "consumer_generation": h.generation,
+                "consumer_type": h.consumer_type or "INSTANCE"}
+        self._send("POST", "/allocations", body)
+
+    def delete_allocations(self, consumer: str) -> bool:
+        """Drop everything the consumer holds; False when it held nothing (404)."""
+        return self._send("DELETE", f"/allocations/{consumer}", ok=(204, 404)).status_code == 204
+
+
+def _headers() -> dict[str, str]:
+    return {"x-auth-token": "admin", "accept": "application/json",
+            "openstack-api-version": f"placement {MICROVERSION}"}
