@@ -20,8 +20,8 @@ cost per request. Workloads:
 from __future__ import annotations
 
 import argparse
-import copy
 import cProfile
+import dataclasses
 import gc
 import json
 import pstats
@@ -96,10 +96,19 @@ def one_request(snap: Snapshot, qs: str, minor: int, memo: Memo | None = None) -
     return render.render_json(snap, req, result, memo)
 
 
-def churn(snap: Snapshot) -> None:
-    """What a claim does to a worker's snapshot: one provider object is replaced."""
+def churn(snap: Snapshot) -> Snapshot:
+    """What a claim does to a worker's snapshot: a successor where one provider's usage grew.
+
+    As in the server, the successor has a new version for that provider's
+    tree only, and a new structural index built on first use.
+    """
     pid = random.choice(list(snap.providers))
-    snap.providers[pid] = copy.copy(snap.providers[pid])
+    old = snap.providers[pid]
+    invs = {rc: dataclasses.replace(inv, used=inv.used + 1)
+            for rc, inv in old.inventories.items()}
+    new = snap.with_changes({pid: dataclasses.replace(old, inventories=invs)})
+    new.known_classes, new.known_traits = snap.known_classes, snap.known_traits
+    return new
 
 
 def cases() -> list[tuple[str, Callable[[], Snapshot], str, int]]:
@@ -128,7 +137,7 @@ def timeit(snap: Snapshot, qs: str, minor: int, repeat: int,
     times = []
     for _ in range(repeat):
         if mode == "churn":
-            churn(snap)
+            snap = churn(snap)
         start = time.perf_counter()
         one_request(snap, qs, minor, memo)
         times.append((time.perf_counter() - start) * 1000)

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from stowage.placement import tables as t
 from stowage.placement.candidates import snapshot
 from stowage.placement.candidates.memo import Memo
-from stowage.placement.candidates.snapshot import Provider, Snapshot
+from stowage.placement.candidates.snapshot import Snapshot
 from stowage.placement.changes import ChangeCursor
 
 __all__ = ["SnapshotCache"]
@@ -28,8 +28,6 @@ class SnapshotCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cursor = ChangeCursor()
-        self._providers: dict[int, Provider] = {}
-        self._trait_ids: dict[str, int] = {}
         self._snapshot: Snapshot | None = None
         # Per-tree candidates and per-provider summaries of recent requests.
         self.memo = Memo()
@@ -55,27 +53,26 @@ class SnapshotCache:
             return self._snapshot
 
     def _reload(self, conn: Connection) -> None:
+        """Load everything; trees whose providers did not change keep their versions."""
         self._cursor.reset(conn)
-        self._providers, self._trait_ids = snapshot.load_providers(conn, None)
-        self._publish()
+        providers, trait_ids = snapshot.load_providers(conn, None)
+        old = self._snapshot
+        if old is None:
+            self._snapshot = Snapshot(providers, set(), set(), trait_ids)
+        else:
+            self._snapshot = old.with_changes(providers, old.providers.keys() - providers,
+                                              trait_ids)
         _freeze_heap()
 
     def _apply(self, conn: Connection, ids: set[int]) -> None:
-        """Swap in fresh copies of the changed providers; deleted ones drop out."""
-        loaded, trait_ids = snapshot.load_providers(conn, ids)
-        providers = dict(self._providers)
-        for provider_id in ids:
-            if provider_id in loaded:
-                providers[provider_id] = loaded[provider_id]
-            else:
-                providers.pop(provider_id, None)
-        self._providers = providers
-        self._trait_ids = {**self._trait_ids, **trait_ids}
-        self._publish()
+        """Swap in fresh copies of the changed providers; deleted ones drop out.
 
-    def _publish(self) -> None:
-        # A new Snapshot object, so requests still using the old one are unaffected.
-        self._snapshot = Snapshot(self._providers, set(), set(), dict(self._trait_ids))
+        A new Snapshot object is published, so requests still using the old
+        one are unaffected.
+        """
+        assert self._snapshot is not None
+        loaded, trait_ids = snapshot.load_providers(conn, ids)
+        self._snapshot = self._snapshot.with_changes(loaded, ids - loaded.keys(), trait_ids)
 
 
 def _freeze_heap() -> None:

@@ -8,14 +8,12 @@ each provider's ancestors (for same_subtree). None of that depends on usage,
 so an index stays valid for as long as the snapshot's structure does.
 
 The per-worker snapshot cache hands each request a shallow copy of one
-published `Snapshot`; copies share the `trees` dict that `Snapshot.reindex()`
-creates, so the index is memoised on that dict's identity. A reindexed or
-newly loaded snapshot has a new `trees` dict and gets a fresh index.
+published `Snapshot`; copies share the `index_box` that `Snapshot.reindex()`
+creates, so the index hangs on the published snapshot and dies with it. A
+reindexed or newly published snapshot has a new box and gets a fresh index.
 """
 
 from __future__ import annotations
-
-import threading
 
 from stowage.placement.candidates.snapshot import Snapshot
 
@@ -118,22 +116,13 @@ class TreeIndex:
         return found
 
 
-_LOCK = threading.Lock()
-_MEMO: dict[int, tuple[object, TreeIndex]] = {}
-_MEMO_SIZE = 8
-
-
 def index_of(snap: Snapshot) -> TreeIndex:
-    """The index of `snap`'s structure, built on first use (see the module docstring)."""
-    key = snap.trees
-    with _LOCK:
-        hit = _MEMO.get(id(key))
-        if hit is not None and hit[0] is key:
-            return hit[1]
-    index = TreeIndex(snap)
-    with _LOCK:
-        while len(_MEMO) >= _MEMO_SIZE:
-            _MEMO.pop(next(iter(_MEMO)))
-        # Holding `key` keeps its id from being reused while the entry lives.
-        _MEMO[id(key)] = (key, index)
+    """The index of `snap`'s structure, built on first use (see the module docstring).
+
+    Two threads may race to build it; both indexes are equal, one is kept.
+    """
+    box = snap.index_box
+    index: TreeIndex | None = box[0]
+    if index is None:
+        index = box[0] = TreeIndex(snap)
     return index

@@ -1,10 +1,18 @@
-"""Per-worker memo of candidate work, valid while the providers it came from are unchanged.
+"""Per-worker memo of candidate work, valid while the trees it came from are unchanged.
 
-The snapshot cache replaces a provider's object whenever the change log says
-the provider changed, and never mutates one in place. So "the same provider
-objects as last time" (compared with `is`) proves that a tree's candidates,
-or a provider's summary, are still what they were. A claim then costs the
-next identical request one tree's recomputation instead of all of them.
+Every snapshot carries a version per tree that changes exactly when one of
+the tree's providers does (versions.py). An entry remembers the version it
+was computed at, so validating it is one integer compare, and a claim costs
+the next identical request one tree's recomputation instead of all of them.
+
+Two kinds of table per request shape (the request without its `limit`, which
+only decides where the answer is cut):
+
+- `trees`: a root's candidates as objects, for the general search, which
+  needs them (sharing providers, nested-awareness, random sampling);
+- `encoded`: a root's candidates and summaries already encoded as JSON, for
+  the common case where the answer is those fragments concatenated
+  (assemble.py).
 
 Candidates of a tree that involves sharing providers are never memoized: they
 depend on providers outside the tree and are deduplicated across trees.
@@ -15,38 +23,54 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, TypeVar
 
+from stowage.placement.candidates.assemble import BLOCK, EncodedTable
 from stowage.placement.candidates.snapshot import Provider
 
 __all__ = ["Memo", "TreeTable"]
 
-# root id -> (the pool's provider objects, that root's candidates)
-TreeTable = dict[int, tuple[tuple[Provider, ...], list[Any]]]
+# root id -> (the tree's version, that root's candidates)
+TreeTable = dict[int, tuple[int, list[Any]]]
+_T = TypeVar("_T")
 
 
 class Memo:
-    def __init__(self, max_requests: int = 64, max_summaries: int = 400_000) -> None:
+    def __init__(self, max_requests: int = 64, max_summaries: int = 400_000,
+                 max_encoded_bytes: int = 256 << 20, block: int = BLOCK) -> None:
         self._lock = threading.Lock()
         self._trees: OrderedDict[str, TreeTable] = OrderedDict()
+        self._encoded: OrderedDict[str, EncodedTable] = OrderedDict()
         self._summaries: dict[tuple[int, Hashable], tuple[Provider, dict[str, Any]]] = {}
         self._max_requests = max_requests
         self._max_summaries = max_summaries
+        self._max_encoded_bytes = max_encoded_bytes
+        self._block = block
 
     def trees(self, request_key: str) -> TreeTable:
         """The per-root table of one request shape (least recently used shapes drop out)."""
         with self._lock:
-            table = self._trees.get(request_key)
-            if table is None:
-                table = self._trees[request_key] = {}
-                while len(self._trees) > self._max_requests:
-                    self._trees.popitem(last=False)
-            else:
-                self._trees.move_to_end(request_key)
+            return _lru(self._trees, request_key, dict, self._max_requests)
+
+    def encoded(self, request_key: str) -> EncodedTable:
+        """The encoded-fragment table of one request shape, within a memory budget.
+
+        Each table holds about three copies of its answer (per tree, per
+        block, whole), so tables are dropped, least recently used first,
+        once their sizes add up to more than the budget.
+        """
+        with self._lock:
+            table = _lru(self._encoded, request_key, lambda: EncodedTable(self._block),
+                         self._max_requests)
+            total = sum(t.nbytes for t in self._encoded.values())
+            while total > self._max_encoded_bytes and len(self._encoded) > 1:
+                _, dropped = self._encoded.popitem(last=False)
+                total -= dropped.nbytes
             return table
 
     def summary(self, provider: Provider, variant: Hashable,
                 build: Callable[[Provider], dict[str, Any]]) -> dict[str, Any]:
+        """A provider's summary, rebuilt only when the provider object was replaced."""
         key = (id(provider), variant)
         hit = self._summaries.get(key)
         if hit is not None and hit[0] is provider:
@@ -58,5 +82,12 @@ class Memo:
         return body
 
 
-def same_objects(old: tuple[Provider, ...], new: tuple[Provider, ...]) -> bool:
-    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
+def _lru(tables: OrderedDict[str, _T], key: str, new: Callable[[], _T], most: int) -> _T:
+    table = tables.get(key)
+    if table is None:
+        table = tables[key] = new()
+        while len(tables) > most:
+            tables.popitem(last=False)
+    else:
+        tables.move_to_end(key)
+    return table

@@ -22,6 +22,7 @@ deterministic, the search stops after the first `limit` candidates.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from collections.abc import Iterable, Iterator
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stowage.errors import Invalid
+from stowage.placement.candidates.assemble import assemble
 from stowage.placement.candidates.index import TreeIndex, index_of
 from stowage.placement.candidates.matching import (
     Empty,
@@ -40,9 +42,10 @@ from stowage.placement.candidates.matching import (
     plan,
     possible_anchors,
 )
-from stowage.placement.candidates.memo import Memo, TreeTable, same_objects
+from stowage.placement.candidates.memo import Memo, TreeTable
 from stowage.placement.candidates.query import CandidateRequest
 from stowage.placement.candidates.snapshot import Snapshot
+from stowage.placement.candidates.views import tree_encoder
 
 __all__ = ["Candidate", "Match", "SearchResult", "search", "Empty"]
 
@@ -60,6 +63,9 @@ class Candidate:
 class SearchResult:
     candidates: list[Candidate] = field(default_factory=list)
     summary_ids: list[int] = field(default_factory=list)
+    # The encoded response body, when assembled from memoized fragments
+    # (`candidates` and `summary_ids` are then left empty).
+    body: bytes | None = None
 
 
 def _anchor_roots(snap: Snapshot, index: TreeIndex, req: CandidateRequest) -> set[int] | None:
@@ -251,21 +257,19 @@ def _generate(snap: Snapshot, index: TreeIndex, req: CandidateRequest,
     only repeat when all its providers are sharing providers (any other
     provider anchors only its own tree), so only those are remembered.
 
-    With a memo `table`, a tree that no sharing provider reaches reuses its
-    candidates from an earlier identical request while its providers are
-    unchanged (see memo.py).
+    With a memo `table`, a tree that no sharing provider reaches (its pool is
+    then the tree itself) reuses its candidates from an earlier identical
+    request while the tree's version is unchanged (see memo.py).
     """
     tree = _TreeCandidates(snap, index, req, plans)
     sharing = snap.sharing
-    providers = snap.providers
+    versions = snap.versions
     seen: set[object] = set()
     for root in roots:
-        pool = index.pool(root) if table is not None else ()
-        if table is not None and sharing.isdisjoint(pool):
-            objs = tuple(providers[p] for p in pool)
+        if table is not None and sharing.isdisjoint(index.pool(root)):
             hit = table.get(root)
-            if hit is None or not same_objects(hit[0], objs):
-                hit = table[root] = (objs, [cand for cand, _ in tree.at(root)])
+            if hit is None or hit[0] != versions[root]:
+                hit = table[root] = (versions[root], [cand for cand, _ in tree.at(root)])
             yield from hit[1]
             continue
         for cand, used in tree.at(root):
@@ -319,28 +323,70 @@ def _limit(cands: list[Candidate], limit: int | None,
     return cands
 
 
-def _collect(snap: Snapshot, req: CandidateRequest, max_candidates: int,
-             rng: random.Random | None, memo: Memo | None) -> tuple[list[Candidate], bool]:
-    """All candidates (or the first few, when the limit allows); and nested-awareness."""
+def _prepare(snap: Snapshot, req: CandidateRequest) -> tuple[TreeIndex, list[GroupPlan],
+                                                            list[int]]:
+    """The index, the group plans and the anchor roots in visiting order."""
     index = index_of(snap)
     anchors = _anchor_roots(snap, index, req)
     plans = _plans(snap, index, req, anchors)
-    roots = _ordered_anchors(snap, index, plans, anchors)
-    nested_aware = req.minor >= 29 or not snap.has_trees
+    return index, plans, _ordered_anchors(snap, index, plans, anchors)
+
+
+def _cap(req: CandidateRequest, max_candidates: int, nested_aware: bool,
+         rng: random.Random | None) -> int | None:
+    """How many candidates to generate; None for all.
+
+    A non-negative cap of 0 still returns the first candidate, as before.
+    """
     cap = max_candidates
     if nested_aware and rng is None and req.limit:
         cap = req.limit if cap < 0 else min(cap, req.limit)
-    table = memo.trees(repr(req)) if memo is not None else None
+    return max(cap, 1) if cap >= 0 else None
+
+
+def _memo_key(req: CandidateRequest) -> str:
+    """The request shape: `limit` only decides where the answer is cut."""
+    return repr(dataclasses.replace(req, limit=None))
+
+
+def _collect(snap: Snapshot, req: CandidateRequest, max_candidates: int,
+             rng: random.Random | None, memo: Memo | None) -> tuple[list[Candidate], bool]:
+    """All candidates (or the first few, when the limit allows); and nested-awareness."""
+    index, plans, roots = _prepare(snap, req)
+    nested_aware = req.minor >= 29 or not snap.has_trees
+    cap = _cap(req, max_candidates, nested_aware, rng)
+    table = memo.trees(_memo_key(req)) if memo is not None else None
     gen = _generate(snap, index, req, plans, roots, table)
-    # A non-negative cap of 0 still returns the first candidate, as before.
-    cands = list(itertools.islice(gen, max(cap, 1))) if cap >= 0 else list(gen)
+    cands = list(itertools.islice(gen, cap)) if cap is not None else list(gen)
     return cands, nested_aware
+
+
+def _assembled(snap: Snapshot, req: CandidateRequest, max_candidates: int,
+               memo: Memo) -> bytes:
+    """The encoded answer, from per-tree fragments (see assemble.py).
+
+    Only for the common case where the answer is a plain concatenation of
+    per-tree fragments: no sharing provider, nested-aware, no random order.
+    """
+    index, plans, roots = _prepare(snap, req)
+    tree = _TreeCandidates(snap, index, req, plans)
+    encode = tree_encoder(snap, req, lambda root: (c for c, _ in tree.at(root)), index.tree)
+    assert snap.lineage is not None
+    return assemble(memo.encoded(_memo_key(req)), snap.lineage, snap.seq, snap.versions,
+                    roots, _cap(req, max_candidates, True, None), encode)
 
 
 def search(snap: Snapshot, req: CandidateRequest, max_candidates: int = -1,
            rng: random.Random | None = None, memo: Memo | None = None) -> SearchResult:
-    """All candidates for `req` (randomly sampled/shuffled when `rng` is given)."""
+    """All candidates for `req` (randomly sampled/shuffled when `rng` is given).
+
+    With a `memo`, and when the answer allows it, the result is the encoded
+    body only (`SearchResult.body`).
+    """
     try:
+        if (memo is not None and rng is None and not snap.sharing
+                and (req.minor >= 29 or not snap.has_trees)):
+            return SearchResult(body=_assembled(snap, req, max_candidates, memo))
         cands, nested_aware = _collect(snap, req, max_candidates, rng, memo)
     except Empty:
         return SearchResult()

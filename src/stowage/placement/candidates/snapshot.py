@@ -9,13 +9,15 @@ a candidate whose resources all come from the sharing provider).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.placement import tables as t
+from stowage.placement.candidates.versions import Lineage, fresh_version, fresh_versions
 
 __all__ = ["Inventory", "Provider", "Snapshot", "load", "load_providers", "SHARING_TRAIT"]
 
@@ -59,9 +61,48 @@ class Snapshot:
     known_traits: set[str] = field(default_factory=set)
     # Trait name -> id: upstream lists a provider's traits in id order.
     trait_ids: dict[str, int] = field(default_factory=dict)
+    # Root -> version of its tree, and the publish this snapshot is (versions.py).
+    # A snapshot built from scratch starts a lineage of its own with fresh versions.
+    versions: dict[int, int] = field(default_factory=dict)
+    lineage: Lineage | None = None
+    seq: int = 0
 
     def __post_init__(self) -> None:
         self.reindex()
+        if self.lineage is None:
+            self.lineage = Lineage()
+            self.versions = fresh_versions(self.trees)
+
+    def with_changes(self, updated: Mapping[int, Provider], removed: Iterable[int] = (),
+                     trait_ids: Mapping[str, int] | None = None) -> Snapshot:
+        """The successor snapshot, with new versions for exactly the trees that changed.
+
+        A provider equal in value to the one it replaces keeps the old object
+        and its tree's version (a replayed change-log entry is common), so
+        memoized work on that tree stays valid. `self` is left untouched:
+        requests still using it are unaffected.
+        """
+        providers = dict(self.providers)
+        touched: set[int] = set()
+        for pid in removed:
+            old = providers.pop(pid, None)
+            if old is not None:
+                touched.add(old.root_id)
+        for pid, new in updated.items():
+            old = providers.get(pid)
+            if old is not None and old == new:
+                continue
+            providers[pid] = new
+            touched.add(new.root_id)
+            if old is not None:
+                touched.add(old.root_id)
+        versions = dict(self.versions)
+        for root in touched:
+            versions[root] = fresh_version()
+        assert self.lineage is not None
+        seq = self.lineage.record(touched) if touched else self.seq
+        return Snapshot(providers, set(), set(), {**self.trait_ids, **(trait_ids or {})},
+                        versions, self.lineage, seq)
 
     def reindex(self) -> None:
         """Derive the lookup tables; call after changing `providers`."""
@@ -79,6 +120,9 @@ class Snapshot:
         self.trees: dict[int, list[int]] = {}
         for p in self.providers.values():
             self.trees.setdefault(p.root_id, []).append(p.id)
+        # The structural index (index.py), built on first use and shared by the
+        # shallow copies that requests get: a box, so a copy's fill is seen by all.
+        self.index_box: list[Any] = [None]
 
     def in_aggregates(self, any_of: Iterable[str]) -> set[int]:
         out: set[int] = set()
