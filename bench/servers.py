@@ -25,7 +25,7 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["Server", "database", "serve"]
+__all__ = ["Server", "database", "serve", "serve_all"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PG_ADMIN_DSN = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
@@ -160,6 +160,27 @@ def serve(target: str, db_url: str, workers: int, workdir: Path,
     server = Server(target, f"http://127.0.0.1:{port}", log, proc)
     try:
         _wait_ready(server)
+        yield server
+    finally:
+        _stop(proc)
+
+
+@contextlib.contextmanager
+def serve_all(db_url: str, workdir: Path, sim_hosts: int) -> Iterator[Server]:
+    """Plain `stowage serve --sim-hosts N`: every service mounted, one process."""
+    port = _free_port()
+    tdir = workdir / "stowage-all"
+    tdir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "src"))
+    argv = [sys.executable, "-m", "stowage", "serve", "--bind", f"127.0.0.1:{port}",
+            "--database", db_url, "--sim-hosts", str(sim_hosts), "--log-level", "warning"]
+    log = tdir / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, env=env, cwd=tdir, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    server = Server("stowage", f"http://127.0.0.1:{port}", log, proc)
+    try:
+        _wait_ready(Server("stowage", server.url + "/placement", log, proc))
         yield server
     finally:
         _stop(proc)

@@ -6,6 +6,7 @@ test starts from empty tables (standard classes and traits re-synced).
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 import time
@@ -20,9 +21,9 @@ import uvicorn
 
 from stowage import config
 from stowage.cli import build_asgi, plane_of
+from stowage.compute import tables as compute_tables
 from stowage.compute.hosts import HostConfig
 from stowage.compute.runtime import ControlPlane
-from stowage.compute import tables as compute_tables
 from stowage.db import Database, schema
 from stowage.image import tables as image_tables
 from stowage.placement import changes, tables
@@ -166,6 +167,10 @@ class Cloud:
         agent = self.plane.add_host(HostConfig(name=name, **options))  # type: ignore[arg-type]
         return str(agent.node_uuid)
 
+    def configure(self, **changes: object) -> None:
+        """Change compute options (e.g. allow_resize_to_same_host) for this test only."""
+        self.plane.reconfigure(dataclasses.replace(self.plane.settings, **changes))  # type: ignore[arg-type]
+
     def client(self, token: str, version: str = "latest") -> httpx.Client:
         return api_client(f"{self.live.url}/compute/v2.1",
                           token=token, headers={"openstack-api-version": f"compute {version}"})
@@ -186,12 +191,14 @@ def reset_cloud(live: LiveServer) -> ControlPlane:
 def cloud(live_stowage: LiveServer) -> Iterator[Cloud]:
     """An empty cloud: no hosts until the test adds them with `cloud.add_host(...)`."""
     plane = reset_cloud(live_stowage)
+    settings = plane.settings
     with api_client(f"{live_stowage.url}/compute/v2.1",
                     headers={"openstack-api-version": "compute latest"}) as compute, \
             api_client(f"{live_stowage.url}/placement",
                        headers={"openstack-api-version": "placement latest"}) as placement:
         yield Cloud(compute, placement, plane, live_stowage)
     plane.drain()
+    plane.reconfigure(settings)
 
 
 @pytest.fixture

@@ -28,7 +28,8 @@ def start_action(conn: Connection, instance_uuid: str, action: str, request_id: 
     now = utcnow()
     return int(conn.execute(_A.insert().values(
         action=action, instance_uuid=instance_uuid, request_id=request_id, user_id=user_id,
-        project_id=project_id, start_time=now, created_at=now)).inserted_primary_key[0])
+        project_id=project_id, start_time=now,
+        created_at=now)).inserted_primary_key[0])  # type: ignore[index]
 
 
 def finish_action(conn: Connection, instance_uuid: str, request_id: str,

@@ -82,7 +82,7 @@ def create(conn: Connection, inst: Instance) -> Instance:
     now = utcnow()
     values = {name: getattr(inst, name) for name in _COLUMNS if name != "id"}
     values.update(created_at=now, updated_at=None, deleted=0)
-    inst.id = conn.execute(_I.insert().values(**values)).inserted_primary_key[0]
+    inst.id = int(conn.execute(_I.insert().values(**values)).inserted_primary_key[0])  # type: ignore[index]
     inst.created_at = now
     return inst
 

@@ -65,7 +65,7 @@ def create(conn: Connection, mig: Migration) -> Migration:
     now = utcnow()
     values = {name: getattr(mig, name) for name in _COLUMNS if name != "id"}
     values.update(created_at=now, updated_at=None, deleted=0)
-    mig.id = conn.execute(_M.insert().values(**values)).inserted_primary_key[0]
+    mig.id = int(conn.execute(_M.insert().values(**values)).inserted_primary_key[0])  # type: ignore[index]
     mig.created_at = now
     return mig
 

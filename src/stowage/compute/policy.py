@@ -12,6 +12,8 @@ __all__ = ["COMPUTE_RULES"]
 ADMIN = "rule:context_is_admin"
 PROJECT_READER_OR_ADMIN = "rule:project_reader_or_admin"
 LEGACY_ADMIN_OR_OWNER = "rule:admin_or_owner"
+PROJECT_MEMBER_OR_ADMIN = "rule:project_member_or_admin"
+_SERVERS = "os_compute_api:servers:"
 
 # name -> (check string, deprecated check string or None)
 COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
@@ -20,6 +22,8 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
     "admin_api": ("is_admin:True", None),
     "project_reader_api": ("role:reader and project_id:%(project_id)s", None),
     "project_reader_or_admin": ("rule:project_reader_api or rule:context_is_admin", None),
+    "project_member_api": ("role:member and project_id:%(project_id)s", None),
+    "project_member_or_admin": ("rule:project_member_api or rule:context_is_admin", None),
     "os_compute_api:os-flavor-manage:create": (ADMIN, None),
     "os_compute_api:os-flavor-manage:update": (ADMIN, None),
     "os_compute_api:os-flavor-manage:delete": (ADMIN, None),
@@ -33,4 +37,38 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
     "os_compute_api:os-flavor-access": (ADMIN, LEGACY_ADMIN_OR_OWNER),
     "os_compute_api:os-flavor-access:add_tenant_access": (ADMIN, None),
     "os_compute_api:os-flavor-access:remove_tenant_access": (ADMIN, None),
+    # Servers (servers.py, server_actions.py): readers and members of the owning
+    # project, or admins; listing other projects and migrating are admin-only.
+    **{_SERVERS + name: (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER)
+       for name in ("index", "detail", "show", "show:flavor-extra-specs")},
+    **{_SERVERS + name: (PROJECT_MEMBER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER)
+       for name in ("create", "create:attach_volume", "create:attach_network",
+                    "create:trusted_certs", "delete", "update", "resize",
+                    "confirm_resize", "revert_resize", "start", "stop")},
+    **{_SERVERS + name: (ADMIN, None)
+       for name in ("index:get_all_tenants", "detail:get_all_tenants", "allow_all_filters",
+                    "show:host_status", "create:forced_host", "create:zero_disk_flavor",
+                    "migrations:index", "migrations:show")},
+    "compute:servers:create:requested_destination": (ADMIN, None),
+    "os_compute_api:os-extended-server-attributes": (ADMIN, None),
+    "os_compute_api:os-migrate-server:migrate": (ADMIN, None),
+    "os_compute_api:os-migrate-server:migrate:host": (ADMIN, None),
+    "os_compute_api:os-migrations:index": (ADMIN, None),
+    "os_compute_api:os-instance-actions:list": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-instance-actions:show": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-instance-actions:events": (ADMIN, None),
+    "os_compute_api:os-instance-actions:events:details": (ADMIN, None),
+    # Server groups: members of the owning project (or admins); all_projects is admin-only.
+    "os_compute_api:os-server-groups:create": ("rule:project_member_api",
+                                               LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-server-groups:delete": (PROJECT_MEMBER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-server-groups:index": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-server-groups:index:all_projects": (ADMIN, "rule:admin_api"),
+    "os_compute_api:os-server-groups:show": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    # Hypervisors and services (hypervisors.py, services.py): admin only.
+    **{"os_compute_api:os-hypervisors:" + name: (ADMIN, None)
+       for name in ("list", "list-detail", "show", "statistics", "uptime", "search",
+                    "servers")},
+    **{"os_compute_api:os-services:" + name: (ADMIN, None)
+       for name in ("list", "update", "delete")},
 }

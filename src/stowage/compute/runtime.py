@@ -10,12 +10,13 @@ single timer thread. Tests reach the agents through it to inject faults.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from stowage.compute import rpc
+from stowage.compute import rpc, services
 from stowage.compute.agent.manager import ComputeAgent
 from stowage.compute.conductor.manager import Conductor
 from stowage.compute.hosts import HostConfig, load_hosts_file, sim_hosts
@@ -43,6 +44,8 @@ class ControlPlane:
         self.scheduler = Scheduler(settings, db, placement)
         self.conductor = Conductor(settings, db, placement, self.transport)
         self.agents: dict[str, ComputeAgent] = {}
+        # Where the conductor and scheduler services of this process are listed.
+        self.controller_host = socket.gethostname()
         self._stop = threading.Event()
         self._timer: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -50,11 +53,13 @@ class ControlPlane:
     def start(self) -> None:
         self.transport.register(rpc.SCHEDULER, self.scheduler)
         self.transport.register(rpc.CONDUCTOR, self.conductor)
+        services.register_controller_services(self.db, self.controller_host)
         self.conductor.start()
-        hosts = list(sim_hosts(self.settings.sim_hosts))
+        hosts = {h.name: h for h in sim_hosts(self.settings.sim_hosts)}
         if self.settings.hosts_file:
-            hosts.extend(load_hosts_file(self.settings.hosts_file))
-        for host in hosts:
+            # A host described in the file wins over the default host of that name.
+            hosts.update((h.name, h) for h in load_hosts_file(self.settings.hosts_file))
+        for host in hosts.values():
             self.add_host(host)
         self._timer = threading.Thread(target=self._periodic, name="periodic", daemon=True)
         self._timer.start()
@@ -75,6 +80,10 @@ class ControlPlane:
         self.transport.unregister(rpc.agent_target(name))
         if agent is not None:
             agent.stop()
+
+    def reconfigure(self, settings: ComputeSettings) -> None:
+        """New options for the conductor, scheduler and agents started from now on."""
+        self.settings = self.conductor.settings = self.scheduler.settings = settings
 
     def agent(self, name: str) -> ComputeAgent:
         return self.agents[name]
@@ -107,6 +116,9 @@ class ControlPlane:
                     _guarded(job)
 
     def _heartbeats(self) -> None:
+        with self.db.write() as conn:
+            for binary in (services.CONDUCTOR, services.SCHEDULER):
+                services.heartbeat(conn, self.controller_host, binary)
         for agent in list(self.agents.values()):
             _guarded(agent.heartbeat)
 

@@ -51,8 +51,9 @@ class LocalTransport:
 
     def call(self, target: str, method: str, /, **kwargs: Any) -> Any:
         func = self._method(target, method)
+        args = _wire(kwargs)
         try:
-            result = func(**_wire(kwargs))
+            result = func(**args)
         except Exception as exc:  # noqa: BLE001 - the seam turns every failure into RemoteError
             raise RemoteError(type(exc).__name__, str(exc)) from exc
         return _wire(result)

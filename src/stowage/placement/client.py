@@ -99,7 +99,8 @@ class PlacementClient:
               ok: Sequence[int] = (200, 201, 204)) -> httpx.Response:
         content = None if body is None else json.dumps(body).encode()
         headers = {"content-type": "application/json"} if content is not None else {}
-        resp = self.http.request(method, path, content=content, params=params, headers=headers)
+        resp = self.http.request(method, path, content=content, headers=headers,
+                                 params=list(params) if params is not None else None)
         if resp.status_code not in ok:
             raise _error(resp)
         return resp

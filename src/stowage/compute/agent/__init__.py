@@ -1,0 +1,1 @@
+"""The compute agent: resource tracker, driver interface, simulated driver, PCI tracker."""

@@ -1,33 +1,260 @@
-"""The compute agent of one host (CONTRACT stub; to be implemented)."""
+"""The compute agent of one host: registers it, reports it, and runs single steps on it.
+
+The conductor owns every operation and every instance/migration state; the
+agent executes one idempotent step when called (`build_and_run_instance`,
+`prep_resize`, ...) and, if the step fails, leaves no trace of it. What the
+agent owns is the hypervisor (through its driver), the host's PCI claims, and
+its own service and compute node rows. Periodically it heartbeats and runs
+the resource tracker (`update_available_resource`).
+
+Steps of a resize, and on which host they run::
+
+    dest:   prep_resize ─────────────────┐ (PCI claim keyed by the migration)
+    source: resize_instance ─────────────┤ (guest powered off, disks set aside)
+    dest:   finish_resize ───────────────┘ (guest up with the new flavor)
+    then    confirm_resize (source)   or   revert_resize (dest) + finish_revert_resize (source)
+    undo:   abort_prep_resize, abort_resize_instance, abort_finish_resize
+"""
 
 from __future__ import annotations
 
+import logging
+import uuid as uuidlib
 from typing import Any
 
+from stowage.compute import instances, migrations, services, states
+from stowage.compute.agent import resource_tracker as rt
+from stowage.compute.agent.driver import Driver
+from stowage.compute.agent.pci import ClaimKey, PciClaimFailed, PciTracker
+from stowage.compute.agent.simulated import SimulatedDriver
 from stowage.compute.hosts import HostConfig
+from stowage.compute.resources import pci_requests
 from stowage.config import ComputeSettings
 from stowage.db import Database
+from stowage.errors import NotFound
 from stowage.placement.client import PlacementClient
 
-__all__ = ["ComputeAgent"]
+__all__ = ["ComputeAgent", "PciClaimFailed"]
+
+LOG = logging.getLogger(__name__)
 
 
 class ComputeAgent:
+    """One host's agent; `start()` does the I/O, the constructor none."""
+
     def __init__(self, host: HostConfig, settings: ComputeSettings, db: Database,
-                 placement: PlacementClient, driver: Any = None) -> None:
+                 placement: PlacementClient, driver: Driver | None = None) -> None:
         self.host = host
         self.settings = settings
         self.db = db
         self.placement = placement
+        self.driver: Driver = driver if driver is not None else SimulatedDriver(host.name)
+        self.pci = PciTracker(host.name, host.pci)
+        # The compute node's uuid (= its resource provider's); known once start() returns.
+        self.node_uuid = ""
+        self.providers = rt.HostProviders("")
+        self._running = False
 
+    # --- lifecycle ------------------------------------------------------------
     def start(self) -> None:
-        raise NotImplementedError
+        """Register service, compute node and providers, recover guests, report once."""
+        host = self.host
+        with self.db.write() as conn:
+            service = services.ensure_service(conn, host.name, services.COMPUTE,
+                                              host.availability_zone)
+            services.heartbeat(conn, host.name, services.COMPUTE)
+            node = services.compute_node_of_host(conn, host.name)
+            self.node_uuid = node.uuid if node is not None else str(uuidlib.uuid4())
+            services.ensure_compute_node(conn, self.node_uuid, host.name, service.id,
+                                         self._node_values())
+        self.providers = rt.providers_of(host, self.node_uuid)
+        self._recover()
+        self._running = True
+        self.update_available_resource()
 
     def stop(self) -> None:
-        pass
+        """Stop answering and reporting; the records stay (the service will be seen down)."""
+        self._running = False
 
+    def _node_values(self) -> dict[str, Any]:
+        host = self.host
+        return {"hypervisor_hostname": host.name, "host_ip": host.host_ip,
+                "vcpus": host.vcpus, "memory_mb": host.memory_mb, "local_gb": host.disk_gb,
+                "cpu_allocation_ratio": host.cpu_allocation_ratio,
+                "ram_allocation_ratio": host.ram_allocation_ratio,
+                "disk_allocation_ratio": host.disk_allocation_ratio}
+
+    def _recover(self) -> None:
+        """Rebuild guests and PCI claims from the records, as after an agent restart.
+
+        The instances this host runs hold their flavor's devices; during a move
+        the source keeps the old flavor's and the destination holds the new
+        flavor's under the migration's key.
+        """
+        with self.db.read() as conn:
+            here = instances.list_instances(conn, host=self.host.name)
+            moves = migrations.in_progress(conn, host=self.host.name)
+            moved = {i.uuid: i for i in instances.list_instances(
+                conn, uuids=[m.instance_uuid for m in moves])}
+        for inst in here:
+            if isinstance(self.driver, SimulatedDriver) and inst.vm_state != states.BUILDING:
+                self.driver.adopt(inst.uuid, inst.flavor, inst.power_state)
+            self._reclaim((inst.uuid, ""), inst.flavor)
+        for mig in moves:
+            moving = moved.get(mig.instance_uuid)
+            if moving is None or moving.host == self.host.name:
+                continue
+            if mig.source_compute == self.host.name:
+                self._reclaim((moving.uuid, ""), moving.old_flavor or moving.flavor)
+            elif mig.dest_compute == self.host.name:
+                self._reclaim((moving.uuid, mig.uuid), moving.new_flavor or moving.flavor)
+
+    def _reclaim(self, key: ClaimKey, flavor: dict[str, Any]) -> None:
+        try:
+            self.pci.claim(key, pci_requests(flavor))
+        except PciClaimFailed as exc:
+            LOG.error("host %s: cannot recover PCI claim %s: %s", self.host.name, key, exc)
+
+    # --- periodic -------------------------------------------------------------
     def heartbeat(self) -> None:
-        pass
+        if not self._running:
+            return
+        with self.db.write() as conn:
+            if not services.heartbeat(conn, self.host.name, services.COMPUTE):
+                LOG.warning("host %s: service record deleted; restart the agent to register "
+                            "it again", self.host.name)
 
     def update_available_resource(self) -> None:
-        pass
+        """Report inventory and traits, reconcile allocations, record the node's usage."""
+        if not self._running:
+            return
+        with self.db.read() as conn:
+            try:
+                service = services.service_by_host(conn, self.host.name, services.COMPUTE)
+            except NotFound:
+                LOG.warning("host %s: no service record; not reporting", self.host.name)
+                return
+        rt.report(self.placement, self.host, self.providers, service.disabled)
+        rt.reconcile(self.placement, self.db, self.host, self.providers)
+        used = rt.usage(self.placement, self.providers)
+        reserved = self.host.reserved
+        with self.db.write() as conn:
+            running = len(instances.list_instances(conn, host=self.host.name))
+            services.update_compute_node(
+                conn, self.node_uuid, vcpus_used=used.get("VCPU", 0),
+                # Nova counts the host's reserved memory and disk as used.
+                memory_mb_used=used.get("MEMORY_MB", 0) + reserved.get("MEMORY_MB", 0),
+                local_gb_used=used.get("DISK_GB", 0) + reserved.get("DISK_GB", 0),
+                running_vms=running, pci_stats=self.pci.stats())
+
+    def sync_service_status(self) -> str:
+        """Put COMPUTE_STATUS_DISABLED on the provider iff the service is disabled (API call)."""
+        with self.db.read() as conn:
+            service = services.service_by_host(conn, self.host.name, services.COMPUTE)
+        rt.set_status_trait(self.placement, self.node_uuid, service.disabled)
+        return "disabled" if service.disabled else "enabled"
+
+    # --- steps: build, delete, power ------------------------------------------------
+    def build_and_run_instance(self, instance_uuid: str, flavor: dict[str, Any]) -> None:
+        """Claim the flavor's PCI devices, then spawn; a failed spawn gives the claim back."""
+        key = (instance_uuid, "")
+        self.driver.checkpoint("claim")
+        created = self.pci.claim(key, pci_requests(flavor))
+        try:
+            self.driver.spawn(instance_uuid, flavor)
+        except Exception:
+            if created:
+                self.pci.drop(key)
+            raise
+        finally:
+            self._save_pci()
+
+    def terminate_instance(self, instance_uuid: str) -> None:
+        """Destroy the guest and everything it holds here; an unknown guest is fine."""
+        self.driver.destroy(instance_uuid)
+        self.pci.drop_instance(instance_uuid)
+        self._save_pci()
+
+    def power_off_instance(self, instance_uuid: str) -> None:
+        self.driver.power_off(instance_uuid)
+
+    def power_on_instance(self, instance_uuid: str) -> None:
+        self.driver.power_on(instance_uuid)
+
+    # --- steps: resize / cold migrate ----------------------------------------------
+    def prep_resize(self, instance_uuid: str, migration_uuid: str,
+                    new_flavor: dict[str, Any]) -> None:
+        """Destination: claim the new flavor's PCI devices under the migration's key."""
+        self.driver.checkpoint("claim")
+        self.pci.claim((instance_uuid, migration_uuid), pci_requests(new_flavor))
+        self._save_pci()
+
+    def abort_prep_resize(self, instance_uuid: str, migration_uuid: str) -> None:
+        self.pci.drop((instance_uuid, migration_uuid))
+        self._save_pci()
+
+    def resize_instance(self, instance_uuid: str, migration_uuid: str, dest_host: str,
+                        new_flavor: dict[str, Any]) -> None:
+        """Source: power the guest off and set its disks aside for the destination."""
+        self.driver.migrate_disk_and_power_off(instance_uuid, migration_uuid, dest_host,
+                                               new_flavor)
+
+    def abort_resize_instance(self, instance_uuid: str, migration_uuid: str) -> None:
+        """Source: bring the set-aside guest back, running unless the instance was stopped."""
+        with self.db.read() as conn:
+            inst = instances.get(conn, instance_uuid)
+        self.driver.finish_revert_migration(instance_uuid, migration_uuid,
+                                            power_on=inst.vm_state != states.STOPPED)
+
+    def finish_resize(self, instance_uuid: str, migration_uuid: str,
+                      new_flavor: dict[str, Any], power_on: bool) -> None:
+        """Destination: guest up with the new flavor.
+
+        The PCI claim made by prep_resize keeps its key: claims belong to the
+        instance whatever their key, and confirm_resize drops every other
+        claim of the instance on the source.
+        """
+        self.driver.finish_migration(instance_uuid, migration_uuid, new_flavor, power_on)
+
+    def abort_finish_resize(self, instance_uuid: str, migration_uuid: str) -> None:
+        """Destination: undo finish_resize and prep_resize (guest gone, claim dropped)."""
+        self._drop_destination(instance_uuid, migration_uuid)
+
+    def confirm_resize(self, instance_uuid: str, migration_uuid: str) -> None:
+        """Source: forget the old guest and free the devices it held here."""
+        self.driver.confirm_migration(instance_uuid, migration_uuid)
+        self.pci.drop_instance(instance_uuid, keep=(instance_uuid, migration_uuid))
+        self._save_pci()
+
+    def revert_resize(self, instance_uuid: str, migration_uuid: str) -> None:
+        """Destination: destroy the new guest and drop the destination claim."""
+        self._drop_destination(instance_uuid, migration_uuid)
+
+    def finish_revert_resize(self, instance_uuid: str, migration_uuid: str,
+                             old_flavor: dict[str, Any], power_on: bool) -> None:
+        """Source: the old guest runs again; its devices were never given up."""
+        self.driver.finish_revert_migration(instance_uuid, migration_uuid, power_on)
+
+    def _drop_destination(self, instance_uuid: str, migration_uuid: str) -> None:
+        # On a same-host move the guest here is also the source's: the source
+        # step (finish_revert_resize / abort_resize_instance) puts the old one
+        # back over it, and destroying would take the set-aside disks too.
+        if not self._same_host(migration_uuid):
+            self.driver.destroy(instance_uuid)
+        self.pci.drop((instance_uuid, migration_uuid))
+        self._save_pci()
+
+    def _same_host(self, migration_uuid: str) -> bool:
+        with self.db.read() as conn:
+            try:
+                mig = migrations.get(conn, migration_uuid)
+            except NotFound:
+                return False
+        return mig.source_compute == mig.dest_compute == self.host.name
+
+    def _save_pci(self) -> None:
+        """Write the PCI counts at once: the scheduler reads them before the next period."""
+        if not self.host.pci or not self.node_uuid:
+            return
+        with self.db.write() as conn:
+            services.update_compute_node(conn, self.node_uuid, pci_stats=self.pci.stats())

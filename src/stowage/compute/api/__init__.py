@@ -8,7 +8,10 @@ __all__ = ["all_routes"]
 
 # flavor_access and flavor_extra_specs before flavors: their paths are longer,
 # and the table is matched in order.
-MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors")
+# Server routes: /servers/{id}/<noun> before /servers/detail before /servers/{id}.
+MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors", "server_groups",
+           "server_migrations", "instance_actions", "server_actions", "server_list",
+           "server_create", "servers", "migrations", "hypervisors", "services")
 
 
 def all_routes() -> list[Route]:

@@ -1,23 +1,270 @@
-"""The scheduler endpoint (CONTRACT stub; to be implemented)."""
+"""The scheduler endpoint: picks a host for each instance and claims it in Placement.
+
+    request spec (from the conductor, JSON)
+        │  SchedulingRequest.from_spec: flavor + image -> request groups, PCI,
+        │  AZ, ignore_hosts, requested destination, server group
+        ▼
+    GET /allocation_candidates      resources[S], required[S] (+ !COMPUTE_STATUS_DISABLED),
+        │                           group_policy, in_tree (requested destination), limit
+        ▼
+    host states                     compute_nodes + nova-compute services (up? enabled? AZ,
+        │                           PCI) joined with the candidates of each node's tree
+        ▼
+    filters  ──── Rejection(host, filter, reason) kept per instance ───▶ operator, log
+        │     compute, AZ, ignore_hosts, destination, (anti-)affinity, PCI, fit
+        ▼
+    weighers                        free RAM / VCPU / disk (spread or pack), soft groups;
+        │                           ties by host name
+        ▼
+    claim                           GET /allocations/{instance} (consumer generation), then
+        │                           PUT; a 409 (another scheduler won) moves on to the next
+        │                           host; the claim is consumed in the host states before
+        │                           the next instance of the request
+        ▼
+    [selected (claimed), alternate, ...]   per instance; up to max_attempts in all
+
+Claims are optimistic, like a Nomad plan: the host states are a snapshot and
+Placement's generations reject a stale claim. When an instance of a
+multi-instance request finds no host, the claims already made for the
+earlier instances are undone before `NoValidHost` is raised, so nothing leaks.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+import logging
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
+from sqlalchemy.engine import Connection
+
+from stowage.compute import server_groups
+from stowage.compute.scheduler import NoValidHost
+from stowage.compute.scheduler.filters import DEFAULT_FILTERS, Filter, Rejection, run_filters
+from stowage.compute.scheduler.host_state import (
+    HostState,
+    NodeRecord,
+    amounts_of,
+    build_host_states,
+    load_nodes,
+)
+from stowage.compute.scheduler.request import GroupState, SchedulingRequest, candidate_query
+from stowage.compute.scheduler.weighers import WeighedHost, Weigher, weigh, weighers_for
 from stowage.config import ComputeSettings
 from stowage.db import Database
-from stowage.placement.client import PlacementClient
+from stowage.errors import NotFound
+from stowage.placement.client import MICROVERSION, Holding, PlacementConflict
+from stowage.timeutil import utcnow
 
-__all__ = ["Scheduler"]
+__all__ = ["Scheduler", "SchedulerPlacement", "NoValidHost", "Rejection",
+           "merge_move_allocations"]
+
+LOG = logging.getLogger(__name__)
+NOT_ENOUGH_HOSTS = "There are not enough hosts available."
+# Rejections are kept for this many of the most recently scheduled instances.
+_KEEP_REJECTIONS = 1000
+Allocations = dict[str, dict[str, int]]
+
+
+class SchedulerPlacement(Protocol):
+    """The Placement calls the scheduler makes (`PlacementClient` provides them)."""
+
+    def allocation_candidates(self, params: Sequence[tuple[str, str]]) -> dict[str, Any]: ...
+
+    def holding(self, consumer: str) -> Holding: ...
+
+    def claim(self, consumer: str, allocations: Mapping[str, Mapping[str, int]],
+              project_id: str, user_id: str, consumer_generation: int | None,
+              consumer_type: str = "INSTANCE") -> None: ...
+
+    def delete_allocations(self, consumer: str) -> bool: ...
 
 
 class Scheduler:
+    """The `scheduler` RPC target. The constructor does no I/O."""
+
     def __init__(self, settings: ComputeSettings, db: Database,
-                 placement: PlacementClient) -> None:
+                 placement: SchedulerPlacement,
+                 filters: Sequence[Filter] = DEFAULT_FILTERS,
+                 weighers: Sequence[Weigher] | None = None) -> None:
         self.settings = settings
         self.db = db
         self.placement = placement
+        self.filters = tuple(filters)
+        # None: the stack of `settings.weigher`, read per request (settings may be replaced).
+        self.weighers = tuple(weighers) if weighers is not None else None
+        self._lock = threading.Lock()
+        self._rejections: OrderedDict[str, list[Rejection]] = OrderedDict()
 
+    # --- RPC ------------------------------------------------------------------
     def select_destinations(self, spec: dict[str, Any],
                             instance_uuids: list[str]) -> list[list[dict[str, Any]]]:
-        raise NotImplementedError
+        """Per instance, in order: the claimed selection, then unclaimed alternates."""
+        req = SchedulingRequest.from_spec(spec, instance_uuids)
+        return self.place(req, self._host_states(req))
+
+    def place(self, req: SchedulingRequest, hosts: list[HostState]
+              ) -> list[list[dict[str, Any]]]:
+        """Filter, weigh and claim for each instance of `req` in turn (Placement I/O only)."""
+        claimed: list[tuple[str, Holding]] = []
+        result: list[list[dict[str, Any]]] = []
+        try:
+            for uuid in req.instance_uuids:
+                rejections: list[Rejection] = []
+                try:
+                    chosen, prior = self._schedule_one(uuid, req, hosts, rejections)
+                finally:
+                    self._remember(uuid, rejections)
+                claimed.append((uuid, prior))
+                result.append(chosen)
+        except Exception:
+            self._undo(claimed, req)
+            raise
+        return result
+
+    # --- for the operator and tests -------------------------------------------
+    def rejections(self, instance_uuid: str) -> list[Rejection]:
+        """Why hosts were turned down the last time this instance was scheduled."""
+        with self._lock:
+            return list(self._rejections.get(instance_uuid, ()))
+
+    def _remember(self, uuid: str, rejections: list[Rejection]) -> None:
+        with self._lock:
+            self._rejections.pop(uuid, None)
+            self._rejections[uuid] = rejections
+            while len(self._rejections) > _KEEP_REJECTIONS:
+                self._rejections.popitem(last=False)
+
+    # --- pipeline ---------------------------------------------------------------
+    def _host_states(self, req: SchedulingRequest) -> list[HostState]:
+        s = self.settings
+        with self.db.read() as conn:
+            req.group = _group_state(conn, req)
+            nodes = load_nodes(conn, s, utcnow())
+        in_tree = _destination_node(req, nodes)
+        query = candidate_query(req, s.max_placement_results, in_tree)
+        candidates = self.placement.allocation_candidates(query)
+        if not candidates.get("allocation_requests"):
+            LOG.info("Placement has no allocation candidates for %s", query)
+        return build_host_states(nodes, candidates)
+
+    def _schedule_one(self, uuid: str, req: SchedulingRequest, hosts: list[HostState],
+                      rejections: list[Rejection]) -> tuple[list[dict[str, Any]], Holding]:
+        passed = run_filters(hosts, req, rejections, self.filters)
+        stack = self.weighers or weighers_for(self.settings.weigher)
+        ordered = weigh(passed, req, stack)
+        for index, weighed in enumerate(ordered):
+            host = weighed.host
+            ar = host.fitting_request()
+            if ar is None:
+                continue
+            try:
+                prior = self._claim(uuid, req, ar)
+            except PlacementConflict as exc:
+                rejection = Rejection(host.host, "Claim", exc.detail)
+                LOG.info("claim for %s lost a race: %s", uuid, rejection)
+                rejections.append(rejection)
+                continue
+            host.consume(ar, req.pci_requests)
+            if req.group is not None:
+                req.group.place(host.host)
+            alternates = self._alternates(ordered[index + 1:])
+            return [_selection(host, ar)] + [_selection(h, a) for h, a in alternates], prior
+        LOG.info("No valid host for instance %s among %d candidate host(s): %s", uuid,
+                 len(hosts), "; ".join(str(r) for r in rejections) or "none offered")
+        raise NoValidHost(NOT_ENOUGH_HOSTS)
+
+    def _alternates(self, rest: Sequence[WeighedHost]
+                    ) -> list[tuple[HostState, dict[str, Any]]]:
+        found: list[tuple[HostState, dict[str, Any]]] = []
+        for weighed in rest:
+            if len(found) >= self.settings.max_attempts - 1:
+                break
+            ar = weighed.host.fitting_request()
+            if ar is not None:
+                found.append((weighed.host, ar))
+        return found
+
+    # --- claims -----------------------------------------------------------------
+    def _claim(self, uuid: str, req: SchedulingRequest, ar: Mapping[str, Any]) -> Holding:
+        """PUT the instance's allocation at the generation just read; returns what it held."""
+        prior = self.placement.holding(uuid)
+        wanted = amounts_of(ar)
+        if prior.allocations:
+            # Evacuate: the source allocation stays with the instance until the
+            # source host's agent comes back and cleans up, as Nova does.
+            wanted = merge_move_allocations(prior.allocations, wanted)
+        self.placement.claim(uuid, wanted, req.project_id, req.user_id, prior.generation,
+                             "INSTANCE")
+        return prior
+
+    def _undo(self, claimed: list[tuple[str, Holding]], req: SchedulingRequest) -> None:
+        """Give back this request's claims, newest first; a failed undo is logged, not raised."""
+        for uuid, prior in reversed(claimed):
+            try:
+                if not prior.allocations:
+                    self.placement.delete_allocations(uuid)
+                    continue
+                now = self.placement.holding(uuid)
+                self.placement.claim(uuid, prior.allocations,
+                                     prior.project_id or req.project_id,
+                                     prior.user_id or req.user_id, now.generation,
+                                     prior.consumer_type or "INSTANCE")
+            except Exception:
+                LOG.exception("could not undo the scheduler's claim for %s", uuid)
+
+
+def merge_move_allocations(source: Mapping[str, Mapping[str, int]],
+                           dest: Mapping[str, Mapping[str, int]]) -> Allocations:
+    """Source and destination held by one consumer for the length of a move.
+
+    Providers only the destination uses are added; a provider both use is a
+    sharing provider (kept once) unless the destination adds no provider at
+    all, which is the same host: then the amounts add up.
+    """
+    merged = {rp: dict(res) for rp, res in source.items()}
+    new = set(dest) - set(source)
+    for rp, resources in dest.items():
+        if rp in new:
+            merged[rp] = dict(resources)
+        elif not new:
+            for rc, amount in resources.items():
+                merged[rp][rc] = merged[rp].get(rc, 0) + amount
+    return merged
+
+
+def _selection(host: HostState, ar: Mapping[str, Any]) -> dict[str, Any]:
+    return {"host": host.host, "node": host.node, "compute_node_uuid": host.uuid,
+            "allocation_request": {"allocations": copy.deepcopy(ar["allocations"]),
+                                   "mappings": copy.deepcopy(ar.get("mappings") or {})},
+            "allocation_request_version": MICROVERSION}
+
+
+def _group_state(conn: Connection, req: SchedulingRequest) -> GroupState | None:
+    """The request's server group and its members per host, not counting these instances."""
+    if req.group_uuid is None:
+        return None
+    try:
+        group = server_groups.get(conn, req.group_uuid)
+    except NotFound:
+        raise NoValidHost(f"Instance group {req.group_uuid} could not be found.") from None
+    scheduling = set(req.instance_uuids)
+    per_host = Counter(host for inst, host in
+                       server_groups.member_hosts(conn, group.uuid).items()
+                       if inst not in scheduling)
+    return GroupState(group.uuid, group.policy, server_groups.max_server_per_host(group),
+                      per_host)
+
+
+def _destination_node(req: SchedulingRequest, nodes: Mapping[str, NodeRecord]) -> str | None:
+    """The node uuid Placement must search in (`in_tree`) for a requested destination."""
+    dest = req.destination
+    if dest is None:
+        return None
+    matching = sorted(n.uuid for n in nodes.values()
+                      if n.host == dest.host and (dest.node is None or n.node == dest.node))
+    if not matching:
+        raise NoValidHost(f"Compute host {dest.host} could not be found.")
+    return matching[0] if len(matching) == 1 else None

@@ -19,6 +19,21 @@ def _exact(length: int) -> sa.types.TypeEngine[str]:
         mysql.VARCHAR(length, charset="utf8mb4", collation="utf8mb4_bin"), "mysql", "mariadb")
 
 
+TABLES = (
+    "services",
+    "compute_nodes",
+    "instances",
+    "instance_faults",
+    "request_specs",
+    "migrations",
+    "instance_actions",
+    "instance_action_events",
+    "server_groups",
+    "server_group_members",
+    "operation_steps",
+)
+
+
 def upgrade() -> None:
     # --- the control plane: services, hosts, instances, moves --------------------
     # Services are the workers (nova-compute per host, nova-conductor, nova-scheduler);
@@ -223,5 +238,5 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for name in ('operation_steps', 'server_group_members', 'server_groups', 'instance_action_events', 'instance_actions', 'migrations', 'request_specs', 'instance_faults', 'instances', 'compute_nodes', 'services'):
+    for name in reversed(TABLES):
         op.drop_table(name)

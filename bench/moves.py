@@ -1,0 +1,166 @@
+"""Benchmark the move operations: boot N servers on M simulated hosts, then
+resize+confirm and migrate+revert every one of them.
+
+    python bench/moves.py [--servers 50] [--hosts 10] [--clients 4]
+        [--backend sqlite|postgresql] [--json FILE]
+
+A real `stowage serve --sim-hosts M` process on a loopback port and a fresh
+database; `--clients` threads each issue an operation and poll
+`GET /servers/{id}` until the server settles (ACTIVE / VERIFY_RESIZE).
+Prints, per operation, the median and 90th percentile latency (request to
+settled state) and the throughput (operations per second of wall time), then
+audits that no allocation leaked. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import servers  # noqa: E402
+
+SETTLED = {"ACTIVE", "VERIFY_RESIZE", "ERROR", "SHUTOFF"}
+HEADERS = {"x-auth-token": "admin", "openstack-api-version": "compute 2.80",
+           "accept": "application/json"}
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--servers", type=int, default=50)
+    p.add_argument("--hosts", type=int, default=10)
+    p.add_argument("--clients", type=int, default=4, help="concurrent API clients")
+    p.add_argument("--backend", default="sqlite", help="sqlite|postgresql")
+    p.add_argument("--json", help="write raw numbers to this file")
+    return p.parse_args(argv)
+
+
+def _wait(client: httpx.Client, server_id: str, want: str, timeout: float = 120) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        view = client.get(f"/servers/{server_id}").json()["server"]
+        if view["status"] in SETTLED and view["OS-EXT-STS:task_state"] is None:
+            if view["status"] != want:
+                raise SystemExit(f"bench: {server_id} ended {view['status']}, wanted {want}: "
+                                 f"{view.get('fault')}")
+            return str(view["status"])
+        time.sleep(0.01)
+    raise SystemExit(f"bench: {server_id} did not reach {want} in {timeout} s")
+
+
+def _timed(client: httpx.Client, method: str, path: str, body: Any, server_id: str,
+           want: str, expect: int) -> float:
+    start = time.perf_counter()
+    resp = client.request(method, path, json=body)
+    if resp.status_code != expect:
+        raise SystemExit(f"bench: {method} {path} -> {resp.status_code} {resp.text}")
+    _wait(client, server_id or resp.json()["server"]["id"], want)
+    return time.perf_counter() - start
+
+
+def _phase(url: str, clients: int, jobs: list[tuple[str, str, Any, str, str, int]]
+           ) -> tuple[list[float], float, list[str]]:
+    """Run jobs on `clients` threads; returns latencies, wall time and created ids."""
+    created: list[str] = []
+
+    def run(job: tuple[str, str, Any, str, str, int]) -> float:
+        method, path, body, server_id, want, expect = job
+        with httpx.Client(base_url=url, headers=HEADERS, timeout=120) as client:
+            if server_id:
+                return _timed(client, method, path, body, server_id, want, expect)
+            start = time.perf_counter()
+            resp = client.post(path, json=body)
+            new_id = resp.json()["server"]["id"]
+            created.append(new_id)
+            _wait(client, new_id, want)
+            return time.perf_counter() - start
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        latencies = list(pool.map(run, jobs))
+    return latencies, time.perf_counter() - start, created
+
+
+def _setup(client: httpx.Client, image_url: str) -> tuple[str, str, str]:
+    for name, vcpus, ram, disk in (("small", 1, 512, 5), ("large", 2, 1024, 10)):
+        client.post("/flavors", json={"flavor": {"name": name, "vcpus": vcpus, "ram": ram,
+                                                 "disk": disk, "id": name}})
+    with httpx.Client(base_url=image_url, headers={"x-auth-token": "admin"}) as img:
+        image_id = img.post("/v2/images", json={"name": "cirros", "disk_format": "qcow2",
+                                                "container_format": "bare"}).json()["id"]
+        img.put(f"/v2/images/{image_id}/file", content=b"x",
+                headers={"content-type": "application/octet-stream"})
+    return "small", "large", image_id
+
+
+def _report(name: str, latencies: list[float], wall: float) -> dict[str, float]:
+    ordered = sorted(latencies)
+    row = {"median_ms": statistics.median(ordered) * 1000,
+           "p90_ms": ordered[int(len(ordered) * 0.9) - 1 if len(ordered) > 1 else 0] * 1000,
+           "ops_per_s": len(ordered) / wall}
+    print(f"{name:<16} n={len(ordered):<5} median {row['median_ms']:8.1f} ms   "
+          f"p90 {row['p90_ms']:8.1f} ms   {row['ops_per_s']:7.1f} ops/s", flush=True)
+    return row
+
+
+def _usage_total(url: str) -> dict[str, int]:
+    headers = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
+    with httpx.Client(base_url=url, headers=headers) as client:
+        total: dict[str, int] = {}
+        for rp in client.get("/resource_providers").json()["resource_providers"]:
+            usages = client.get(f"/resource_providers/{rp['uuid']}/usages").json()["usages"]
+            for rc, n in usages.items():
+                total[rc] = total.get(rc, 0) + n
+    return total
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {"servers": args.servers, "hosts": args.hosts,
+                               "clients": args.clients, "backend": args.backend}
+    with tempfile.TemporaryDirectory() as tmp, \
+            servers.database(args.backend, Path(tmp), "moves") as db_url, \
+            servers.serve_all(db_url, Path(tmp), sim_hosts=args.hosts) as server:
+        url = f"{server.url}/compute/v2.1"
+        with httpx.Client(base_url=url, headers=HEADERS, timeout=60) as client:
+            small, large, image_id = _setup(client, f"{server.url}/image")
+        boot = {"server": {"name": "vm", "flavorRef": small, "imageRef": image_id,
+                           "networks": "none"}}
+        print(f"moves: {args.servers} servers on {args.hosts} simulated hosts, "
+              f"{args.clients} clients, {args.backend}", flush=True)
+        lat, wall, ids = _phase(url, args.clients, [("POST", "/servers", boot, "", "ACTIVE", 202)]
+                                * args.servers)
+        results["boot"] = _report("boot", lat, wall)
+        plan = [("resize", {"resize": {"flavorRef": large}}, "VERIFY_RESIZE", 202),
+                ("confirm", {"confirmResize": None}, "ACTIVE", 204),
+                ("migrate", {"migrate": None}, "VERIFY_RESIZE", 202),
+                ("revert", {"revertResize": None}, "ACTIVE", 202)]
+        for name, body, want, expect in plan:
+            jobs = [("POST", f"/servers/{i}/action", body, i, want, expect) for i in ids]
+            lat, wall, _ = _phase(url, args.clients, jobs)
+            results[name] = _report(name, lat, wall)
+        results["usage_total"] = _usage_total(f"{server.url}/placement")
+        print(f"placement usage after all moves: {results['usage_total']} "
+              f"(expected {args.servers} x large = VCPU {2 * args.servers})", flush=True)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    results = run(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

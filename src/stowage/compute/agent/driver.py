@@ -1,0 +1,64 @@
+"""The seam between a compute agent and its hypervisor: the `Driver` protocol.
+
+The agent owns the order of things and the host's bookkeeping (PCI claims,
+compute node record); a driver only makes guests exist, run, stop, move and
+disappear. Every method must be idempotent, because the conductor repeats a
+step it is not sure ran, and must change nothing when it raises.
+
+A move touches two drivers (one per host, possibly the same one)::
+
+    source                                   destination
+    migrate_disk_and_power_off(dest) ──────> finish_migration(power_on)
+                                                 │
+    confirm_migration   <── confirm ─────────────┤
+    finish_revert_migration <── revert ── destroy (the destination guest)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+__all__ = ["Driver", "GuestNotFound"]
+
+
+class GuestNotFound(Exception):
+    """The hypervisor has no guest for this instance (power and move steps need one)."""
+
+
+class Driver(Protocol):
+    def spawn(self, instance_uuid: str, flavor: Mapping[str, Any]) -> None:
+        """Create and start the guest; nothing happens if it already exists."""
+
+    def destroy(self, instance_uuid: str) -> None:
+        """Remove the guest and whatever its moves left on this host; unknown is fine."""
+
+    def power_off(self, instance_uuid: str) -> None: ...
+
+    def power_on(self, instance_uuid: str) -> None: ...
+
+    def migrate_disk_and_power_off(self, instance_uuid: str, migration_uuid: str,
+                                   dest_host: str, flavor: Mapping[str, Any]) -> None:
+        """Source side of a move: stop the guest and set its disks aside for `dest_host`."""
+
+    def finish_migration(self, instance_uuid: str, migration_uuid: str,
+                         flavor: Mapping[str, Any], power_on: bool) -> None:
+        """Destination side: bring the guest up with `flavor` (powered on if asked)."""
+
+    def confirm_migration(self, instance_uuid: str, migration_uuid: str) -> None:
+        """Source side: forget what the move set aside; unknown is fine."""
+
+    def finish_revert_migration(self, instance_uuid: str, migration_uuid: str,
+                                power_on: bool) -> None:
+        """Source side: bring back the guest the move set aside."""
+
+    def list_instances(self) -> list[str]: ...
+
+    def power_state(self, instance_uuid: str) -> int:
+        """Nova's power_state integer; NOSTATE (0) for an unknown guest."""
+
+    def checkpoint(self, step: str) -> None:
+        """Called before a step the agent does itself (e.g. "claim").
+
+        Real drivers do nothing; the simulated one raises an injected fault.
+        """

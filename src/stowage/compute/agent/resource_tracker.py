@@ -1,0 +1,241 @@
+"""What one host tells Placement, and the reconcile that keeps its allocations honest.
+
+Reporting: the host's root provider (uuid = compute node uuid, name = host
+name) with VCPU, MEMORY_MB and DISK_GB inventory, its traits and aggregates.
+A host on shared storage reports DISK_GB on a sharing provider instead::
+
+    root "host1" (VCPU, MEMORY_MB)      sharing "ceph1" (DISK_GB, MISC_SHARES_VIA_AGGREGATE)
+            └──────── aggregate uuid5("ceph1") ────────┘
+
+Writes happen only when something differs, and traits/aggregates that
+somebody else put on the providers are kept: the agent owns its configured
+ones and COMPUTE_STATUS_DISABLED, nothing more.
+
+Reconcile (Nova's resource tracker `_update_available_resource`): heal the
+allocation of an instance this host runs that holds nothing here, and delete
+the allocations of consumers stowage knows to be over (a deleted instance, a
+finished migration). Consumers it knows nothing about are left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid as uuidlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import os_traits
+
+from stowage.compute import instances, migrations, states
+from stowage.compute import tables as t
+from stowage.compute.hosts import HostConfig, shared_disk
+from stowage.compute.resources import placement_request
+from stowage.db import Database
+from stowage.placement.client import PlacementClient, PlacementError
+
+__all__ = ["HostProviders", "providers_of", "report", "set_status_trait", "usage",
+           "reconcile", "Reconciled", "DISABLED_TRAIT"]
+
+LOG = logging.getLogger(__name__)
+
+DISABLED_TRAIT = os_traits.COMPUTE_STATUS_DISABLED
+SHARES_TRAIT = os_traits.MISC_SHARES_VIA_AGGREGATE
+_NAMESPACE = uuidlib.UUID("5d3b7a3c-53f4-4b9e-9a55-2f5d0d7c6e11")
+_INVENTORY_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size",
+                     "allocation_ratio")
+
+
+@dataclass(frozen=True)
+class HostProviders:
+    """The providers a host reports on: its root, and a sharing one for its disk."""
+
+    root: str
+    sharing: str | None = None
+    shared_aggregate: str | None = None
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return (self.root,) if self.sharing is None else (self.root, self.sharing)
+
+
+def providers_of(host: HostConfig, node_uuid: str) -> HostProviders:
+    """Sharing provider and aggregate uuids derive from the storage name: every host agrees."""
+    if host.shared_storage is None:
+        return HostProviders(node_uuid)
+    name = host.shared_storage
+    return HostProviders(node_uuid, str(uuidlib.uuid5(_NAMESPACE, f"provider:{name}")),
+                         str(uuidlib.uuid5(_NAMESPACE, f"aggregate:{name}")))
+
+
+def _inventory(total: int, reserved: int, ratio: float) -> dict[str, Any]:
+    return {"total": total, "reserved": reserved, "min_unit": 1, "max_unit": total,
+            "step_size": 1, "allocation_ratio": ratio}
+
+
+def inventories(host: HostConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(root inventories, sharing provider inventories) of the host's configuration."""
+    reserved = host.reserved
+    root = {"VCPU": _inventory(host.vcpus, reserved.get("VCPU", 0), host.cpu_allocation_ratio),
+            "MEMORY_MB": _inventory(host.memory_mb, reserved.get("MEMORY_MB", 0),
+                                    host.ram_allocation_ratio)}
+    disk: dict[str, Any] = {}
+    if host.disk_gb > 0:
+        disk = {"DISK_GB": _inventory(*shared_disk(host))}
+    if host.shared_storage is None:
+        return {**root, **disk}, {}
+    return root, disk
+
+
+def report(placement: PlacementClient, host: HostConfig, providers: HostProviders,
+           disabled: bool) -> None:
+    """Make Placement show the host as configured (and disabled or not)."""
+    root_inv, shared_inv = inventories(host)
+    placement.ensure_provider(providers.root, host.name)
+    _sync_inventories(placement, providers.root, root_inv)
+    traits = set(host.traits)
+    aggregates = set(host.aggregates)
+    if providers.sharing is not None and providers.shared_aggregate is not None:
+        assert host.shared_storage is not None
+        placement.ensure_provider(providers.sharing, host.shared_storage)
+        _sync_inventories(placement, providers.sharing, shared_inv)
+        _sync_set(placement, providers.sharing, "traits", {SHARES_TRAIT})
+        _sync_set(placement, providers.sharing, "aggregates", {providers.shared_aggregate})
+        aggregates.add(providers.shared_aggregate)
+    _sync_set(placement, providers.root, "traits", traits | ({DISABLED_TRAIT} if disabled
+                                                              else set()),
+              drop={DISABLED_TRAIT} if not disabled else set())
+    _sync_set(placement, providers.root, "aggregates", aggregates)
+
+
+def set_status_trait(placement: PlacementClient, provider_uuid: str, disabled: bool) -> None:
+    """COMPUTE_STATUS_DISABLED on (or off) a compute node's provider, other traits kept."""
+    if placement.provider(provider_uuid) is None:
+        return
+    if disabled:
+        _sync_set(placement, provider_uuid, "traits", {DISABLED_TRAIT})
+    else:
+        _sync_set(placement, provider_uuid, "traits", set(), drop={DISABLED_TRAIT})
+
+
+def _read(placement: PlacementClient, uuid: str, what: str) -> Any:
+    resp = placement.http.get(f"/resource_providers/{uuid}/{what}")
+    if resp.status_code != 200:
+        raise PlacementError(resp.status_code, None, resp.text)
+    return resp.json()[what]
+
+
+def _sync_inventories(placement: PlacementClient, uuid: str,
+                      wanted: Mapping[str, Mapping[str, Any]]) -> None:
+    current = _read(placement, uuid, "inventories")
+    seen = {rc: {k: inv[k] for k in _INVENTORY_FIELDS} for rc, inv in current.items()}
+    if seen != {rc: dict(inv) for rc, inv in wanted.items()}:
+        placement.set_inventories(uuid, wanted)
+
+
+def _sync_set(placement: PlacementClient, uuid: str, what: str, add: Iterable[str],
+              drop: Iterable[str] = ()) -> None:
+    """Add and drop members of a provider's traits or aggregates, leaving the others."""
+    current = set(_read(placement, uuid, what))
+    wanted = (current | set(add)) - set(drop)
+    if wanted == current:
+        return
+    if what == "traits":
+        placement.set_traits(uuid, sorted(wanted))
+    else:
+        placement.set_aggregates(uuid, sorted(wanted))
+
+
+def usage(placement: PlacementClient, providers: HostProviders) -> dict[str, int]:
+    """What Placement says is used here: class -> amount (DISK_GB from the sharing provider)."""
+    used = dict(placement.usages(providers.root))
+    if providers.sharing is not None:
+        used["DISK_GB"] = placement.usages(providers.sharing).get("DISK_GB", 0)
+    return used
+
+
+@dataclass
+class Reconciled:
+    healed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+def reconcile(placement: PlacementClient, db: Database, host: HostConfig,
+              providers: HostProviders) -> Reconciled:
+    result = Reconciled()
+    result.healed = _heal(placement, db, host, providers)
+    result.removed = _remove_finished(placement, db, providers)
+    return result
+
+
+def _eligible(db: Database, host: str, uuids: Iterable[str] | None = None) -> dict[str, Any]:
+    """Live instances of `host` that should hold allocations here now: uuid -> instance.
+
+    Not while building (the conductor claims), deleting, or moving (a
+    migration consumer owns part of the allocations).
+    """
+    with db.read() as conn:
+        live = instances.list_instances(conn, host=host,
+                                        uuids=None if uuids is None else list(uuids))
+        moving = {m.instance_uuid for m in migrations.in_progress(conn)}
+    return {i.uuid: i for i in live
+            if i.vm_state not in (states.BUILDING, states.DELETED)
+            and i.task_state != states.TASK.DELETING and i.uuid not in moving}
+
+
+def _heal(placement: PlacementClient, db: Database, host: HostConfig,
+          providers: HostProviders) -> list[str]:
+    missing = {}
+    for uuid in _eligible(db, host.name):
+        holding = placement.holding(uuid)
+        if not any(rp in holding.allocations for rp in providers.all):
+            missing[uuid] = holding
+    if not missing:
+        return []
+    # Look again: a move or a delete that began meanwhile owns these allocations now.
+    still = _eligible(db, host.name, missing)
+    root_inv, shared_inv = inventories(host)
+    offered = set(root_inv) | set(shared_inv)
+    healed = []
+    for uuid, inst in still.items():
+        holding = missing[uuid]
+        wanted = placement_request(inst.flavor, inst.volume_backed).groups[""].resources
+        amounts = {rc: n for rc, n in wanted.items() if rc in offered and n > 0}
+        if not amounts:
+            continue
+        allocations = {rp: dict(res) for rp, res in holding.allocations.items()}
+        for rc, n in amounts.items():
+            target = providers.sharing if rc == "DISK_GB" and providers.sharing else providers.root
+            allocations.setdefault(target, {})[rc] = n
+        try:
+            placement.claim(uuid, allocations, inst.project_id, inst.user_id, holding.generation)
+        except PlacementError as exc:
+            LOG.warning("host %s: cannot heal allocation of instance %s: %s", host.name, uuid,
+                        exc)
+            continue
+        LOG.info("host %s: healed allocation of instance %s: %s", host.name, uuid, allocations)
+        healed.append(uuid)
+    return healed
+
+
+def _remove_finished(placement: PlacementClient, db: Database,
+                     providers: HostProviders) -> list[str]:
+    consumers: set[str] = set()
+    for rp in providers.all:
+        consumers.update(placement.provider_allocations(rp))
+    if not consumers:
+        return []
+    with db.read() as conn:
+        dead = {i.uuid for i in instances.list_instances(conn, read_deleted=True,
+                                                         uuids=sorted(consumers))
+                if i.deleted}
+        done = {m.uuid for m in migrations.list_migrations(
+            conn, where=[t.migrations.c.uuid.in_(sorted(consumers)),
+                         t.migrations.c.status.in_(migrations.FINAL_STATUSES)])}
+    removed = []
+    for consumer in sorted(dead | done):
+        placement.delete_allocations(consumer)
+        LOG.info("removed allocations of %s %s", "instance" if consumer in dead else
+                 "migration", consumer)
+        removed.append(consumer)
+    return removed

@@ -1,0 +1,173 @@
+"""The simulated hypervisor: guests are in-memory records, and any step can be told to fail.
+
+It behaves like a careful real driver: each method is idempotent and a
+failing method changes nothing. Tests arm faults per host::
+
+    driver.fail("spawn")                       # the next spawn raises SimulatedFault
+    driver.fail("finish_migration", times=None, message="disk lost")   # every time
+    driver.clear_faults()
+
+Steps are the driver method names plus "claim" (the agent's own resource
+claim, see `checkpoint`). A move sets the source guest aside as a
+*leftover* keyed by (instance, migration), so a same-host resize holds the
+old guest and the new one at once, as a real hypervisor keeps the old disks.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stowage.compute.agent.driver import GuestNotFound
+from stowage.compute.states import NOSTATE, RUNNING, SHUTDOWN
+
+__all__ = ["SimulatedDriver", "SimulatedFault", "Guest", "STEPS"]
+
+STEPS = ("claim", "spawn", "destroy", "power_off", "power_on", "migrate_disk_and_power_off",
+         "finish_migration", "confirm_migration", "finish_revert_migration")
+
+
+class SimulatedFault(Exception):
+    """An injected failure; the step that raised it changed nothing."""
+
+
+@dataclass
+class Guest:
+    flavor: dict[str, Any]
+    power_state: int = RUNNING
+    # The move that brought this guest here, until confirmed or reverted.
+    incoming: str | None = None
+
+
+@dataclass
+class _Fault:
+    remaining: int | None  # None = forever
+    message: str
+
+
+@dataclass
+class SimulatedDriver:
+    """In-memory guests of one host; thread-safe (steps of many operations interleave)."""
+
+    host: str = "sim"
+    guests: dict[str, Guest] = field(default_factory=dict)
+    leftovers: dict[tuple[str, str], Guest] = field(default_factory=dict)
+    _faults: dict[str, _Fault] = field(default_factory=dict)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    # --- fault injection ------------------------------------------------------
+    def fail(self, step: str, times: int | None = 1, message: str | None = None) -> None:
+        """Make the next `times` calls of `step` raise SimulatedFault (None = all of them)."""
+        if step not in STEPS:
+            raise ValueError(f"unknown step {step!r}; steps are {', '.join(STEPS)}")
+        with self._lock:
+            self._faults[step] = _Fault(times, message or f"injected fault in {step} "
+                                                          f"on {self.host}")
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def checkpoint(self, step: str) -> None:
+        with self._lock:
+            fault = self._faults.get(step)
+            if fault is None:
+                return
+            if fault.remaining is not None:
+                fault.remaining -= 1
+                if fault.remaining <= 0:
+                    del self._faults[step]
+            raise SimulatedFault(fault.message)
+
+    # --- guests -----------------------------------------------------------------
+    def spawn(self, instance_uuid: str, flavor: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.checkpoint("spawn")
+            self.guests.setdefault(instance_uuid, Guest(dict(flavor)))
+
+    def destroy(self, instance_uuid: str) -> None:
+        with self._lock:
+            self.checkpoint("destroy")
+            self.guests.pop(instance_uuid, None)
+            for key in [k for k in self.leftovers if k[0] == instance_uuid]:
+                del self.leftovers[key]
+
+    def power_off(self, instance_uuid: str) -> None:
+        self._set_power("power_off", instance_uuid, SHUTDOWN)
+
+    def power_on(self, instance_uuid: str) -> None:
+        self._set_power("power_on", instance_uuid, RUNNING)
+
+    def _set_power(self, step: str, instance_uuid: str, state: int) -> None:
+        with self._lock:
+            self.checkpoint(step)
+            self._guest(instance_uuid).power_state = state
+
+    def _guest(self, instance_uuid: str) -> Guest:
+        guest = self.guests.get(instance_uuid)
+        if guest is None:
+            raise GuestNotFound(f"instance {instance_uuid} has no guest on {self.host}")
+        return guest
+
+    # --- moves ----------------------------------------------------------------
+    def migrate_disk_and_power_off(self, instance_uuid: str, migration_uuid: str,
+                                   dest_host: str, flavor: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.checkpoint("migrate_disk_and_power_off")
+            key = (instance_uuid, migration_uuid)
+            if key in self.leftovers:
+                return
+            guest = self._guest(instance_uuid)
+            self.leftovers[key] = Guest(guest.flavor, SHUTDOWN, guest.incoming)
+            del self.guests[instance_uuid]
+
+    def finish_migration(self, instance_uuid: str, migration_uuid: str,
+                         flavor: Mapping[str, Any], power_on: bool) -> None:
+        with self._lock:
+            self.checkpoint("finish_migration")
+            current = self.guests.get(instance_uuid)
+            if current is not None and current.incoming == migration_uuid:
+                return
+            self.guests[instance_uuid] = Guest(dict(flavor), RUNNING if power_on else SHUTDOWN,
+                                               incoming=migration_uuid)
+
+    def confirm_migration(self, instance_uuid: str, migration_uuid: str) -> None:
+        with self._lock:
+            self.checkpoint("confirm_migration")
+            self.leftovers.pop((instance_uuid, migration_uuid), None)
+            guest = self.guests.get(instance_uuid)
+            if guest is not None and guest.incoming == migration_uuid:
+                guest.incoming = None
+
+    def finish_revert_migration(self, instance_uuid: str, migration_uuid: str,
+                                power_on: bool) -> None:
+        with self._lock:
+            self.checkpoint("finish_revert_migration")
+            power = RUNNING if power_on else SHUTDOWN
+            old = self.leftovers.pop((instance_uuid, migration_uuid), None)
+            if old is not None:
+                self.guests[instance_uuid] = Guest(old.flavor, power, old.incoming)
+                return
+            guest = self._guest(instance_uuid)
+            if guest.incoming == migration_uuid:
+                # The guest here is the move's destination guest, not the source one.
+                raise GuestNotFound(f"nothing of migration {migration_uuid} to revert to "
+                                    f"on {self.host}")
+            guest.power_state = power
+
+    # --- inspection ---------------------------------------------------------------
+    def list_instances(self) -> list[str]:
+        with self._lock:
+            return sorted(self.guests)
+
+    def power_state(self, instance_uuid: str) -> int:
+        with self._lock:
+            guest = self.guests.get(instance_uuid)
+            return NOSTATE if guest is None else guest.power_state
+
+    def adopt(self, instance_uuid: str, flavor: Mapping[str, Any], power_state: int) -> None:
+        """Know a guest that exists already (an agent restarting on a host with guests)."""
+        with self._lock:
+            self.guests.setdefault(instance_uuid, Guest(dict(flavor), power_state))

@@ -1,0 +1,222 @@
+"""POST /servers/{id}/action: resize, migrate, confirmResize, revertResize, os-stop, os-start.
+
+Each action checks policy and the instance's state as Nova does, records the
+instance action under the request id, moves the instance into its task state
+with a compare-and-swap, commits, and only then casts to the conductor,
+which owns every later state change:
+
+    action         allowed in                         task_state      cast             answer
+    resize         active|stopped, no task            resize_prep     migrate_server   202
+    migrate        active|stopped, no task (admin)    resize_prep     migrate_server   202
+    confirmResize  resized + a "finished" migration   resize_confirming confirm_resize 204
+    revertResize   resized + a "finished" migration   resize_reverting revert_resize   202
+    os-stop        active|error, no task              powering-off    power(on=False)  202
+    os-start       stopped, no task                   powering-on     power(on=True)   202
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from stowage.compute import actions, states
+from stowage.compute import flavors as flv
+from stowage.compute import instances as inst
+from stowage.compute import migrations as migs
+from stowage.compute.api import server_queries as queries
+from stowage.compute.api.common import API_PREFIX, authorize, read_body, validate_body
+from stowage.compute.api.server_common import (
+    check_state,
+    conductor,
+    get_server,
+    move_state,
+    target,
+)
+from stowage.compute.rpc import ConductorAPI
+from stowage.compute.states import TASK
+from stowage.errors import NotFound
+from stowage.web.errors import HTTPError
+from stowage.web.http import Request, Response, empty_response
+from stowage.web.routing import Route
+
+__all__ = ["ROUTES"]
+
+LOG = logging.getLogger(__name__)
+
+MIGRATE_WITH_HOST = 56
+_FLAVOR_REF = {"type": ["string", "integer"], "minLength": 1}
+_RESIZE_SCHEMA = {
+    "type": "object",
+    "properties": {"resize": {
+        "type": "object",
+        "properties": {"flavorRef": _FLAVOR_REF,
+                       "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]}},
+        "required": ["flavorRef"], "additionalProperties": False}},
+    "required": ["resize"], "additionalProperties": False,
+}
+_MIGRATE_SCHEMA_2_56 = {
+    "type": "object",
+    "properties": {"migrate": {
+        "type": ["object", "null"],
+        "properties": {"host": {"type": ["string", "null"], "minLength": 1, "maxLength": 255,
+                                "pattern": "^[a-zA-Z0-9-._]*$"}},
+        "additionalProperties": False}},
+    "required": ["migrate"], "additionalProperties": False,
+}
+Cast = Callable[[ConductorAPI], None]
+
+
+def _start(conn: Connection, req: Request, instance: inst.Instance, action: str) -> None:
+    ctx = req.context
+    actions.start_action(conn, instance.uuid, action, ctx.request_id, ctx.user_id,
+                         ctx.project_id)
+
+
+def _cast(req: Request, instance: inst.Instance, cast: Cast, undo: dict[str, Any]) -> None:
+    """Cast after the commit; if the conductor cannot be reached, leave the task state again."""
+    try:
+        cast(conductor(req))
+    except Exception:
+        LOG.exception("could not cast for instance %s", instance.uuid)
+        with req.app.db.write() as conn:
+            inst.update(conn, instance.uuid, **undo)
+            actions.finish_action(conn, instance.uuid, req.context.request_id, "Error")
+        raise
+
+
+def _resize(req: Request, body: Any) -> Response:
+    flavorid = str(validate_body(body, _RESIZE_SCHEMA)["resize"]["flavorRef"])
+    flavorid = flavorid.rstrip("/").split("/")[-1]
+    with req.app.db.write() as conn:
+        instance = get_server(req, conn, req.params["server_id"])
+        authorize(req, "os_compute_api:servers:resize", target(instance))
+        check_state(instance, "resize", (states.ACTIVE, states.STOPPED))
+        try:
+            flavor = flv.get(conn, flavorid, req.context)
+        except NotFound:
+            raise HTTPError(400, f"Flavor {flavorid} could not be found.") from None
+        current = instance.flavor
+        if flavor.id == current.get("id"):
+            raise HTTPError(400, "When resizing, instances must change flavor!")
+        if flavor.disabled:
+            raise HTTPError(400, f"Flavor {flavorid} could not be found.")
+        # Nova's API refuses only a zero root disk; shrinking a disk is the driver's call.
+        if not instance.volume_backed and flavor.root_gb == 0 and current.get("root_gb"):
+            raise HTTPError(400, "Resize to zero disk flavor is not allowed.")
+        _start(conn, req, instance, "resize")
+        moved = move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0)
+    snapshot = flv.snapshot(flavor)
+    _cast(req, moved, lambda c: c.migrate_server(moved.uuid, req.context.request_id,
+                                                 new_flavor=snapshot, host=None),
+          {"task_state": None})
+    return empty_response(202)
+
+
+def _migrate(req: Request, body: Any) -> Response:
+    host: str | None = None
+    if req.version.minor >= MIGRATE_WITH_HOST:
+        migrate = validate_body(body, _MIGRATE_SCHEMA_2_56)["migrate"]
+        host = (migrate or {}).get("host")
+    with req.app.db.write() as conn:
+        instance = get_server(req, conn, req.params["server_id"])
+        rule = "os_compute_api:os-migrate-server:migrate" + (":host" if host else "")
+        authorize(req, rule, {"project_id": instance.project_id})
+        check_state(instance, "migrate", (states.ACTIVE, states.STOPPED))
+        if host is not None:
+            if host == instance.host:
+                raise HTTPError(400, "Cannot migrate to the host where the server exists.")
+            if not queries.compute_host_exists(conn, host):
+                raise HTTPError(400, f"Compute host {host} could not be found.")
+        _start(conn, req, instance, "migrate")
+        moved = move_state(conn, instance, "migrate", task_state=TASK.RESIZE_PREP, progress=0)
+    _cast(req, moved, lambda c: c.migrate_server(moved.uuid, req.context.request_id,
+                                                 new_flavor=None, host=host),
+          {"task_state": None})
+    return empty_response(202)
+
+
+def _finished_migration(conn: Connection, instance: inst.Instance) -> migs.Migration:
+    found = migs.for_instance(conn, instance.uuid, statuses=("finished",))
+    if not found:
+        raise HTTPError(400, "Instance has not been resized.")
+    return found[0]
+
+
+def _confirm_resize(req: Request, body: Any) -> Response:
+    with req.app.db.write() as conn:
+        instance = get_server(req, conn, req.params["server_id"])
+        authorize(req, "os_compute_api:servers:confirm_resize",
+                  {"project_id": instance.project_id})
+        check_state(instance, "confirmResize", (states.RESIZED,))
+        migration = _finished_migration(conn, instance)
+        _start(conn, req, instance, "confirmResize")
+        # As the conductor's automatic confirm does: one confirm at a time.
+        moved = move_state(conn, instance, "confirmResize",
+                           task_state=TASK.RESIZE_CONFIRMING)
+    _cast(req, moved, lambda c: c.confirm_resize(moved.uuid, migration.uuid,
+                                                 req.context.request_id),
+          {"task_state": None})
+    return empty_response(204)
+
+
+def _revert_resize(req: Request, body: Any) -> Response:
+    with req.app.db.write() as conn:
+        instance = get_server(req, conn, req.params["server_id"])
+        authorize(req, "os_compute_api:servers:revert_resize",
+                  {"project_id": instance.project_id})
+        check_state(instance, "revertResize", (states.RESIZED,))
+        migration = _finished_migration(conn, instance)
+        _start(conn, req, instance, "revertResize")
+        moved = move_state(conn, instance, "revertResize", task_state=TASK.RESIZE_REVERTING)
+    _cast(req, moved, lambda c: c.revert_resize(moved.uuid, migration.uuid,
+                                                req.context.request_id),
+          {"task_state": None})
+    return empty_response(202)
+
+
+def _power(req: Request, on: bool) -> Response:
+    action, rule = ("start", "start") if on else ("stop", "stop")
+    allowed_states = (states.STOPPED,) if on else (states.ACTIVE, states.ERROR)
+    with req.app.db.write() as conn:
+        instance = get_server(req, conn, req.params["server_id"])
+        authorize(req, f"os_compute_api:servers:{rule}", target(instance))
+        check_state(instance, action, allowed_states)
+        if instance.host is None:
+            raise HTTPError(409, f"Instance {instance.uuid} is not ready")
+        _start(conn, req, instance, action)
+        task = TASK.POWERING_ON if on else TASK.POWERING_OFF
+        values: dict[str, Any] = {"task_state": task}
+        if not on:
+            values["progress"] = 0
+        moved = move_state(conn, instance, action, **values)
+    _cast(req, moved, lambda c: c.power(moved.uuid, req.context.request_id, on=on),
+          {"task_state": None})
+    return empty_response(202)
+
+
+_ACTIONS: dict[str, Callable[[Request, Any], Response]] = {
+    "resize": _resize,
+    "migrate": _migrate,
+    "confirmResize": _confirm_resize,
+    "revertResize": _revert_resize,
+    "os-stop": lambda req, body: _power(req, on=False),
+    "os-start": lambda req, body: _power(req, on=True),
+}
+
+
+def server_action(req: Request) -> Response:
+    body = read_body(req)
+    if not isinstance(body, dict) or len(body) != 1:
+        raise HTTPError(400, "Malformed request body")
+    (name,) = body
+    handler = _ACTIONS.get(name)
+    if handler is None:
+        raise HTTPError(400, f"There is no such action: {name}")
+    return handler(req, body)
+
+
+ROUTES = [Route("POST", API_PREFIX + "/servers/{server_id}/action", server_action,
+                json_body=True)]

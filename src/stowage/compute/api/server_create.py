@@ -1,0 +1,415 @@
+"""POST /servers: validate a boot request, write its records, hand it to the conductor.
+
+The request body is checked against Nova's schema for the microversion
+(2.19 adds `description`, 2.37 makes `networks` required and "auto"/"none"
+legal, 2.42 network/bdm tags, 2.67 bdm volume_type, 2.74 `host` and
+`hypervisor_hostname`), then against the records: the flavor must be visible
+and enabled, the image active and big enough, the zone known, the server
+group real. Only then are the instance rows, request spec, group membership
+and `create` action written, in one transaction; the conductor is cast after
+the commit. A request that fails any check writes nothing.
+
+Root disk: an image, or a volume (`block_device_mapping_v2` with boot_index 0
+and destination_type volume): a volume-backed server may have an empty
+imageRef and consumes no DISK_GB for its root.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import secrets
+import string
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from stowage.compute import actions, server_groups, states
+from stowage.compute import flavors as flv
+from stowage.compute import instances as inst
+from stowage.compute.api import server_queries as queries
+from stowage.compute.api import server_views as views
+from stowage.compute.api.common import (
+    API_PREFIX,
+    allowed,
+    at_least,
+    authorize,
+    read_body,
+    validate_body,
+)
+from stowage.compute.api.server_common import conductor
+from stowage.errors import NotFound
+from stowage.image import images
+from stowage.web.errors import HTTPError
+from stowage.web.http import Request, Response, json_response
+from stowage.web.routing import Route
+
+__all__ = ["ROUTES", "NAME", "DESCRIPTION", "check_name", "check_description"]
+
+_UUID = "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+NAME = {"type": "string", "minLength": 1, "maxLength": 255}
+DESCRIPTION = {"type": ["string", "null"], "minLength": 0, "maxLength": 255}
+_TRUE = ("True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes", "y", "t")
+_FALSE = ("False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no", "n", "f")
+_BOOLEAN = {"type": ["boolean", "string"], "enum": [True, False, *_TRUE, *_FALSE]}
+_POSITIVE = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 1,
+             "minLength": 1}
+_METADATA = {"type": "object",
+             "patternProperties": {"^[a-zA-Z0-9-_:. ]{1,255}$": {"type": "string",
+                                                                  "maxLength": 255}},
+             "additionalProperties": False}
+_NETWORK_ITEM: dict[str, Any] = {"type": "object",
+                 "properties": {"fixed_ip": {"type": "string"},
+                                "port": {"type": ["string", "null"]},
+                                "uuid": {"type": "string"}},
+                 "additionalProperties": False}
+_BDM = {"type": "object",
+        "properties": {
+            "source_type": {"type": "string", "enum": ["volume", "image", "snapshot", "blank"]},
+            "destination_type": {"type": "string", "enum": ["local", "volume"]},
+            "uuid": {"type": "string", "minLength": 1, "maxLength": 255,
+                     "pattern": "^[a-zA-Z0-9._-]*$"},
+            "image_id": {"type": "string"}, "volume_id": {"type": "string"},
+            "snapshot_id": {"type": "string"},
+            "boot_index": {"type": ["integer", "string", "null"], "pattern": "^-?[0-9]+$"},
+            "volume_size": {"type": ["integer", "string"], "pattern": "^[0-9]+$",
+                            "minimum": 1},
+            "delete_on_termination": _BOOLEAN,
+            "device_name": {"type": "string", "minLength": 1, "maxLength": 255,
+                            "pattern": "^[a-zA-Z0-9._/-]*$"},
+            "guest_format": {"type": "string", "maxLength": 255},
+            "device_type": {"type": "string", "maxLength": 255},
+            "disk_bus": {"type": "string", "maxLength": 255},
+            "no_device": {}, "virtual_name": {"type": "string", "maxLength": 255}},
+        "additionalProperties": False}
+_HINTS = {"type": "object",
+          "properties": {"group": {"oneOf": [{"type": "string", "pattern": _UUID},
+                                             {"type": "array",
+                                              "items": {"type": "string", "pattern": _UUID}}]}},
+          "additionalProperties": True}
+_TAG = {"type": "string", "pattern": "^[^,/]*$", "minLength": 1, "maxLength": 60}
+_FQDN = {"type": "string", "minLength": 1, "maxLength": 255,
+         "pattern": "^[a-zA-Z0-9-._]*$"}
+
+
+def _create_schema(minor: int) -> dict[str, Any]:
+    """Nova's create schema as it stands at 2.`minor`."""
+    server: dict[str, Any] = {
+        "name": NAME,
+        "imageRef": {"oneOf": [{"type": "string", "pattern": _UUID},
+                               {"type": "string", "maxLength": 0}]},
+        "flavorRef": {"type": ["string", "integer"], "minLength": 1},
+        "adminPass": {"type": "string"},
+        "metadata": _METADATA,
+        "networks": {"type": "array", "items": _NETWORK_ITEM},
+        "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
+        "accessIPv4": {"type": "string"}, "accessIPv6": {"type": "string"},
+        "availability_zone": NAME,
+        "block_device_mapping_v2": {"type": "array", "items": copy.deepcopy(_BDM)},
+        "config_drive": _BOOLEAN,
+        "key_name": NAME,
+        "min_count": _POSITIVE, "max_count": _POSITIVE,
+        "return_reservation_id": _BOOLEAN,
+        "security_groups": {"type": "array",
+                            "items": {"type": "object", "properties": {"name": NAME},
+                                      "additionalProperties": False}},
+        "user_data": {"type": "string", "maxLength": 65535},
+    }
+    required = ["name", "flavorRef"]
+    if minor < 57:
+        server["personality"] = {"type": "array"}
+    if minor >= 19:
+        server["description"] = DESCRIPTION
+    if minor >= 37:
+        required.append("networks")
+        item: dict[str, Any] = copy.deepcopy(_NETWORK_ITEM)
+        item["properties"]["uuid"] = {"type": "string", "pattern": _UUID}
+        if minor >= 42:
+            item["properties"]["tag"] = _TAG
+        server["networks"] = {"oneOf": [{"type": "array", "items": item},
+                                        {"type": "string", "enum": ["none", "auto"]}]}
+    bdm_props = server["block_device_mapping_v2"]["items"]["properties"]
+    if minor >= 42 or minor == 32:
+        bdm_props["tag"] = _TAG
+    if minor >= 67:
+        bdm_props["volume_type"] = {"type": ["string", "null"], "minLength": 0,
+                                    "maxLength": 255}
+    if minor >= 74:
+        server["host"] = _FQDN
+        server["hypervisor_hostname"] = _FQDN
+    return {"type": "object",
+            "properties": {"server": {"type": "object", "properties": server,
+                                      "required": required, "additionalProperties": False},
+                           "os:scheduler_hints": _HINTS, "OS-SCH-HNT:scheduler_hints": _HINTS},
+            "required": ["server"], "additionalProperties": False}
+
+
+def check_name(name: str) -> None:
+    if name != name.strip() or not name.isprintable():
+        raise HTTPError(400, "An invalid 'name' value was provided. The name must be: "
+                             "printable characters. Can not start or end with whitespace.")
+
+
+def check_description(description: str | None) -> None:
+    if description and not all(ch.isprintable() or ch in "\t\n\r" for ch in description):
+        raise HTTPError(400, "Invalid input for field/attribute description. Value: "
+                             f"{description}. The description must be printable characters.")
+
+
+def _as_bool(value: Any) -> bool:
+    return value is True or str(value) in _TRUE
+
+
+@dataclass
+class Boot:
+    """A checked boot request, before it meets the records."""
+
+    name: str
+    flavorid: str
+    image_id: str | None  # the image to check (imageRef, or the root bdm's image)
+    volume_backed: bool
+    count: tuple[int, int]  # min_count, max_count
+    zone: str | None
+    destination: dict[str, str | None] | None
+    hints: dict[str, Any]
+    group: str | None
+    networks: Any
+    description: str | None
+    metadata: dict[str, str]
+    key_name: str | None
+    config_drive: bool
+    security_groups: list[str]
+    admin_pass: str
+    return_reservation_id: bool
+    image_properties: dict[str, Any] = field(default_factory=dict)
+
+
+def _boot_index(bdm: dict[str, Any]) -> int | None:
+    value = bdm.get("boot_index")
+    return None if value is None else int(value)
+
+
+def _root_disk(body: dict[str, Any]) -> tuple[str | None, bool]:
+    """(image to check, volume-backed?) from imageRef and block_device_mapping_v2."""
+    image_ref = body.get("imageRef") or None
+    root = next((b for b in body.get("block_device_mapping_v2") or []
+                 if _boot_index(b) == 0), None)
+    if root is None:
+        if image_ref is None:
+            if body.get("block_device_mapping_v2"):
+                raise HTTPError(400, "Block Device Mapping is Invalid: Boot sequence for the "
+                                     "instance and image/block device mapping combination is "
+                                     "not valid.")
+            raise HTTPError(400, "Missing imageRef attribute")
+        return image_ref, False
+    source = root.get("source_type")
+    if source != "blank" and not (root.get("uuid") or root.get("image_id")
+                                  or root.get("volume_id") or root.get("snapshot_id")):
+        raise HTTPError(400, "Block Device Mapping is Invalid: Missing device UUID.")
+    volume_backed = root.get("destination_type") == "volume"
+    if source == "image":
+        return image_ref or root.get("uuid") or root.get("image_id"), volume_backed
+    if image_ref is None and not volume_backed:
+        raise HTTPError(400, "Block Device Mapping is Invalid: Boot sequence for the "
+                             "instance and image/block device mapping combination is "
+                             "not valid.")
+    return image_ref if not volume_backed else None, volume_backed
+
+
+def _zone_and_host(req: Request, body: dict[str, Any]) -> tuple[str | None,
+                                                                 dict[str, str | None] | None]:
+    """The requested zone, and a requested destination (`zone:host:node` or 2.74 host)."""
+    zone = body.get("availability_zone") or None
+    destination: dict[str, str | None] | None = None
+    if zone and ":" in zone:
+        zone, _, rest = zone.partition(":")
+        host, _, node = rest.partition(":")
+        authorize(req, "os_compute_api:servers:create:forced_host", _target(req, zone))
+        destination = {"host": host or None, "node": node or None}
+        zone = zone or None
+    if body.get("host") or body.get("hypervisor_hostname"):
+        authorize(req, "compute:servers:create:requested_destination", _target(req, zone))
+        if destination is not None:
+            raise HTTPError(400, "One mechanism with host and/or hypervisor_hostname and "
+                                 "another mechanism with zone:host:node are mutually "
+                                 "exclusive.")
+        destination = {"host": body.get("host"), "node": body.get("hypervisor_hostname")}
+    return zone, destination
+
+
+def _target(req: Request, zone: str | None) -> dict[str, object]:
+    return {"project_id": req.context.project_id, "user_id": req.context.user_id,
+            "availability_zone": zone}
+
+
+def _hints(body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    hints = dict(body.get("os:scheduler_hints") or body.get("OS-SCH-HNT:scheduler_hints")
+                 or {})
+    group = hints.get("group")
+    if isinstance(group, list):
+        group = group[0] if group else None
+    return hints, group
+
+
+def _parse(req: Request, data: dict[str, Any]) -> Boot:
+    body = data["server"]
+    check_name(body["name"])
+    description = body.get("description") if at_least(req, 19) else body["name"]
+    check_description(description)
+    min_count = int(body.get("min_count", 1))
+    max_count = int(body.get("max_count", min_count))
+    if min_count > max_count:
+        raise HTTPError(400, "min_count must be <= max_count")
+    zone, destination = _zone_and_host(req, body)
+    authorize(req, "os_compute_api:servers:create", _target(req, zone))
+    image_id, volume_backed = _root_disk(body)
+    if body.get("block_device_mapping_v2"):
+        authorize(req, "os_compute_api:servers:create:attach_volume", _target(req, zone))
+    networks = body.get("networks")
+    if isinstance(networks, list) and networks:
+        authorize(req, "os_compute_api:servers:create:attach_network", _target(req, zone))
+    hints, group = _hints(data)
+    groups = [g["name"] for g in body.get("security_groups") or [] if g.get("name")]
+    return Boot(
+        name=body["name"], flavorid=str(body["flavorRef"]).rstrip("/").split("/")[-1],
+        image_id=image_id, volume_backed=volume_backed, count=(min_count, max_count),
+        zone=zone, destination=destination, hints=hints, group=group, networks=networks,
+        description=description, metadata=dict(body.get("metadata") or {}),
+        key_name=body.get("key_name"), config_drive=_as_bool(body.get("config_drive")),
+        security_groups=sorted(set(groups)) or ["default"],
+        admin_pass=body.get("adminPass") or _password(),
+        return_reservation_id=_as_bool(body.get("return_reservation_id")))
+
+
+def _password(length: int = 12) -> str:
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def _flavor(req: Request, conn: Connection, boot: Boot) -> flv.Flavor:
+    try:
+        flavor = flv.get(conn, boot.flavorid, req.context)
+    except NotFound:
+        raise HTTPError(400, f"Flavor {boot.flavorid} could not be found.") from None
+    if flavor.disabled:
+        raise HTTPError(400, f"Flavor {boot.flavorid} could not be found.")
+    return flavor
+
+
+def _check_image(req: Request, conn: Connection, boot: Boot, flavor: flv.Flavor) -> None:
+    """The image exists, is active, and fits the flavor (disk only when image-backed)."""
+    if boot.image_id is None:
+        return
+    try:
+        image = images.get(conn, boot.image_id, req.context)
+    except NotFound:
+        raise HTTPError(400, "Can not find requested image") from None
+    if image.status != "active":
+        raise HTTPError(400, f"Image {image.id} is not active.")
+    boot.image_id = image.id
+    boot.image_properties = dict(image.properties)
+    if flavor.memory_mb < (image.min_ram or 0):
+        raise HTTPError(400, "Flavor's memory is too small for requested image.")
+    if boot.volume_backed or flavor.root_gb == 0:
+        return
+    if (image.min_disk or 0) > flavor.root_gb:
+        gib = 1024 ** 3
+        raise HTTPError(400, "Flavor's disk is smaller than the minimum size specified in "
+                             f"image metadata. Flavor disk is {flavor.root_gb * gib} bytes, "
+                             f"minimum size is {image.min_disk * gib} bytes.")
+
+
+def _check_placement_hints(req: Request, conn: Connection, boot: Boot,
+                           flavor: flv.Flavor) -> None:
+    """Zone, destination host, server group and zero-disk rules."""
+    if flavor.root_gb == 0 and not boot.volume_backed and not allowed(
+            req, "os_compute_api:servers:create:zero_disk_flavor"):
+        raise HTTPError(403, "Only volume-backed servers are allowed for flavors with zero "
+                             "disk.")
+    default_zone = req.app.settings.compute.default_availability_zone
+    if boot.zone and boot.destination is None and \
+            boot.zone not in queries.known_zones(conn, default_zone):
+        raise HTTPError(400, "The requested availability zone is not available")
+    host = (boot.destination or {}).get("host")
+    if host and not queries.compute_host_exists(conn, host):
+        raise HTTPError(400, f"Compute host {host} could not be found.")
+    if boot.group is not None:
+        project = None if req.context.is_admin else req.context.project_id
+        try:
+            server_groups.get(conn, boot.group, project)
+        except NotFound:
+            raise HTTPError(400, f"Instance group {boot.group} could not be found.") from None
+
+
+def hostname_of(name: str) -> str:
+    """Nova's sanitize_hostname: lower case, [a-z0-9.-], at most 63 characters."""
+    hostname = re.sub(r"[ _]", "-", name)
+    hostname = re.sub(r"[^\w.-]+", "", hostname, flags=re.ASCII).lower().strip(".-")
+    return hostname[:63] or "server"
+
+
+def _reservation_id() -> str:
+    alphabet = string.ascii_lowercase + string.digits
+    return "r-" + "".join(secrets.choice(alphabet) for _ in range(8))
+
+
+def _spec(req: Request, boot: Boot, uuid: str, snapshot: dict[str, Any]) -> dict[str, Any]:
+    """The request spec the scheduler reads for this instance (and later moves)."""
+    return {"instance_uuid": uuid, "project_id": req.context.project_id,
+            "user_id": req.context.user_id, "flavor": snapshot,
+            "is_volume_backed": boot.volume_backed,
+            "image": {"id": boot.image_id, "properties": boot.image_properties},
+            "availability_zone": boot.zone, "scheduler_hints": boot.hints,
+            "instance_group": boot.group, "ignore_hosts": [],
+            "requested_destination": boot.destination, "num_instances": boot.count[1],
+            "move": False}
+
+
+def _write(req: Request, conn: Connection, boot: Boot,
+           flavor: flv.Flavor) -> tuple[list[inst.Instance], str]:
+    ctx = req.context
+    snapshot = flv.snapshot(flavor)
+    reservation = _reservation_id()
+    made: list[inst.Instance] = []
+    count = boot.count[1]
+    for index in range(count):
+        name = f"{boot.name}-{index + 1}" if count > 1 else boot.name
+        instance = inst.create(conn, inst.Instance(
+            uuid=str(uuidlib.uuid4()), project_id=ctx.project_id or "",
+            user_id=ctx.user_id or "", display_name=name, flavor=snapshot,
+            vm_state=states.BUILDING, task_state=states.TASK.SCHEDULING,
+            hostname=hostname_of(name), availability_zone=boot.zone,
+            image_ref="" if boot.volume_backed else boot.image_id,
+            volume_backed=boot.volume_backed, key_name=boot.key_name,
+            metadata=boot.metadata, networks=boot.networks,
+            config_drive="True" if boot.config_drive else "",
+            display_description=boot.description, progress=0, reservation_id=reservation,
+            launch_index=index))
+        inst.save_request_spec(conn, instance.uuid, _spec(req, boot, instance.uuid, snapshot))
+        if boot.group is not None:
+            server_groups.add_member(conn, boot.group, instance.uuid)
+        actions.start_action(conn, instance.uuid, "create", ctx.request_id, ctx.user_id,
+                             ctx.project_id)
+        made.append(instance)
+    return made, reservation
+
+
+def create_server(req: Request) -> Response:
+    data = validate_body(read_body(req), _create_schema(req.version.minor))
+    boot = _parse(req, data)
+    with req.app.db.write() as conn:
+        flavor = _flavor(req, conn, boot)
+        _check_image(req, conn, boot, flavor)
+        _check_placement_hints(req, conn, boot, flavor)
+        made, reservation = _write(req, conn, boot, flavor)
+    conductor(req).build_instances([i.uuid for i in made], req.context.request_id)
+    if boot.return_reservation_id:
+        return json_response({"reservation_id": reservation}, status=202)
+    view = views.created(req, made[0], boot.admin_pass, boot.security_groups)
+    return json_response({"server": view}, status=202,
+                         headers=[("location", view["links"][0]["href"])])
+
+
+ROUTES = [Route("POST", API_PREFIX + "/servers", create_server, json_body=True)]

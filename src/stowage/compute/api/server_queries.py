@@ -1,0 +1,184 @@
+"""The reads the server API needs beyond `instances.py`: listing with Nova's filters, hosts.
+
+No HTTP here: handlers in `servers.py`, `server_actions.py` and the views
+call these with a connection. Filters that every backend evaluates the same
+way run in SQL; the regular-expression filters (`name`, ...) and the sort
+run in Python, as flavors do, so that ordering does not depend on the
+backend's collation.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stowage.compute import instances as inst
+from stowage.compute import server_groups, services
+from stowage.compute import tables as t
+from stowage.config import ComputeSettings
+from stowage.errors import Invalid, NotFound
+
+__all__ = ["ServerQuery", "list_servers", "known_zones", "compute_host_exists",
+           "host_services", "groups_of", "host_status", "forget_instance"]
+
+_I = t.instances
+
+@dataclass
+class ServerQuery:
+    """What GET /servers[/detail] asks for, already checked against policy."""
+
+    project_id: str | None = None  # None: every project (all_tenants)
+    user_id: str | None = None
+    # Exact filters on instance columns; a list means "any of".
+    exact: dict[str, Any] = field(default_factory=dict)
+    # Regular expressions on instance columns (Nova's "regex" filters).
+    regex: dict[str, str] = field(default_factory=dict)
+    flavorid: str | None = None
+    deleted: bool | None = False  # None: deleted or not
+    changes_since: datetime.datetime | None = None
+    changes_before: datetime.datetime | None = None
+    sort: Sequence[tuple[str, str]] = (("created_at", "desc"),)
+    limit: int | None = None
+    marker: str | None = None
+
+
+def _sort_value(instance: inst.Instance, key: str) -> Any:
+    value = getattr(instance, key, None)
+    if isinstance(value, bool):
+        value = int(value)
+    # None sorts first, as NULL does on MySQL and SQLite.
+    return (value is not None, value if value is not None else 0)
+
+
+def _sorted(found: list[inst.Instance], sort: Sequence[tuple[str, str]]) -> list[inst.Instance]:
+    # Stable sorts from the least to the most significant key; the internal
+    # id breaks ties in the direction of the first key, as Nova adds it.
+    first_desc = bool(sort) and sort[0][1] == "desc"
+    found.sort(key=lambda i: i.id or 0, reverse=first_desc)
+    for key, direction in reversed(sort):
+        found.sort(key=lambda i, k=key: _sort_value(i, k),  # type: ignore[misc]
+                   reverse=direction == "desc")
+    return found
+
+
+def _where(query: ServerQuery) -> list[Any]:
+    clauses: list[Any] = []
+    if query.project_id is not None:
+        clauses.append(_I.c.project_id == query.project_id)
+    if query.user_id is not None:
+        clauses.append(_I.c.user_id == query.user_id)
+    if query.deleted is not None:
+        clauses.append(_I.c.deleted != 0 if query.deleted else _I.c.deleted == 0)
+    for name, value in query.exact.items():
+        column = _I.c[name]
+        if isinstance(value, (list, tuple)):
+            values = [v for v in value if v is not None]
+            clause: Any = column.in_(values)
+            if None in value:
+                clause = sa.or_(clause, column.is_(None))
+            clauses.append(clause)
+        else:
+            clauses.append(column.is_(None) if value is None else column == value)
+    # Nova compares changes-since/-before with updated_at, which a new row
+    # does not have yet: COALESCE(updated_at, created_at).
+    changed = sa.func.coalesce(_I.c.updated_at, _I.c.created_at)
+    if query.changes_since is not None:
+        clauses.append(changed >= query.changes_since)
+    if query.changes_before is not None:
+        clauses.append(changed <= query.changes_before)
+    return clauses
+
+
+def _matches(instance: inst.Instance, query: ServerQuery) -> bool:
+    for name, pattern in query.regex.items():
+        value = getattr(instance, name, None)
+        if value is None or not re.search(pattern, str(value)):
+            return False
+    return query.flavorid is None or instance.flavor.get("flavorid") == query.flavorid
+
+
+def list_servers(conn: Connection, query: ServerQuery) -> list[inst.Instance]:
+    """Instances matching `query`, sorted and paged after the marker (an instance uuid)."""
+    for pattern in query.regex.values():
+        try:
+            re.compile(pattern)
+        except re.error:
+            raise Invalid(f"Invalid regular expression: {pattern}") from None
+    uuids = list(conn.execute(sa.select(_I.c.uuid).where(*_where(query))).scalars())
+    found = inst.list_instances(conn, read_deleted=True, uuids=uuids) if uuids else []
+    found = _sorted([i for i in found if _matches(i, query)], query.sort)
+    if query.marker is not None:
+        found = _after_marker(conn, found, query)
+    return found[:query.limit] if query.limit is not None else found
+
+
+def _after_marker(conn: Connection, found: list[inst.Instance],
+                  query: ServerQuery) -> list[inst.Instance]:
+    uuids = [i.uuid for i in found]
+    if query.marker in uuids:
+        return found[uuids.index(query.marker) + 1:]
+    # The marker left the result set (its state changed): page from where it sorts.
+    try:
+        marker = inst.get(conn, query.marker or "", read_deleted=True,
+                          project_id=query.project_id)
+    except NotFound:
+        raise Invalid(f"marker [{query.marker}] not found") from None
+    merged = _sorted([*found, marker], query.sort)
+    return merged[[i.uuid for i in merged].index(marker.uuid) + 1:]
+
+
+def known_zones(conn: Connection, default_zone: str) -> set[str]:
+    """Availability zones of the compute services, plus the default zone."""
+    found = services.list_services(conn, binary=services.COMPUTE)
+    return {s.availability_zone for s in found if s.availability_zone} | {default_zone}
+
+
+def compute_host_exists(conn: Connection, host: str) -> bool:
+    try:
+        services.service_by_host(conn, host, services.COMPUTE)
+    except NotFound:
+        return False
+    return True
+
+
+def host_services(conn: Connection, hosts: Iterable[str | None]) -> dict[str, services.Service]:
+    """host -> its compute service, for the hosts that have one."""
+    wanted = {h for h in hosts if h}
+    if not wanted:
+        return {}
+    if len(wanted) == 1:
+        host = next(iter(wanted))
+        return {host: services.service_by_host(conn, host, services.COMPUTE)} \
+            if compute_host_exists(conn, host) else {}
+    return {s.host: s for s in services.list_services(conn, binary=services.COMPUTE)
+            if s.host in wanted}
+
+
+def host_status(service: services.Service | None, host: str | None,
+                settings: ComputeSettings) -> str:
+    """Nova's host_status: UP, DOWN, MAINTENANCE, UNKNOWN, or "" without a host."""
+    if not host or service is None:
+        return ""
+    if service.forced_down:
+        return "DOWN"
+    if service.disabled:
+        return "MAINTENANCE"
+    return "UP" if services.is_up(service, settings) else "UNKNOWN"
+
+
+def groups_of(conn: Connection, instance_uuid: str) -> list[str]:
+    """Uuids of the server groups the instance belongs to (2.71's `server_groups`)."""
+    group = server_groups.group_of_instance(conn, instance_uuid)
+    return [] if group is None else [group.uuid]
+
+
+def forget_instance(conn: Connection, instance_uuid: str) -> None:
+    """Drop what a deleted instance leaves behind: its request spec and group membership."""
+    conn.execute(t.request_specs.delete().where(t.request_specs.c.instance_uuid == instance_uuid))
+    server_groups.remove_member(conn, instance_uuid)

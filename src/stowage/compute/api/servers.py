@@ -1,0 +1,115 @@
+"""/servers/{id}: show, rename or describe (PUT), and delete.
+
+Deleting follows the division of labour: the API records the `delete` action,
+swaps the task_state to `deleting` and casts to the conductor, which frees
+the host and the allocations. A server that never reached a host (an ERROR
+from scheduling) holds nothing anywhere, so the API deletes it right away.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stowage.compute import actions, states
+from stowage.compute import instances as inst
+from stowage.compute.api import server_queries as queries
+from stowage.compute.api import server_views as views
+from stowage.compute.api.common import API_PREFIX, at_least, authorize, read_body, validate_body
+from stowage.compute.api.server_common import (
+    conductor,
+    get_server,
+    invalid_state,
+    move_state,
+    target,
+)
+from stowage.compute.api.server_create import DESCRIPTION, NAME, check_description, check_name
+from stowage.compute.states import TASK
+from stowage.web.http import Request, Response, empty_response, json_response
+from stowage.web.routing import Route
+
+__all__ = ["ROUTES"]
+
+_UPDATE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"server": {
+        "type": "object",
+        "properties": {"name": NAME,
+                       "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
+                       "accessIPv4": {"type": "string"}, "accessIPv6": {"type": "string"}},
+        "additionalProperties": False}},
+    "required": ["server"],
+    "additionalProperties": False,
+}
+_UPDATE_SCHEMA_2_19: dict[str, Any] = {
+    **_UPDATE_SCHEMA,
+    "properties": {"server": {
+        **_UPDATE_SCHEMA["properties"]["server"],
+        "properties": {**_UPDATE_SCHEMA["properties"]["server"]["properties"],
+                       "description": DESCRIPTION}}},
+}
+# Deleting needs no particular vm_state; while another operation runs
+# (task_state set) only a build or an ERROR may be cut short.
+_DELETABLE_WHILE_BUSY = (states.BUILDING, states.ERROR)
+
+
+def show_server(req: Request) -> Response:
+    with req.app.db.read() as conn:
+        instance = get_server(req, conn, req.params["server_id"])
+        authorize(req, "os_compute_api:servers:show", target(instance))
+        extras = views.load_extras(conn, [instance], with_groups=True)
+    view = views.show(req, instance, views.Shown.for_request(req), extras, with_groups=True)
+    return json_response({"server": view})
+
+
+def update_server(req: Request) -> Response:
+    schema = _UPDATE_SCHEMA_2_19 if at_least(req, views.DESCRIPTION) else _UPDATE_SCHEMA
+    body = validate_body(read_body(req), schema)["server"]
+    values: dict[str, Any] = {}
+    if "name" in body:
+        check_name(body["name"])
+        values["display_name"] = body["name"]
+    if "description" in body:
+        check_description(body["description"])
+        values["display_description"] = body["description"]
+    with req.app.db.write() as conn:
+        instance = get_server(req, conn, req.params["server_id"])
+        authorize(req, "os_compute_api:servers:update", target(instance))
+        if values:
+            instance = inst.update(conn, instance.uuid, **values)
+        extras = views.load_extras(conn, [instance], with_groups=True)
+    return json_response({"server": views.updated(req, instance, views.Shown.for_request(req),
+                                                  extras)})
+
+
+def delete_server(req: Request) -> Response:
+    ctx = req.context
+    with req.app.db.write() as conn:
+        instance = get_server(req, conn, req.params["server_id"])
+        authorize(req, "os_compute_api:servers:delete", target(instance))
+        if instance.task_state == TASK.DELETING:
+            return empty_response(204)  # already on its way out
+        if instance.task_state is not None and instance.vm_state not in _DELETABLE_WHILE_BUSY:
+            raise invalid_state("delete", instance.uuid, "task_state", instance.task_state)
+        actions.start_action(conn, instance.uuid, "delete", ctx.request_id, ctx.user_id,
+                             ctx.project_id)
+        if instance.host is None and instance.vm_state == states.ERROR:
+            _delete_here(conn, instance, ctx.request_id)
+            return empty_response(204)
+        move_state(conn, instance, "delete", task_state=TASK.DELETING, progress=0)
+    conductor(req).delete_instance(instance.uuid, ctx.request_id)
+    return empty_response(204)
+
+
+def _delete_here(conn: Any, instance: inst.Instance, request_id: str) -> None:
+    """A server without a host: nothing to free but its records."""
+    inst.soft_delete(conn, instance.uuid)
+    queries.forget_instance(conn, instance.uuid)
+    actions.finish_action(conn, instance.uuid, request_id)
+
+
+_ONE = API_PREFIX + "/servers/{server_id}"
+ROUTES = [
+    Route("GET", _ONE, show_server),
+    Route("PUT", _ONE, update_server, json_body=True),
+    Route("DELETE", _ONE, delete_server),
+]

@@ -1,0 +1,123 @@
+"""The accounting invariants, checked against Placement and the compute records.
+
+1. Every consumer holding an allocation is a live instance or a migration in
+   progress.
+2. No provider is used beyond its capacity, (total - reserved) x ratio.
+3. A migration in a final status owns nothing.
+4. A settled instance (active, stopped or error, with a host, no move in
+   progress) holds exactly its flavor, all of it in its host's tree or on a
+   sharing provider; an instance in VERIFY_RESIZE holds its new flavor on the
+   destination and its migration the old flavor on the source.
+
+`audit()` returns the violations as sentences (empty when all hold). The
+tests call it after every operation; `stowage manage placement audit` runs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+
+from stowage.compute import instances, migrations, resources, states
+from stowage.compute import tables as t
+from stowage.db import Database
+from stowage.placement.client import PlacementClient
+
+__all__ = ["audit"]
+
+_SETTLED = (states.ACTIVE, states.STOPPED, states.ERROR)
+
+
+def _providers(placement: PlacementClient) -> list[dict[str, Any]]:
+    data = placement.http.get("/resource_providers").json()
+    return list(data["resource_providers"])
+
+
+def _holdings(placement: PlacementClient, providers: list[dict[str, Any]]
+              ) -> dict[str, dict[str, dict[str, int]]]:
+    """consumer -> provider -> class -> amount, over every provider."""
+    held: dict[str, dict[str, dict[str, int]]] = {}
+    for rp in providers:
+        for consumer, res in placement.provider_allocations(rp["uuid"]).items():
+            held.setdefault(consumer, {})[rp["uuid"]] = res
+    return held
+
+
+def _over_capacity(placement: PlacementClient, rp: Mapping[str, Any]) -> list[str]:
+    inventories = placement.http.get(f"/resource_providers/{rp['uuid']}/inventories").json()
+    usages = placement.usages(rp["uuid"])
+    problems = []
+    for rc, inv in inventories["inventories"].items():
+        capacity = int((inv["total"] - inv["reserved"]) * inv["allocation_ratio"])
+        if usages.get(rc, 0) > capacity:
+            problems.append(f"provider {rp['name']} uses {usages[rc]} {rc} of {capacity}")
+    return problems
+
+
+def _total(by_provider: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for res in by_provider.values():
+        for rc, n in res.items():
+            total[rc] = total.get(rc, 0) + n
+    return total
+
+
+def _node_uuids(db: Database) -> dict[str, str]:
+    """host name -> compute node uuid (= its root provider)."""
+    cn = t.compute_nodes
+    with db.read() as conn:
+        rows = conn.execute(sa.select(cn.c.host, cn.c.uuid).where(cn.c.deleted == 0)).all()
+    return {row.host: row.uuid for row in rows}
+
+
+def audit(db: Database, placement: PlacementClient) -> list[str]:
+    providers = _providers(placement)
+    held = _holdings(placement, providers)
+    problems = [p for rp in providers for p in _over_capacity(placement, rp)]
+    with db.read() as conn:
+        live = {i.uuid: i for i in instances.list_instances(conn)}
+        moves = {m.uuid: m for m in migrations.list_migrations(conn)}
+    in_tree = {rp["uuid"]: rp["root_provider_uuid"] for rp in providers}
+    nodes = _node_uuids(db)
+    for consumer, by_rp in held.items():
+        move = moves.get(consumer)
+        if consumer not in live and (move is None or move.finished):
+            what = f"finished migration ({move.status})" if move else "unknown consumer"
+            problems.append(f"{consumer} holds {by_rp} but is a {what}")
+    for inst in live.values():
+        problems.extend(_instance_problems(inst, held, moves, in_tree, nodes))
+    return problems
+
+
+def _instance_problems(inst: instances.Instance, held: Mapping[str, Any],
+                       moves: Mapping[str, migrations.Migration], in_tree: Mapping[str, str],
+                       nodes: Mapping[str, str]) -> list[str]:
+    active_moves = [m for m in moves.values() if m.instance_uuid == inst.uuid and not m.finished]
+    mine = held.get(inst.uuid, {})
+    if inst.host is None:
+        return [f"instance {inst.uuid} has no host but holds {mine}"] if mine else []
+    if inst.vm_state == states.RESIZED and active_moves:
+        move = active_moves[0]
+        return (_holds_flavor(inst.uuid, mine, inst.flavor, inst, nodes.get(inst.host), in_tree)
+                + _holds_flavor(move.uuid, held.get(move.uuid, {}),
+                                inst.old_flavor or inst.flavor, inst,
+                                nodes.get(move.source_compute or ""), in_tree))
+    if inst.vm_state not in _SETTLED or inst.task_state is not None or active_moves:
+        return []
+    return _holds_flavor(inst.uuid, mine, inst.flavor, inst, nodes.get(inst.host), in_tree)
+
+
+def _holds_flavor(consumer: str, by_rp: Mapping[str, Mapping[str, int]],
+                  flavor: Mapping[str, Any], inst: instances.Instance, root: str | None,
+                  in_tree: Mapping[str, str]) -> list[str]:
+    want = resources.placement_request(flavor, inst.volume_backed).amounts()
+    have = _total(by_rp)
+    problems = []
+    if have != want:
+        problems.append(f"{consumer} of instance {inst.uuid} holds {have}, flavor needs {want}")
+    for rp in by_rp:
+        if root is not None and in_tree.get(rp) != root and "DISK_GB" not in by_rp[rp]:
+            problems.append(f"{consumer} holds on provider {rp} outside its host's tree")
+    return problems

@@ -1,0 +1,114 @@
+"""Building servers: schedule and claim, spawn on the chosen host, reschedule on failure.
+
+    scheduler (claims the first choice) ─> agent spawns ─> ACTIVE
+                 └─ spawn fails: drop the claim, claim the next alternate, retry
+
+When the scheduler finds nothing, or every alternate failed, the server goes
+to ERROR with a fault and holds no allocation. A server deleted while it was
+being built is cleaned up here: guest destroyed, allocation dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from stowage.compute import instances, states
+from stowage.compute.conductor.common import Ops
+from stowage.compute.instances import UnexpectedTaskState
+from stowage.compute.states import TASK
+from stowage.errors import NotFound
+from stowage.messaging import MessagingError, RemoteError
+from stowage.timeutil import utcnow
+
+__all__ = ["build_instances"]
+
+LOG = logging.getLogger(__name__)
+
+
+def build_instances(ops: Ops, instance_uuids: list[str]) -> None:
+    with ops.db.read() as conn:
+        spec = instances.request_spec(conn, instance_uuids[0])
+    spec["num_instances"] = len(instance_uuids)
+    try:
+        with ops.event(instance_uuids[0], "conductor_schedule_and_build_instances"):
+            selections = ops.scheduler.select_destinations(spec, instance_uuids)
+    except MessagingError as exc:
+        for uuid in instance_uuids:
+            _error_out(ops, uuid, exc)
+        return
+    for uuid, choices in zip(instance_uuids, selections, strict=True):
+        _build_one(ops, uuid, list(choices))
+
+
+def _build_one(ops: Ops, uuid: str, choices: list[dict[str, Any]]) -> None:
+    last: Exception | None = None
+    first = True
+    while choices:
+        choice = choices.pop(0)
+        if not first and not _claim_alternate(ops, uuid, choice):
+            continue
+        first = False
+        try:
+            _spawn_on(ops, uuid, choice)
+            ops.finish_action(uuid)
+            return
+        except (NotFound, UnexpectedTaskState):
+            _deleted_meanwhile(ops, uuid, choice["host"])
+            return
+        except MessagingError as exc:
+            LOG.info("build of %s on %s failed: %s", uuid, choice["host"], exc)
+            last = exc
+            ops.placement.delete_allocations(uuid)
+    reason = (f"Exceeded maximum number of retries. Exhausted all hosts available for "
+              f"retrying build failures for instance {uuid}.")
+    _error_out(ops, uuid, RemoteError("MaxRetriesExceeded",
+                                      reason + (f" Last error: {last}" if last else "")))
+
+
+def _claim_alternate(ops: Ops, uuid: str, choice: dict[str, Any]) -> bool:
+    inst = ops.instance(uuid)
+    allocs = {rp: a["resources"] for rp, a in choice["allocation_request"]["allocations"].items()}
+    try:
+        ops.placement.claim(uuid, allocs, inst.project_id, inst.user_id, None)
+    except Exception as exc:  # noqa: BLE001 - a taken alternate: try the next one
+        LOG.info("alternate %s for %s could not be claimed: %s", choice["host"], uuid, exc)
+        return False
+    return True
+
+
+def _spawn_on(ops: Ops, uuid: str, choice: dict[str, Any]) -> None:
+    host = str(choice["host"])
+    inst = ops.update(uuid, expected_task_state=(TASK.SCHEDULING, TASK.SPAWNING),
+                      host=host, node=choice["node"], task_state=TASK.SPAWNING)
+    try:
+        with ops.event(uuid, "compute__do_build_and_run_instance", host):
+            ops.call_agent(host, "build_and_run_instance", instance_uuid=uuid,
+                           flavor=inst.flavor)
+    except MessagingError:
+        ops.update(uuid, expected_task_state=TASK.SPAWNING, host=None, node=None,
+                   task_state=TASK.SCHEDULING)
+        raise
+    ops.update(uuid, expected_task_state=TASK.SPAWNING, vm_state=states.ACTIVE,
+               task_state=None, power_state=states.RUNNING, launched_at=utcnow())
+
+
+def _deleted_meanwhile(ops: Ops, uuid: str, host: str) -> None:
+    """The user deleted the server while it was spawning: leave nothing behind."""
+    LOG.info("instance %s was deleted during its build; cleaning up %s", uuid, host)
+    try:
+        ops.call_agent(host, "terminate_instance", instance_uuid=uuid)
+    except MessagingError:
+        LOG.warning("could not destroy the guest of deleted instance %s on %s", uuid, host)
+    ops.placement.delete_allocations(uuid)
+
+
+def _error_out(ops: Ops, uuid: str, exc: Exception) -> None:
+    """ERROR with a fault (Nova's code 500 for NoValidHost too) and no allocation."""
+    ops.placement.delete_allocations(uuid)
+    try:
+        ops.update(uuid, vm_state=states.ERROR, task_state=None, host=None, node=None)
+    except NotFound:
+        return
+    ops.fault(uuid, exc, None)
+    ops.finish_action(uuid, "Error")

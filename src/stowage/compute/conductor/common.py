@@ -1,0 +1,97 @@
+"""What every conductor operation works with: records, Placement, agents, scheduler.
+
+`Ops` bundles the dependencies and the request id of the operation so that
+steps stay small; `event()` records an instance action event around a step,
+so `openstack server event show` tells the operator which step failed where.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from stowage.compute import actions, instances
+from stowage.compute.instances import Instance
+from stowage.compute.rpc import AgentAPI, SchedulerAPI
+from stowage.config import ComputeSettings
+from stowage.db import Database
+from stowage.messaging import MessagingError, RemoteError
+from stowage.placement.client import Holding, PlacementClient
+
+__all__ = ["Ops", "short_reason"]
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class Ops:
+    settings: ComputeSettings
+    db: Database
+    placement: PlacementClient
+    agents: AgentAPI
+    scheduler: SchedulerAPI
+    request_id: str
+
+    def instance(self, uuid: str) -> Instance:
+        with self.db.read() as conn:
+            return instances.get(conn, uuid)
+
+    def update(self, uuid: str, **values: Any) -> Instance:
+        with self.db.write() as conn:
+            return instances.update(conn, uuid, **values)
+
+    def fault(self, uuid: str, exc: BaseException, host: str | None, code: int = 500) -> None:
+        with self.db.write() as conn:
+            instances.add_fault(conn, uuid, code, short_reason(exc), details=str(exc),
+                                host=host)
+
+    @contextmanager
+    def event(self, instance_uuid: str, name: str, host: str | None = None) -> Iterator[None]:
+        with self.db.write() as conn:
+            actions.start_event(conn, instance_uuid, self.request_id, name, host)
+        try:
+            yield
+        except Exception as exc:
+            with self.db.write() as conn:
+                actions.finish_event(conn, instance_uuid, self.request_id, name,
+                                     error=short_reason(exc))
+            raise
+        with self.db.write() as conn:
+            actions.finish_event(conn, instance_uuid, self.request_id, name)
+
+    def finish_action(self, instance_uuid: str, message: str | None = None) -> None:
+        with self.db.write() as conn:
+            actions.finish_action(conn, instance_uuid, self.request_id, message)
+
+    def call_agent(self, host: str, method: str, **kwargs: Any) -> Any:
+        return self.agents.call(host, method, **kwargs)
+
+    def hand_over(self, source: str, target: str, target_type: str, project_id: str,
+                  user_id: str) -> None:
+        """Atomically give everything `source` holds to `target`, which loses what it held.
+
+        One `POST /allocations` for both consumers, each at the generation just
+        read: instance -> migration before a move, migration -> instance on a
+        revert or a rollback. A concurrent writer makes it fail with a conflict
+        and change nothing.
+        """
+        held = self.placement.holding(source)
+        before = self.placement.holding(target)
+        self.placement.write_many({
+            target: Holding(held.allocations, before.generation, project_id, user_id,
+                            target_type),
+            source: Holding({}, held.generation, project_id, user_id,
+                            held.consumer_type or "INSTANCE"),
+        })
+
+
+def short_reason(exc: BaseException) -> str:
+    """A one-line reason for faults and events: a remote failure's own message, as Nova shows."""
+    if isinstance(exc, RemoteError):
+        return exc.message[:255]
+    if isinstance(exc, MessagingError):
+        return str(exc)[:255]
+    return f"{type(exc).__name__}: {exc}"[:255]

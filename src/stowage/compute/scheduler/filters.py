@@ -1,0 +1,172 @@
+"""Filters: may this host take this instance? Each one says no with a reason.
+
+A filter is one method, `reject(host, req) -> str | None`: None lets the host
+through, a string says why not. `run_filters` applies them in order and
+records every refusal as a `Rejection(host, filter, reason)`, which the
+scheduler keeps for the operator (Nomad's `FilterNode(node, reason)`,
+Kubernetes' `Status{plugin, reasons}`).
+
+    ComputeFilter                   service up and enabled
+    AvailabilityZoneFilter          host in the requested AZ
+    IgnoreHostsFilter               host not in ignore_hosts (e.g. a move's source)
+    RequestedDestinationFilter      the host (and node) the admin asked for
+    ServerGroupAntiAffinityFilter   fewer than max_server_per_host group members here
+    ServerGroupAffinityFilter       on a host the group already uses, if any
+    PciPassthroughFilter            enough free PCI devices per alias
+    ResourceFitFilter               an allocation request still fits after this
+                                    request's earlier claims (multi-instance)
+
+Resources themselves were already checked by Placement; these filters see
+what Placement does not know (services, zones, groups, PCI devices).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from stowage.compute.scheduler.host_state import HostState
+from stowage.compute.scheduler.request import SchedulingRequest
+
+__all__ = ["Filter", "Rejection", "run_filters", "DEFAULT_FILTERS", "ComputeFilter",
+           "AvailabilityZoneFilter", "IgnoreHostsFilter", "RequestedDestinationFilter",
+           "ServerGroupAntiAffinityFilter", "ServerGroupAffinityFilter",
+           "PciPassthroughFilter", "ResourceFitFilter"]
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Who turned a host down, and why."""
+
+    host: str
+    filter: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.host}: {self.filter}: {self.reason}"
+
+
+class Filter(Protocol):
+    name: str
+
+    def reject(self, host: HostState, req: SchedulingRequest) -> str | None: ...
+
+
+class ComputeFilter:
+    name = "ComputeFilter"
+
+    def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
+        rec = host.record
+        if rec.forced_down:
+            return "compute service is forced down"
+        if not rec.service_up:
+            return "compute service is down"
+        if rec.service_disabled:
+            why = f" ({rec.disabled_reason})" if rec.disabled_reason else ""
+            return f"compute service is disabled{why}"
+        return None
+
+
+class AvailabilityZoneFilter:
+    name = "AvailabilityZoneFilter"
+
+    def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
+        wanted, have = req.availability_zone, host.record.availability_zone
+        if wanted and wanted != have:
+            return f"host is in availability zone {have!r}, not {wanted!r}"
+        return None
+
+
+class IgnoreHostsFilter:
+    name = "IgnoreHostsFilter"
+
+    def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
+        return "host is in ignore_hosts" if host.host in req.ignore_hosts else None
+
+
+class RequestedDestinationFilter:
+    name = "RequestedDestinationFilter"
+
+    def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
+        dest = req.destination
+        if dest is None:
+            return None
+        if host.host != dest.host:
+            return f"host is not the requested destination {dest.host}"
+        if dest.node and host.node != dest.node:
+            return f"node {host.node} is not the requested node {dest.node}"
+        return None
+
+
+class ServerGroupAntiAffinityFilter:
+    name = "ServerGroupAntiAffinityFilter"
+
+    def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
+        group = req.group
+        if group is None or group.policy != "anti-affinity":
+            return None
+        here = group.per_host[host.host]
+        if here >= group.max_server_per_host:
+            return (f"{here} member(s) of server group {group.uuid} already on this host "
+                    f"(max_server_per_host {group.max_server_per_host})")
+        return None
+
+
+class ServerGroupAffinityFilter:
+    name = "ServerGroupAffinityFilter"
+
+    def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
+        group = req.group
+        if group is None or group.policy != "affinity":
+            return None
+        hosts = group.hosts()
+        if hosts and host.host not in hosts:
+            return f"server group {group.uuid} members are on {', '.join(hosts)}"
+        return None
+
+
+class PciPassthroughFilter:
+    name = "PciPassthroughFilter"
+
+    def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
+        for alias, count in sorted(req.pci_requests.items()):
+            free = host.pci_free.get(alias, 0)
+            if free < count:
+                return f"{count} PCI device(s) of alias {alias!r} requested, {free} free"
+        return None
+
+
+class ResourceFitFilter:
+    name = "ResourceFitFilter"
+
+    def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
+        return host.shortfall()
+
+
+DEFAULT_FILTERS: Sequence[Filter] = (
+    ComputeFilter(), AvailabilityZoneFilter(), IgnoreHostsFilter(),
+    RequestedDestinationFilter(), ServerGroupAntiAffinityFilter(),
+    ServerGroupAffinityFilter(), PciPassthroughFilter(), ResourceFitFilter(),
+)
+
+
+def run_filters(hosts: Iterable[HostState], req: SchedulingRequest,
+                rejections: list[Rejection],
+                filters: Sequence[Filter] = DEFAULT_FILTERS) -> list[HostState]:
+    """The hosts every filter lets through; each refusal is appended to `rejections`."""
+    passed: list[HostState] = []
+    for host in hosts:
+        for flt in filters:
+            reason = flt.reject(host, req)
+            if reason is not None:
+                rejection = Rejection(host.host, flt.name, reason)
+                LOG.debug("scheduler rejected %s", rejection)
+                rejections.append(rejection)
+                break
+        else:
+            passed.append(host)
+    return passed

@@ -1,0 +1,191 @@
+"""Host states: what the scheduler knows about each candidate host for one request.
+
+Two sources meet here:
+
+- the compute records (`compute_nodes` joined with their `nova-compute`
+  service): host and node names, availability zone, whether the service is
+  up and enabled, PCI devices by alias — read by `load_nodes`, the only I/O;
+- Placement's answer to `GET /allocation_candidates`: the allocation requests
+  whose providers lie in the node's tree (uuid = node uuid) and the provider
+  summaries (capacity and usage per resource class).
+
+`build_host_states` joins them without I/O. Usage lives in one `ProviderUsage`
+shared by all hosts of a request, because a sharing provider (e.g. DISK_GB
+on shared storage) serves several hosts: when the scheduler claims for one
+instance of a multi-instance request it `consume`s here, and the next
+instance sees the fuller hosts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from stowage.compute import services
+from stowage.config import ComputeSettings
+
+__all__ = ["NodeRecord", "ProviderUsage", "HostState", "load_nodes", "build_host_states",
+           "amounts_of"]
+
+LOG = logging.getLogger(__name__)
+Allocations = dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """One compute node and its compute service, as the database has them."""
+
+    uuid: str
+    host: str
+    node: str
+    availability_zone: str
+    service_up: bool = True
+    service_disabled: bool = False
+    disabled_reason: str | None = None
+    forced_down: bool = False
+    pci_stats: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+
+def load_nodes(conn: Connection, settings: ComputeSettings,
+               now: datetime.datetime) -> dict[str, NodeRecord]:
+    """node uuid -> record, for every live compute node and its nova-compute service."""
+    compute = services.list_services(conn, binary=services.COMPUTE)
+    by_id = {svc.id: svc for svc in compute}
+    by_host = {svc.host: svc for svc in compute}
+    nodes: dict[str, NodeRecord] = {}
+    for node in services.list_compute_nodes(conn):
+        svc = (by_id.get(node.service_id) if node.service_id is not None else None
+               ) or by_host.get(node.host)
+        record = NodeRecord(node.uuid, node.host, node.hypervisor_hostname,
+                            settings.default_availability_zone, service_up=False,
+                            pci_stats=dict(node.pci_stats or {}))
+        if svc is not None:
+            record = dataclasses.replace(
+                record, availability_zone=svc.availability_zone or record.availability_zone,
+                service_up=services.is_up(svc, settings, now), service_disabled=svc.disabled,
+                disabled_reason=svc.disabled_reason, forced_down=svc.forced_down)
+        nodes[node.uuid] = record
+    return nodes
+
+
+class ProviderUsage:
+    """Capacity and usage per provider per resource class, from the provider summaries."""
+
+    def __init__(self, summaries: Mapping[str, Mapping[str, Any]]) -> None:
+        self._cap: dict[str, dict[str, list[int]]] = {
+            rp: {rc: [int(v["capacity"]), int(v["used"])]
+                 for rc, v in (summary.get("resources") or {}).items()}
+            for rp, summary in summaries.items()}
+
+    def free(self, rp: str, rc: str) -> int | None:
+        found = self._cap.get(rp, {}).get(rc)
+        return None if found is None else found[0] - found[1]
+
+    def shortfall(self, allocations: Allocations) -> str | None:
+        """Why `allocations` no longer fit, or None when they do."""
+        for rp, resources in sorted(allocations.items()):
+            for rc, amount in sorted(resources.items()):
+                free = self.free(rp, rc)
+                if free is not None and free < amount:
+                    return f"{rc} on provider {rp}: {amount} requested, {free} free"
+        return None
+
+    def consume(self, allocations: Allocations) -> None:
+        for rp, resources in allocations.items():
+            for rc, amount in resources.items():
+                found = self._cap.get(rp, {}).get(rc)
+                if found is not None:
+                    found[1] += amount
+
+
+def amounts_of(allocation_request: Mapping[str, Any]) -> Allocations:
+    """provider -> resource class -> amount of one allocation request."""
+    return {rp: dict(a["resources"]) for rp, a in allocation_request["allocations"].items()}
+
+
+@dataclass
+class HostState:
+    """A candidate host for this request: its records plus its Placement candidates."""
+
+    record: NodeRecord
+    usage: ProviderUsage
+    # Providers of the node's tree (the root is the node itself).
+    tree: frozenset[str]
+    allocation_requests: list[dict[str, Any]] = field(default_factory=list)
+    pci_free: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def host(self) -> str:
+        return self.record.host
+
+    @property
+    def node(self) -> str:
+        return self.record.node
+
+    @property
+    def uuid(self) -> str:
+        return self.record.uuid
+
+    def free(self, rc: str) -> int:
+        """Free amount of `rc` in the tree, else on the sharing providers it would use."""
+        in_tree = [f for rp in self.tree if (f := self.usage.free(rp, rc)) is not None]
+        if in_tree:
+            return sum(in_tree)
+        shared = {rp for ar in self.allocation_requests for rp in ar["allocations"]
+                  if rp not in self.tree}
+        return sum(f for rp in shared if (f := self.usage.free(rp, rc)) is not None)
+
+    def fitting_request(self) -> dict[str, Any] | None:
+        """The first allocation request that still fits, after this request's earlier claims."""
+        for ar in self.allocation_requests:
+            if self.usage.shortfall(amounts_of(ar)) is None:
+                return ar
+        return None
+
+    def shortfall(self) -> str | None:
+        """None when some allocation request still fits; else why the first one does not."""
+        reasons = [self.usage.shortfall(amounts_of(ar)) for ar in self.allocation_requests]
+        if not reasons:
+            return "Placement offered no allocation request"
+        return None if None in reasons else reasons[0]
+
+    def consume(self, allocation_request: Mapping[str, Any], pci: Mapping[str, int]) -> None:
+        self.usage.consume(amounts_of(allocation_request))
+        for alias, count in pci.items():
+            self.pci_free[alias] = self.pci_free.get(alias, 0) - count
+
+
+def _root_of(rp: str, summaries: Mapping[str, Mapping[str, Any]]) -> str:
+    return str((summaries.get(rp) or {}).get("root_provider_uuid") or rp)
+
+
+def build_host_states(nodes: Mapping[str, NodeRecord],
+                      candidates: Mapping[str, Any]) -> list[HostState]:
+    """One state per node that has at least one allocation request, in node-name order."""
+    summaries: Mapping[str, Mapping[str, Any]] = candidates.get("provider_summaries") or {}
+    usage = ProviderUsage(summaries)
+    trees: dict[str, set[str]] = {}
+    for rp in summaries:
+        trees.setdefault(_root_of(rp, summaries), set()).add(rp)
+    states: dict[str, HostState] = {}
+    for ar in candidates.get("allocation_requests") or ():
+        roots = {_root_of(rp, summaries) for rp in ar["allocations"]} & set(nodes)
+        if len(roots) != 1:
+            LOG.debug("allocation request %s names no single compute node; skipped", ar)
+            continue
+        root = roots.pop()
+        state = states.get(root)
+        if state is None:
+            record = nodes[root]
+            state = states[root] = HostState(
+                record, usage, frozenset(trees.get(root, {root})),
+                pci_free={alias: int(v.get("free", 0))
+                          for alias, v in record.pci_stats.items()})
+        state.allocation_requests.append(ar)
+    return sorted(states.values(), key=lambda s: (s.host, s.node))

@@ -1,0 +1,116 @@
+"""The scheduling request: the conductor's request spec, read once, and its Placement query.
+
+`SchedulingRequest.from_spec` turns the JSON spec that crosses the RPC seam
+into typed fields with defaults, so that filters and weighers never poke at
+dict keys. `candidate_query` is the `GET /allocation_candidates` query string:
+the flavor's (and image's) request groups, the forbidden
+`COMPUTE_STATUS_DISABLED` trait that Nova's disabled-compute pre-filter adds,
+`in_tree` when a destination was requested, and the result limit.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stowage.compute import resources
+
+__all__ = ["SchedulingRequest", "RequestedDestination", "GroupState", "candidate_query",
+           "DISABLED_TRAIT"]
+
+# Set by the agent on its compute node provider while its service is disabled.
+DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
+
+
+@dataclass(frozen=True)
+class RequestedDestination:
+    host: str
+    node: str | None = None
+
+
+@dataclass
+class GroupState:
+    """The request's server group: its policy and how many members each host runs.
+
+    `per_host` excludes the instances being scheduled (on a move the instance
+    must not count against itself) and grows as this request places them.
+    """
+
+    uuid: str
+    policy: str
+    max_server_per_host: int = 1
+    per_host: Counter[str] = field(default_factory=Counter)
+
+    def place(self, host: str) -> None:
+        self.per_host[host] += 1
+
+    def hosts(self) -> list[str]:
+        return sorted(h for h, n in self.per_host.items() if n > 0)
+
+
+@dataclass
+class SchedulingRequest:
+    instance_uuids: list[str]
+    project_id: str
+    user_id: str
+    flavor: dict[str, Any]
+    placement: resources.PlacementRequest
+    # alias -> count of PCI devices each instance needs (claimed by the agent, not Placement).
+    pci_requests: dict[str, int] = field(default_factory=dict)
+    availability_zone: str | None = None
+    ignore_hosts: frozenset[str] = frozenset()
+    destination: RequestedDestination | None = None
+    group_uuid: str | None = None
+    # Loaded by the scheduler from the server_groups table when group_uuid is set.
+    group: GroupState | None = None
+    # A resize or migration: the moving instance does not count against its own group.
+    move: bool = False
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any], instance_uuids: list[str]
+                  ) -> SchedulingRequest:
+        flavor = dict(spec["flavor"])
+        image = spec.get("image") or {}
+        hints = spec.get("scheduler_hints") or {}
+        dest = spec.get("requested_destination") or None
+        return cls(
+            instance_uuids=list(instance_uuids) or [str(spec["instance_uuid"])],
+            project_id=str(spec["project_id"]),
+            user_id=str(spec["user_id"]),
+            flavor=flavor,
+            placement=resources.placement_request(
+                flavor, bool(spec.get("is_volume_backed")), image.get("properties") or {}),
+            pci_requests=resources.pci_requests(flavor),
+            availability_zone=spec.get("availability_zone") or None,
+            ignore_hosts=frozenset(spec.get("ignore_hosts") or ()),
+            destination=(RequestedDestination(str(dest["host"]), dest.get("node") or None)
+                         if dest and dest.get("host") else None),
+            group_uuid=spec.get("instance_group") or _hint(hints.get("group")),
+            move=bool(spec.get("move")),
+        )
+
+    def amounts(self) -> dict[str, int]:
+        return self.placement.amounts()
+
+
+def _hint(value: Any) -> str | None:
+    """Scheduler hints arrive as a string or (from the API's multi-value form) a list."""
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return str(value) if value else None
+
+
+def candidate_query(req: SchedulingRequest, limit: int,
+                    in_tree: str | None = None) -> list[tuple[str, str]]:
+    """Query parameters of `GET /allocation_candidates` for one instance of `req`."""
+    placement = copy.deepcopy(req.placement)
+    placement.groups.setdefault("", resources.RequestGroup()).forbidden.add(DISABLED_TRAIT)
+    params = placement.query()
+    if in_tree:
+        # Every request group must land in the requested host's tree (Placement 1.31).
+        params.extend((f"in_tree{suffix}", in_tree) for suffix in sorted(placement.groups))
+    params.append(("limit", str(limit)))
+    return params

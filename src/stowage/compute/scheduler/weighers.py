@@ -1,0 +1,112 @@
+"""Weighers: order the hosts that passed the filters, best first.
+
+Each weigher gives every host a raw value; as in Nova, the values are scaled
+to [0, 1] across the hosts being weighed (all equal -> all 0), multiplied by
+the weigher's multiplier and summed. Ties go to the host name, so the same
+state always gives the same order.
+
+    RAMWeigher        free MEMORY_MB            spread: +1, pack: -1
+    CPUWeigher        free VCPU                 spread: +1, pack: -1
+    DiskWeigher       free DISK_GB              spread: +1, pack: -1
+    ServerGroupSoftAffinityWeigher       members of a soft-affinity group here: +1
+    ServerGroupSoftAntiAffinityWeigher   members of a soft-anti-affinity group here: -1
+
+Free amounts come from Placement's provider summaries as reduced by this
+request's own claims, so a multi-instance spread really spreads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from stowage.compute.scheduler.host_state import HostState
+from stowage.compute.scheduler.request import SchedulingRequest
+
+__all__ = ["Weigher", "WeighedHost", "weigh", "weighers_for", "ResourceWeigher",
+           "ServerGroupSoftAffinityWeigher", "ServerGroupSoftAntiAffinityWeigher"]
+
+SPREAD, PACK = "spread", "pack"
+
+
+class Weigher(Protocol):
+    name: str
+    multiplier: float
+
+    def raw(self, host: HostState, req: SchedulingRequest) -> float: ...
+
+
+@dataclass
+class WeighedHost:
+    host: HostState
+    weight: float = 0.0
+    # weigher name -> contribution, for the operator's "why this order".
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+class ResourceWeigher:
+    """Free amount of one resource class; positive multiplier prefers the emptiest."""
+
+    def __init__(self, name: str, rc: str, multiplier: float) -> None:
+        self.name = name
+        self.rc = rc
+        self.multiplier = multiplier
+
+    def raw(self, host: HostState, req: SchedulingRequest) -> float:
+        return float(host.free(self.rc))
+
+
+class ServerGroupSoftAffinityWeigher:
+    name = "ServerGroupSoftAffinityWeigher"
+    multiplier = 1.0
+
+    def raw(self, host: HostState, req: SchedulingRequest) -> float:
+        group = req.group
+        if group is None or group.policy != "soft-affinity":
+            return 0.0
+        return float(group.per_host[host.host])
+
+
+class ServerGroupSoftAntiAffinityWeigher:
+    name = "ServerGroupSoftAntiAffinityWeigher"
+    multiplier = -1.0
+
+    def raw(self, host: HostState, req: SchedulingRequest) -> float:
+        group = req.group
+        if group is None or group.policy != "soft-anti-affinity":
+            return 0.0
+        return float(group.per_host[host.host])
+
+
+def weighers_for(strategy: str) -> list[Weigher]:
+    """The weigher stack of `[scheduler] weigher` = spread | pack."""
+    if strategy not in (SPREAD, PACK):
+        raise ValueError(f"unknown weigher strategy {strategy!r}; use spread or pack")
+    sign = 1.0 if strategy == SPREAD else -1.0
+    return [ResourceWeigher("RAMWeigher", "MEMORY_MB", sign),
+            ResourceWeigher("CPUWeigher", "VCPU", sign),
+            ResourceWeigher("DiskWeigher", "DISK_GB", sign),
+            ServerGroupSoftAffinityWeigher(), ServerGroupSoftAntiAffinityWeigher()]
+
+
+def _normalized(values: list[float]) -> list[float]:
+    low, high = min(values), max(values)
+    if high == low:
+        return [0.0 for _ in values]
+    return [(v - low) / (high - low) for v in values]
+
+
+def weigh(hosts: Sequence[HostState], req: SchedulingRequest,
+          weighers: Sequence[Weigher]) -> list[WeighedHost]:
+    """Hosts best first: highest total weight, then host and node name."""
+    weighed = [WeighedHost(h) for h in hosts]
+    if not weighed:
+        return []
+    for weigher in weighers:
+        scaled = _normalized([weigher.raw(w.host, req) for w in weighed])
+        for w, value in zip(weighed, scaled, strict=True):
+            contribution = weigher.multiplier * value
+            w.parts[weigher.name] = contribution
+            w.weight += contribution
+    return sorted(weighed, key=lambda w: (-w.weight, w.host.host, w.host.node))

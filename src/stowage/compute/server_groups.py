@@ -1,0 +1,175 @@
+"""Server group records: a named policy (affinity, anti-affinity, soft-*) and its members.
+
+A group belongs to the project that created it. Members are instance uuids;
+an instance is in at most one group (Nova's rule), and a deleted instance
+stops counting as a member (its membership row is removed when the server is
+deleted, and listings skip soft-deleted instances anyway). The scheduler
+reads `member_hosts` to apply the group's policy.
+
+`rules` holds the 2.64 policy rules; only `max_server_per_host` exists, for
+anti-affinity, and is stored as an integer.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid as uuidlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stowage.compute import tables as t
+from stowage.errors import NotFound
+from stowage.timeutil import utcnow
+
+__all__ = ["ServerGroup", "POLICIES", "HARD_POLICIES", "create", "get", "list_groups",
+           "delete", "add_member", "remove_member", "members", "group_of_instance",
+           "member_hosts", "max_server_per_host"]
+
+_G = t.server_groups
+_M = t.server_group_members
+_I = t.instances
+
+HARD_POLICIES = ("anti-affinity", "affinity")
+# Soft policies arrived with 2.15; they weigh hosts instead of filtering them.
+POLICIES = HARD_POLICIES + ("soft-anti-affinity", "soft-affinity")
+
+
+@dataclass
+class ServerGroup:
+    id: int
+    uuid: str
+    name: str
+    project_id: str
+    user_id: str
+    policy: str
+    rules: dict[str, Any]
+    created_at: datetime.datetime
+    members: list[str] = field(default_factory=list)
+
+
+def max_server_per_host(group: ServerGroup) -> int:
+    """How many members anti-affinity allows on one host (1 unless a 2.64 rule says more)."""
+    return int(group.rules.get("max_server_per_host") or 1)
+
+
+def _not_found(group_uuid: str) -> NotFound:
+    return NotFound(f"Instance group {group_uuid} could not be found.")
+
+
+def _from_row(row: Any, member_uuids: list[str]) -> ServerGroup:
+    return ServerGroup(id=row.id, uuid=row.uuid, name=row.name, project_id=row.project_id,
+                       user_id=row.user_id, policy=row.policy, rules=dict(row.rules or {}),
+                       created_at=row.created_at, members=member_uuids)
+
+
+def _live_members(conn: Connection, group_ids: list[int]) -> dict[int, list[str]]:
+    """group id -> uuids of its members that are live instances, in joining order."""
+    if not group_ids:
+        return {}
+    # SELECT m.group_id, m.instance_uuid FROM server_group_members m
+    #   JOIN instances i ON i.uuid = m.instance_uuid AND i.deleted = 0
+    #  WHERE m.group_id IN (...) ORDER BY m.id
+    query = (sa.select(_M.c.group_id, _M.c.instance_uuid)
+             .select_from(_M.join(_I, sa.and_(_I.c.uuid == _M.c.instance_uuid,
+                                              _I.c.deleted == 0)))
+             .where(_M.c.group_id.in_(group_ids)).order_by(_M.c.id))
+    found: dict[int, list[str]] = {gid: [] for gid in group_ids}
+    for row in conn.execute(query):
+        found[row.group_id].append(row.instance_uuid)
+    return found
+
+
+def create(conn: Connection, name: str, policy: str, project_id: str, user_id: str,
+           rules: Mapping[str, Any] | None = None, uuid: str | None = None) -> ServerGroup:
+    if policy not in POLICIES:
+        raise ValueError(f"invalid server group policy {policy!r}")
+    group_uuid = uuid or str(uuidlib.uuid4())
+    now = utcnow()
+    values = {"uuid": group_uuid, "name": name, "project_id": project_id, "user_id": user_id,
+              "policy": policy, "rules": dict(rules or {}), "created_at": now}
+    key = conn.execute(_G.insert().values(**values)).inserted_primary_key
+    assert key is not None
+    group_id = int(key[0])
+    return ServerGroup(id=group_id, uuid=group_uuid, name=name, project_id=project_id,
+                       user_id=user_id, policy=policy, rules=dict(rules or {}),
+                       created_at=now)
+
+
+def get(conn: Connection, group_uuid: str, project_id: str | None = None) -> ServerGroup:
+    """The group with its live members; NotFound when missing (or in another project if given)."""
+    query = sa.select(_G).where(_G.c.uuid == group_uuid)
+    if project_id is not None:
+        query = query.where(_G.c.project_id == project_id)
+    row = conn.execute(query).first()
+    if row is None:
+        raise _not_found(group_uuid)
+    return _from_row(row, _live_members(conn, [row.id])[row.id])
+
+
+def list_groups(conn: Connection, project_id: str | None = None, offset: int = 0,
+                limit: int | None = None) -> list[ServerGroup]:
+    """Groups oldest first, of one project or (None) of all projects."""
+    query = sa.select(_G).order_by(_G.c.id).offset(offset)
+    if project_id is not None:
+        query = query.where(_G.c.project_id == project_id)
+    if limit is not None:
+        query = query.limit(limit)
+    rows = conn.execute(query).all()
+    by_group = _live_members(conn, [row.id for row in rows])
+    return [_from_row(row, by_group[row.id]) for row in rows]
+
+
+def delete(conn: Connection, group_uuid: str) -> None:
+    group_id = conn.execute(sa.select(_G.c.id).where(_G.c.uuid == group_uuid)).scalar()
+    if group_id is None:
+        raise _not_found(group_uuid)
+    conn.execute(_M.delete().where(_M.c.group_id == group_id))
+    conn.execute(_G.delete().where(_G.c.id == group_id))
+
+
+def add_member(conn: Connection, group_uuid: str, instance_uuid: str) -> None:
+    """Make the instance a member (idempotent)."""
+    group_id = conn.execute(sa.select(_G.c.id).where(_G.c.uuid == group_uuid)).scalar()
+    if group_id is None:
+        raise _not_found(group_uuid)
+    present = conn.execute(sa.select(_M.c.id).where(
+        _M.c.group_id == group_id, _M.c.instance_uuid == instance_uuid)).first()
+    if present is None:
+        conn.execute(_M.insert().values(group_id=group_id, instance_uuid=instance_uuid))
+
+
+def remove_member(conn: Connection, instance_uuid: str) -> None:
+    """Drop the instance from whatever group holds it (a deleted server leaves its group)."""
+    conn.execute(_M.delete().where(_M.c.instance_uuid == instance_uuid))
+
+
+def members(conn: Connection, group_uuid: str) -> list[str]:
+    return get(conn, group_uuid).members
+
+
+def group_of_instance(conn: Connection, instance_uuid: str) -> ServerGroup | None:
+    # SELECT g.* FROM server_groups g JOIN server_group_members m ON m.group_id = g.id
+    #  WHERE m.instance_uuid = :instance_uuid
+    row = conn.execute(sa.select(_G).select_from(_G.join(_M, _M.c.group_id == _G.c.id))
+                       .where(_M.c.instance_uuid == instance_uuid)).first()
+    if row is None:
+        return None
+    return _from_row(row, _live_members(conn, [row.id])[row.id])
+
+
+def member_hosts(conn: Connection, group_uuid: str) -> dict[str, str]:
+    """Live members that have a host: instance uuid -> host."""
+    # SELECT i.uuid, i.host FROM server_groups g
+    #   JOIN server_group_members m ON m.group_id = g.id
+    #   JOIN instances i ON i.uuid = m.instance_uuid AND i.deleted = 0
+    #  WHERE g.uuid = :group_uuid AND i.host IS NOT NULL
+    query = (sa.select(_I.c.uuid, _I.c.host)
+             .select_from(_G.join(_M, _M.c.group_id == _G.c.id)
+                          .join(_I, sa.and_(_I.c.uuid == _M.c.instance_uuid,
+                                            _I.c.deleted == 0)))
+             .where(_G.c.uuid == group_uuid, _I.c.host.is_not(None)))
+    return {row.uuid: row.host for row in conn.execute(query)}

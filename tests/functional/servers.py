@@ -1,0 +1,113 @@
+"""Helpers for the server tests: flavors, images, boots, waits, and what each consumer holds.
+
+Everything goes through the public APIs (Compute, Image, Placement) except
+waiting: `settle()` waits for the control plane's casts to finish, which is
+what a user polling `GET /servers/{id}` would eventually see.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import Any
+
+import httpx
+
+from stowage.compute.audit import audit
+from stowage.placement.client import PlacementClient
+from tests.functional.conftest import Cloud
+
+
+def flavor(cloud: Cloud, name: str, vcpus: int, ram: int, disk: int,
+           extra_specs: dict[str, str] | None = None) -> str:
+    body = {"flavor": {"name": name, "vcpus": vcpus, "ram": ram, "disk": disk}}
+    resp = cloud.compute.post("/flavors", json=body)
+    assert resp.status_code == 200, resp.text
+    flavorid = str(resp.json()["flavor"]["id"])
+    if extra_specs:
+        resp = cloud.compute.post(f"/flavors/{flavorid}/os-extra_specs",
+                                  json={"extra_specs": extra_specs})
+        assert resp.status_code == 200, resp.text
+    return flavorid
+
+
+def image(cloud: Cloud, name: str = "cirros") -> str:
+    with httpx.Client(base_url=f"{cloud.live.url}/image", timeout=30,
+                      headers={"x-auth-token": "admin"}) as client:
+        resp = client.post("/v2/images", json={"name": name, "disk_format": "qcow2",
+                                                "container_format": "bare"})
+        assert resp.status_code == 201, resp.text
+        image_id = str(resp.json()["id"])
+        resp = client.put(f"/v2/images/{image_id}/file", content=b"x",
+                          headers={"content-type": "application/octet-stream"})
+        assert resp.status_code in (204, 201), resp.text
+    return image_id
+
+
+def boot(cloud: Cloud, name: str, flavor_id: str, image_id: str, client: httpx.Client | None = None,
+         **extra: Any) -> str:
+    """POST /servers and wait until the control plane is done with it; returns its id."""
+    body: dict[str, Any] = {"server": {"name": name, "flavorRef": flavor_id,
+                                       "imageRef": image_id, "networks": "none"}}
+    hints = extra.pop("hints", None)
+    body["server"].update(extra)
+    if hints:
+        body["os:scheduler_hints"] = hints
+    resp = (client or cloud.compute).post("/servers", json=body)
+    assert resp.status_code == 202, resp.text
+    settle(cloud)
+    return str(resp.json()["server"]["id"])
+
+
+def action(cloud: Cloud, server_id: str, body: dict[str, Any], status: int = 202,
+           client: httpx.Client | None = None) -> httpx.Response:
+    resp = (client or cloud.compute).post(f"/servers/{server_id}/action", json=body)
+    assert resp.status_code == status, resp.text
+    settle(cloud)
+    return resp
+
+
+def settle(cloud: Cloud) -> None:
+    assert cloud.plane.drain(60), "control plane still busy after 60 s"
+
+
+def server(cloud: Cloud, server_id: str) -> dict[str, Any]:
+    resp = cloud.compute.get(f"/servers/{server_id}")
+    assert resp.status_code == 200, resp.text
+    return dict(resp.json()["server"])
+
+
+def host_of(cloud: Cloud, server_id: str) -> str:
+    return str(server(cloud, server_id)["OS-EXT-SRV-ATTR:host"])
+
+
+def migrations_of(cloud: Cloud, server_id: str) -> list[dict[str, Any]]:
+    resp = cloud.compute.get("/os-migrations", params={"instance_uuid": server_id})
+    assert resp.status_code == 200, resp.text
+    return list(resp.json()["migrations"])
+
+
+def held(cloud: Cloud, consumer: str) -> dict[str, dict[str, int]]:
+    """provider uuid -> class -> amount that `consumer` holds."""
+    data = cloud.placement.get(f"/allocations/{consumer}").json()["allocations"]
+    return {rp: dict(a["resources"]) for rp, a in data.items()}
+
+
+def usages(cloud: Cloud, rp: str) -> dict[str, int]:
+    return dict(cloud.placement.get(f"/resource_providers/{rp}/usages").json()["usages"])
+
+
+def flavor_amounts(vcpus: int, ram: int, disk: int) -> dict[str, int]:
+    return {k: v for k, v in (("VCPU", vcpus), ("MEMORY_MB", ram), ("DISK_GB", disk)) if v}
+
+
+def assert_invariants(cloud: Cloud) -> None:
+    client = PlacementClient.over_http(f"{cloud.live.url}/placement")
+    try:
+        problems = audit(cloud.live.db, client)
+    finally:
+        client.close()
+    assert problems == []
+
+
+def new_uuid() -> str:
+    return str(uuidlib.uuid4())

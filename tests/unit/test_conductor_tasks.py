@@ -1,0 +1,67 @@
+"""Steps run in order; a failure undoes the completed ones in reverse, and a failing
+undo is recorded without hiding the original error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from stowage.compute.conductor.tasks import Journal, Step, StepFailed, interrupted, run_steps
+from stowage.db import Database, schema
+
+
+class Recorder(Step):
+    def __init__(self, name: str, log: list[str], fail: bool = False,
+                 fail_undo: bool = False) -> None:
+        self.name, self.log, self.fail, self.fail_undo = name, log, fail, fail_undo
+
+    def execute(self) -> None:
+        if self.fail:
+            raise RuntimeError(f"{self.name} broke")
+        self.log.append(f"do {self.name}")
+
+    def rollback(self) -> None:
+        if self.fail_undo:
+            raise RuntimeError(f"undo {self.name} broke")
+        self.log.append(f"undo {self.name}")
+
+
+@pytest.fixture
+def db(tmp_path: object) -> Iterator[Database]:
+    database = Database("sqlite://")
+    schema.upgrade(database)
+    yield database
+    database.dispose()
+
+
+def test_success_runs_every_step(db: Database) -> None:
+    log: list[str] = []
+    journal = Journal(db, "op", None)
+    run_steps([Recorder("a", log), Recorder("b", log)], journal)
+    journal.close()
+    assert log == ["do a", "do b"]
+    assert interrupted(db) == []
+
+
+def test_failure_undoes_completed_steps_in_reverse(db: Database) -> None:
+    log: list[str] = []
+    steps = [Recorder("a", log), Recorder("b", log), Recorder("c", log, fail=True)]
+    with pytest.raises(StepFailed) as info:
+        run_steps(steps, Journal(db, "op", None))
+    assert log == ["do a", "do b", "undo b", "undo a"]
+    assert info.value.step.name == "c"
+    assert info.value.undo_errors == []
+
+
+def test_failed_undo_is_recorded_not_raised(db: Database) -> None:
+    log: list[str] = []
+    steps = [Recorder("a", log), Recorder("b", log, fail_undo=True), Recorder("c", log, True)]
+    with pytest.raises(StepFailed) as info:
+        run_steps(steps, Journal(db, "op", "inst-1"))
+    assert str(info.value.cause) == "c broke"
+    assert info.value.undo_errors == ["b: undo b broke"]
+    assert log == ["do a", "do b", "undo a"]
+    [op] = interrupted(db)  # never closed: a restart would see it
+    assert (op["operation"], op["instance_uuid"]) == ("op", "inst-1")
+    assert ("b", "undo_failed") in op["steps"] and ("a", "rolled_back") in op["steps"]
