@@ -179,3 +179,26 @@ def test_spawn_failing_everywhere_ends_in_error_holding_nothing(cloud: Cloud) ->
     for node in nodes:
         assert usages(cloud, node) == EMPTY
     assert_invariants(cloud)
+
+
+def test_shrinking_a_local_root_disk_is_refused_and_rolled_back(
+        cloud: Cloud, moving: dict[str, str]) -> None:
+    """As libvirt: the source refuses before touching the guest (InstanceFaultRollback),
+    so the server is ACTIVE again, the migration is in error and the source is its own."""
+    server_id = moving["server"]
+    tiny = flavor(cloud, "tiny", 1, 512, 1)
+    action(cloud, server_id, {"resize": {"flavorRef": tiny}})
+    view = server(cloud, server_id)
+    assert (view["status"], view["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", "host1")
+    mig = migrations_of(cloud, server_id)[0]
+    assert mig["status"] == "error"
+    assert held(cloud, str(mig["uuid"])) == {}
+    assert held(cloud, server_id) == {moving["host1"]: SMALL}
+    assert usages(cloud, moving["host2"]) == EMPTY
+    events = cloud.compute.get(f"/servers/{server_id}/os-instance-actions").json()
+    resize = next(a for a in events["instanceActions"] if a["action"] == "resize")
+    detail = cloud.compute.get(
+        f"/servers/{server_id}/os-instance-actions/{resize['request_id']}").json()
+    results = {e["event"]: e["result"] for e in detail["instanceAction"]["events"]}
+    assert results["compute_resize_instance"] == "Error"
+    assert_invariants(cloud)

@@ -221,3 +221,23 @@ def test_resize_of_a_stopped_server_stays_stopped(cloud: Cloud,
     action(cloud, server_id, {"os-start": None})
     assert server(cloud, server_id)["status"] == "ACTIVE"
     assert_invariants(cloud)
+
+
+def test_volume_backed_server_holds_no_root_disk_through_a_resize(
+        cloud: Cloud, two_hosts: dict[str, str]) -> None:
+    """Newton's rule: a root disk on a volume takes no DISK_GB from the host, before,
+    during and after the move; only ephemeral/swap disk would."""
+    bdm = [{"uuid": "5d4bd7ec-3f5b-4c1e-9d0a-1b2c3d4e5f60", "source_type": "volume",
+            "destination_type": "volume", "boot_index": 0}]
+    server_id = boot(cloud, "vm", _flavor_id(cloud, "small"), "",
+                     block_device_mapping_v2=bdm)
+    assert server(cloud, server_id)["status"] == "ACTIVE"
+    assert held(cloud, server_id) == {two_hosts["host1"]: {"VCPU": 1, "MEMORY_MB": 512}}
+
+    mig = _resize(cloud, server_id)
+    assert held(cloud, str(mig["uuid"])) == {two_hosts["host1"]: {"VCPU": 1, "MEMORY_MB": 512}}
+    assert held(cloud, server_id) == {two_hosts["host2"]: {"VCPU": 2, "MEMORY_MB": 1024}}
+    assert_invariants(cloud)
+    action(cloud, server_id, {"confirmResize": None}, status=204)
+    assert held(cloud, server_id) == {two_hosts["host2"]: {"VCPU": 2, "MEMORY_MB": 1024}}
+    assert_invariants(cloud)

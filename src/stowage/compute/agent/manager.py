@@ -34,9 +34,13 @@ from stowage.db import Database
 from stowage.errors import NotFound
 from stowage.placement.client import PlacementClient
 
-__all__ = ["ComputeAgent", "PciClaimFailed"]
+__all__ = ["ComputeAgent", "InstanceFaultRollback", "PciClaimFailed"]
 
 LOG = logging.getLogger(__name__)
+
+
+class InstanceFaultRollback(Exception):
+    """A step refused before touching the guest: the server goes back to its state."""
 
 
 class ComputeAgent:
@@ -195,7 +199,16 @@ class ComputeAgent:
 
     def resize_instance(self, instance_uuid: str, migration_uuid: str, dest_host: str,
                         new_flavor: dict[str, Any]) -> None:
-        """Source: power the guest off and set its disks aside for the destination."""
+        """Source: power the guest off and set its disks aside for the destination.
+
+        A local root disk cannot shrink (libvirt's rule): refused before anything
+        is touched, as Nova's InstanceFaultRollback, so the server stays as it was.
+        """
+        with self.db.read() as conn:
+            inst = instances.get(conn, instance_uuid)
+        old_root = int(inst.flavor.get("root_gb") or 0)
+        if not inst.volume_backed and int(new_flavor.get("root_gb") or 0) < old_root:
+            raise InstanceFaultRollback("Resize error: Unable to resize disk down.")
         self.driver.migrate_disk_and_power_off(instance_uuid, migration_uuid, dest_host,
                                                new_flavor)
 

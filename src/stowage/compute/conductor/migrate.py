@@ -275,7 +275,9 @@ def migrate_server(ops: Ops, instance_uuid: str, new_flavor: dict[str, Any] | No
 def _after_failure(move: Move, failure: StepFailed) -> None:
     """Nova's end states: the guest untouched -> as before; touched -> ERROR."""
     ops, inst = move.ops, move.instance
-    touched = isinstance(failure.step, (ResizeOnSource, FinishOnDestination))
+    touched = isinstance(failure.step, (ResizeOnSource, FinishOnDestination)) and not (
+        isinstance(failure.cause, RemoteError)
+        and failure.cause.exc_type == "InstanceFaultRollback")
     vm_state = states.ERROR if touched else inst.vm_state
     LOG.warning("move of %s failed at %s: %s", inst.uuid, failure.step.name, failure.cause)
     try:
