@@ -202,3 +202,32 @@ def test_shrinking_a_local_root_disk_is_refused_and_rolled_back(
     results = {e["event"]: e["result"] for e in detail["instanceAction"]["events"]}
     assert results["compute_resize_instance"] == "Error"
     assert_invariants(cloud)
+
+
+def test_failed_stop_leaves_the_server_running(cloud: Cloud, moving: dict[str, str]) -> None:
+    server_id = moving["server"]
+    cloud.plane.agent("host1").driver.fail("power_off")
+    action(cloud, server_id, {"os-stop": None})
+    view = server(cloud, server_id)
+    assert (view["status"], view["OS-EXT-STS:task_state"]) == ("ACTIVE", None)
+    assert held(cloud, server_id) == {moving["host1"]: SMALL}
+    action(cloud, server_id, {"os-stop": None})  # the fault was for one attempt
+    assert server(cloud, server_id)["status"] == "SHUTOFF"
+    assert_invariants(cloud)
+
+
+def test_failed_delete_keeps_the_server_and_its_allocation(
+        cloud: Cloud, moving: dict[str, str]) -> None:
+    server_id = moving["server"]
+    cloud.plane.agent("host1").driver.fail("destroy")
+    assert cloud.compute.delete(f"/servers/{server_id}").status_code == 204
+    cloud.plane.drain(60)
+    assert server(cloud, server_id)["status"] == "ERROR"
+    assert held(cloud, server_id) == {moving["host1"]: SMALL}
+    assert_invariants(cloud)
+    assert cloud.compute.delete(f"/servers/{server_id}").status_code == 204  # retry works
+    cloud.plane.drain(60)
+    assert cloud.compute.get(f"/servers/{server_id}").status_code == 404
+    assert held(cloud, server_id) == {}
+    assert usages(cloud, moving["host1"]) == EMPTY
+    assert_invariants(cloud)
