@@ -13,10 +13,10 @@ import datetime
 import logging
 from typing import Any
 
-from stowage.compute import instances, migrations, states
+from stowage.compute import actions, instances, migrations, states
 from stowage.compute.conductor import build, lifecycle, migrate, resize_end, tasks
 from stowage.compute.conductor.common import Ops
-from stowage.compute.rpc import AgentAPI, SchedulerAPI
+from stowage.compute.rpc import AgentAPI, ConductorAPI, SchedulerAPI
 from stowage.config import ComputeSettings
 from stowage.context import new_request_id
 from stowage.db import Database
@@ -37,6 +37,7 @@ class Conductor:
         self.placement = placement
         self.agents = AgentAPI(transport)
         self.scheduler = SchedulerAPI(transport)
+        self.api = ConductorAPI(transport)
 
     def _ops(self, request_id: str) -> Ops:
         return Ops(self.settings, self.db, self.placement, self.agents, self.scheduler,
@@ -81,15 +82,18 @@ class Conductor:
             due = [m for m in migrations.in_progress(conn)
                    if m.status == "finished" and (m.updated_at or m.created_at or cutoff) < cutoff]
         for migration in due:
-            ops = self._ops(new_request_id())
+            request_id = new_request_id()
             try:
                 with self.db.write() as conn:
-                    instances.update(conn, migration.instance_uuid,
-                                     expected_vm_state=states.RESIZED, expected_task_state=None,
-                                     task_state=states.TASK.RESIZE_CONFIRMING)
+                    inst = instances.update(
+                        conn, migration.instance_uuid, expected_vm_state=states.RESIZED,
+                        expected_task_state=None, task_state=states.TASK.RESIZE_CONFIRMING)
+                    actions.start_action(conn, inst.uuid, "confirmResize", request_id,
+                                         inst.user_id, inst.project_id)
             except Exception:  # noqa: BLE001 - someone else acts on it right now
                 continue
-            resize_end.confirm_resize(ops, migration.uuid)
+            # Through the cast pool like an API confirm, so it is drained and journaled alike.
+            self.api.confirm_resize(migration.instance_uuid, migration.uuid, request_id)
 
     # --- crash recovery -------------------------------------------------------
     def _recover(self, op: dict[str, Any]) -> None:
