@@ -30,11 +30,6 @@ __all__ = ["audit"]
 _SETTLED = (states.ACTIVE, states.STOPPED, states.ERROR)
 
 
-def _providers(placement: PlacementClient) -> list[dict[str, Any]]:
-    data = placement.http.get("/resource_providers").json()
-    return list(data["resource_providers"])
-
-
 def _holdings(placement: PlacementClient, providers: list[dict[str, Any]]
               ) -> dict[str, dict[str, dict[str, int]]]:
     """consumer -> provider -> class -> amount, over every provider."""
@@ -46,10 +41,10 @@ def _holdings(placement: PlacementClient, providers: list[dict[str, Any]]
 
 
 def _over_capacity(placement: PlacementClient, rp: Mapping[str, Any]) -> list[str]:
-    inventories = placement.http.get(f"/resource_providers/{rp['uuid']}/inventories").json()
+    inventories = placement.provider_part(rp["uuid"], "inventories")
     usages = placement.usages(rp["uuid"])
     problems = []
-    for rc, inv in inventories["inventories"].items():
+    for rc, inv in inventories.items():
         capacity = int((inv["total"] - inv["reserved"]) * inv["allocation_ratio"])
         if usages.get(rc, 0) > capacity:
             problems.append(f"provider {rp['name']} uses {usages[rc]} {rc} of {capacity}")
@@ -73,7 +68,7 @@ def _node_uuids(db: Database) -> dict[str, str]:
 
 
 def audit(db: Database, placement: PlacementClient) -> list[str]:
-    providers = _providers(placement)
+    providers = placement.providers()
     held = _holdings(placement, providers)
     problems = [p for rp in providers for p in _over_capacity(placement, rp)]
     with db.read() as conn:

@@ -127,6 +127,13 @@ class PlacementClient:
             return found
         return dict(resp.json())
 
+    def providers(self) -> list[dict[str, Any]]:
+        return list(self._send("GET", "/resource_providers").json()["resource_providers"])
+
+    def provider_part(self, uuid: str, part: str) -> Any:
+        """One sub-resource's content: `inventories`, `traits` or `aggregates`."""
+        return self._send("GET", f"/resource_providers/{uuid}/{part}").json()[part]
+
     def delete_provider(self, uuid: str) -> None:
         self._send("DELETE", f"/resource_providers/{uuid}", ok=(204, 404))
 

@@ -118,16 +118,9 @@ def set_status_trait(placement: PlacementClient, provider_uuid: str, disabled: b
         _sync_set(placement, provider_uuid, "traits", set(), drop={DISABLED_TRAIT})
 
 
-def _read(placement: PlacementClient, uuid: str, what: str) -> Any:
-    resp = placement.http.get(f"/resource_providers/{uuid}/{what}")
-    if resp.status_code != 200:
-        raise PlacementError(resp.status_code, None, resp.text)
-    return resp.json()[what]
-
-
 def _sync_inventories(placement: PlacementClient, uuid: str,
                       wanted: Mapping[str, Mapping[str, Any]]) -> None:
-    current = _read(placement, uuid, "inventories")
+    current = placement.provider_part(uuid, "inventories")
     seen = {rc: {k: inv[k] for k in _INVENTORY_FIELDS} for rc, inv in current.items()}
     if seen != {rc: dict(inv) for rc, inv in wanted.items()}:
         placement.set_inventories(uuid, wanted)
@@ -136,7 +129,7 @@ def _sync_inventories(placement: PlacementClient, uuid: str,
 def _sync_set(placement: PlacementClient, uuid: str, what: str, add: Iterable[str],
               drop: Iterable[str] = ()) -> None:
     """Add and drop members of a provider's traits or aggregates, leaving the others."""
-    current = set(_read(placement, uuid, what))
+    current = set(placement.provider_part(uuid, what))
     wanted = (current | set(add)) - set(drop)
     if wanted == current:
         return

@@ -46,7 +46,7 @@ def _build_one(ops: Ops, uuid: str, choices: list[dict[str, Any]]) -> None:
     first = True
     while choices:
         choice = choices.pop(0)
-        if not first and not _claim_alternate(ops, uuid, choice):
+        if not first and not ops.claim_alternate(ops.instance(uuid), choice):
             continue
         first = False
         try:
@@ -64,17 +64,6 @@ def _build_one(ops: Ops, uuid: str, choices: list[dict[str, Any]]) -> None:
               f"retrying build failures for instance {uuid}.")
     _error_out(ops, uuid, RemoteError("MaxRetriesExceeded",
                                       reason + (f" Last error: {last}" if last else "")))
-
-
-def _claim_alternate(ops: Ops, uuid: str, choice: dict[str, Any]) -> bool:
-    inst = ops.instance(uuid)
-    allocs = {rp: a["resources"] for rp, a in choice["allocation_request"]["allocations"].items()}
-    try:
-        ops.placement.claim(uuid, allocs, inst.project_id, inst.user_id, None)
-    except Exception as exc:  # noqa: BLE001 - a taken alternate: try the next one
-        LOG.info("alternate %s for %s could not be claimed: %s", choice["host"], uuid, exc)
-        return False
-    return True
 
 
 def _spawn_on(ops: Ops, uuid: str, choice: dict[str, Any]) -> None:

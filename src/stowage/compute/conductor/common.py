@@ -8,7 +8,7 @@ so `openstack server event show` tells the operator which step failed where.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +68,18 @@ class Ops:
 
     def call_agent(self, host: str, method: str, **kwargs: Any) -> Any:
         return self.agents.call(host, method, **kwargs)
+
+    def claim_alternate(self, inst: Instance, alternate: Mapping[str, Any]) -> bool:
+        """Claim an alternate the scheduler kept unclaimed; False when it is taken by now."""
+        allocs = {rp: a["resources"]
+                  for rp, a in alternate["allocation_request"]["allocations"].items()}
+        try:
+            self.placement.claim(inst.uuid, allocs, inst.project_id, inst.user_id, None)
+        except Exception as exc:  # noqa: BLE001 - taken, or unreachable: try the next one
+            LOG.info("alternate %s for %s could not be claimed: %s", alternate["host"],
+                     inst.uuid, exc)
+            return False
+        return True
 
     def hand_over(self, source: str, target: str, target_type: str, project_id: str,
                   user_id: str) -> None:

@@ -165,16 +165,9 @@ class PrepOnDestination(Step):
         m.ops.placement.delete_allocations(m.instance.uuid)
         while m.selections:
             alternate = m.selections.pop(0)
-            allocs = {rp: a["resources"] for rp, a in
-                      alternate["allocation_request"]["allocations"].items()}
-            try:
-                m.ops.placement.claim(m.instance.uuid, allocs, m.instance.project_id,
-                                      m.instance.user_id, None)
-            except Exception as exc:  # noqa: BLE001 - a taken alternate: try the next
-                LOG.info("alternate %s could not be claimed: %s", alternate["host"], exc)
-                continue
-            m.dest = alternate
-            return True
+            if m.ops.claim_alternate(m.instance, alternate):
+                m.dest = alternate
+                return True
         return False
 
     def rollback(self) -> None:

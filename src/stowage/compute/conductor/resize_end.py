@@ -65,11 +65,7 @@ def confirm_resize(ops: Ops, migration_uuid: str) -> None:
                   journal)
     except StepFailed as failure:
         LOG.warning("confirm of %s failed: %s", migration.instance_uuid, failure.cause)
-        with ops.db.write() as conn:
-            migrations.update(conn, migration_uuid, status="finished")
-            instances.update(conn, migration.instance_uuid, task_state=None)
-        ops.fault(migration.instance_uuid, failure.cause, migration.source_compute)
-        ops.finish_action(migration.instance_uuid, "Error")
+        _keep_open(ops, migration, failure.cause, migration.source_compute)
         return
     finally:
         journal.close()
@@ -79,6 +75,15 @@ def confirm_resize(ops: Ops, migration_uuid: str) -> None:
         instances.update(conn, inst.uuid, vm_state=_vm_state_after(inst.power_state),
                          task_state=None, old_flavor=None, new_flavor=None)
     ops.finish_action(inst.uuid)
+
+
+def _keep_open(ops: Ops, migration: Migration, cause: BaseException, host: str | None) -> None:
+    """Nothing changed: VERIFY_RESIZE again with the migration `finished`, and a fault."""
+    with ops.db.write() as conn:
+        migrations.update(conn, migration.uuid, status="finished")
+        instances.update(conn, migration.instance_uuid, task_state=None)
+    ops.fault(migration.instance_uuid, cause, host)
+    ops.finish_action(migration.instance_uuid, "Error")
 
 
 class DestroyOnDestination(Step):
@@ -104,11 +109,7 @@ def revert_resize(ops: Ops, migration_uuid: str) -> None:
         run_steps([DestroyOnDestination(ops, migration)], journal)
     except StepFailed as failure:
         LOG.warning("revert of %s failed on the destination: %s", inst.uuid, failure.cause)
-        with ops.db.write() as conn:
-            migrations.update(conn, migration_uuid, status="finished")
-            instances.update(conn, inst.uuid, task_state=None)
-        ops.fault(inst.uuid, failure.cause, migration.dest_compute)
-        ops.finish_action(inst.uuid, "Error")
+        _keep_open(ops, migration, failure.cause, migration.dest_compute)
         journal.close()
         return
     # Past the point of no return: the destination guest is gone.
