@@ -7,7 +7,6 @@ extra properties must be strings, and PATCH needs Glance's json-patch media type
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,6 +14,8 @@ import jsonschema
 
 from stowage.errors import NotFound
 from stowage.image import images as img
+from stowage.web import schema_report
+from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
@@ -83,10 +84,14 @@ def versions(req: Request) -> Response:
 
 
 def _json(req: Request) -> Any:
+    """The body through the shared loader (web.body), refusals worded as Glance's."""
     try:
-        return json.loads(req.body)
-    except ValueError:
-        raise HTTPError(400, "Body is not valid JSON") from None
+        return load_json(req.body)
+    except InvalidJSON as exc:
+        if not exc.path:
+            raise HTTPError(400, "Body is not valid JSON") from None
+        raise HTTPError(400, f"Provided object is not valid at {exc.path}: "
+                             f"{exc.reason}") from None
 
 
 def _check(data: Any, schema: dict[str, Any], what: str = "image") -> None:
@@ -94,7 +99,7 @@ def _check(data: Any, schema: dict[str, Any], what: str = "image") -> None:
         jsonschema.Draft4Validator(schema).validate(data)
     except jsonschema.ValidationError as exc:
         raise HTTPError(400, f"Provided object does not match schema '{what}': "
-                             f"{exc.message}") from None
+                             f"{schema_report.message(exc)}") from None
 
 
 def create_image(req: Request) -> Response:

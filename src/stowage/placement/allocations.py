@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.errors import Conflict, Invalid, NotFound
-from stowage.placement import changes, providers
+from stowage.placement import bulk, changes, providers
 from stowage.placement import consumers as cons
 from stowage.placement import resource_classes as rcs
 from stowage.placement import tables as t
@@ -84,33 +84,42 @@ class _Item:
     used: int  # 0 marks an allocation being removed (its provider is still touched)
 
 
-
 def lock_providers(conn: Connection, uuids: Iterable[str]) -> dict[str, _Locked]:
-    wanted = sorted(set(uuids))
-    if not wanted:
-        return {}
-    # SELECT id, uuid, generation FROM resource_providers WHERE uuid IN (:uuids)
+    """Lock the providers named by `uuids` (unknown ones are left out), in id order.
+
+    Ids first, without locks; then the rows chunk by chunk in ascending id
+    order, so that every writer takes its provider locks in one global order.
+    """
+    # SELECT id FROM resource_providers WHERE uuid IN (:chunk)
+    ids = [row.id for row in bulk.rows_in(
+        conn, lambda part: sa.select(_RP.c.id).where(_RP.c.uuid.in_(part)), set(uuids))]
+    # SELECT id, uuid, generation FROM resource_providers WHERE id IN (:chunk)
     # ORDER BY id FOR UPDATE
-    rows = conn.execute(sa.select(_RP.c.id, _RP.c.uuid, _RP.c.generation)
-                        .where(_RP.c.uuid.in_(wanted)).order_by(_RP.c.id).with_for_update())
+    rows = bulk.rows_in(conn, lambda part: sa.select(_RP.c.id, _RP.c.uuid, _RP.c.generation)
+                        .where(_RP.c.id.in_(part)).order_by(_RP.c.id).with_for_update(),
+                        set(ids))
     return {row.uuid: _Locked(row.id, row.uuid, row.generation) for row in rows}
 
 
-def _current(conn: Connection, consumer_uuid: str) -> list[tuple[str, str]]:
-    """(provider uuid, class name) of what the consumer holds now."""
+def _current(conn: Connection, consumer_uuids: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
+    """(provider uuid, class name) of what each consumer holds now."""
     rc = t.resource_classes
-    rows = conn.execute(sa.select(_RP.c.uuid, rc.c.name)
+    # SELECT a.consumer_id, rp.uuid, rc.name FROM allocations a JOIN resource_providers rp ...
+    # JOIN resource_classes rc ... WHERE a.consumer_id IN (:chunk) ORDER BY a.id
+    rows = bulk.rows_in(conn, lambda part: sa.select(_A.c.consumer_id, _RP.c.uuid, rc.c.name)
                         .select_from(_A.join(_RP, _A.c.resource_provider_id == _RP.c.id)
                                      .join(rc, _A.c.resource_class_id == rc.c.id))
-                        .where(_A.c.consumer_id == consumer_uuid).order_by(_A.c.id))
-    return [(row[0], row[1]) for row in rows]
+                        .where(_A.c.consumer_id.in_(part)).order_by(_A.c.id), consumer_uuids)
+    held: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for consumer_uuid, rp_uuid, rc_name in rows:
+        held[consumer_uuid].append((rp_uuid, rc_name))
+    return held
 
 
 def _plan(conn: Connection, wanted: Sequence[ConsumerAllocations],
           ensured: Mapping[str, cons.Consumer]) -> list[_Item]:
     """Every (consumer, provider, class, amount) the write touches, providers locked."""
-    removed = {w.consumer.uuid: _current(conn, w.consumer.uuid)
-               for w in wanted if not w.allocations}
+    removed = _current(conn, [w.consumer.uuid for w in wanted if not w.allocations])
     uuids = {rp for w in wanted for rp in w.allocations}
     uuids |= {rp for pairs in removed.values() for rp, _ in pairs}
     locked = lock_providers(conn, uuids)
@@ -141,26 +150,20 @@ def _usage(conn: Connection, provider_ids: set[int],
     # SELECT resource_provider_id, resource_class_id, SUM(used) FROM allocations
     # WHERE resource_provider_id IN (...) AND resource_class_id IN (...)
     # GROUP BY resource_provider_id, resource_class_id
-    if not provider_ids:
-        return {}
-    rows = conn.execute(
-        sa.select(_A.c.resource_provider_id, _A.c.resource_class_id, sa.func.sum(_A.c.used))
-        .where(_A.c.resource_provider_id.in_(sorted(provider_ids)),
-               _A.c.resource_class_id.in_(sorted(class_ids)))
-        .group_by(_A.c.resource_provider_id, _A.c.resource_class_id))
+    rows = bulk.rows_in(conn, lambda part: sa.select(
+        _A.c.resource_provider_id, _A.c.resource_class_id, sa.func.sum(_A.c.used))
+        .where(_A.c.resource_provider_id.in_(part), _A.c.resource_class_id.in_(sorted(class_ids)))
+        .group_by(_A.c.resource_provider_id, _A.c.resource_class_id), provider_ids)
     return {(rp, rc): int(used) for rp, rc, used in rows}
 
 
 def _inventories(conn: Connection, provider_ids: set[int],
                  class_ids: set[int]) -> dict[tuple[int, int], sa.Row[tuple[object, ...]]]:
-    if not provider_ids:
-        return {}
-    rows = conn.execute(
-        sa.select(_INV.c.resource_provider_id, _INV.c.resource_class_id, _INV.c.total,
-                  _INV.c.reserved, _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size,
-                  _INV.c.allocation_ratio)
-        .where(_INV.c.resource_provider_id.in_(sorted(provider_ids)),
-               _INV.c.resource_class_id.in_(sorted(class_ids))))
+    rows = bulk.rows_in(conn, lambda part: sa.select(
+        _INV.c.resource_provider_id, _INV.c.resource_class_id, _INV.c.total, _INV.c.reserved,
+        _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size, _INV.c.allocation_ratio)
+        .where(_INV.c.resource_provider_id.in_(part),
+               _INV.c.resource_class_id.in_(sorted(class_ids))), provider_ids)
     return {(row.resource_provider_id, row.resource_class_id): row for row in rows}
 
 
@@ -216,7 +219,7 @@ def prepare_allocations(conn: Connection, wanted: Sequence[ConsumerAllocations],
                         rules: cons.ConsumerRules) -> PreparedWrite:
     """Steps 1 and 2: consumer generation checks first, then unknown providers (as upstream)."""
     cons.lock_consumers(conn, [w.consumer.uuid for w in wanted])
-    ensured = {w.consumer.uuid: cons.ensure_consumer(conn, w.consumer, rules) for w in wanted}
+    ensured = cons.ensure_consumers(conn, [w.consumer for w in wanted], rules)
     return PreparedWrite(ensured, _plan(conn, wanted, ensured))
 
 
@@ -251,23 +254,21 @@ def _bump_generations(conn: Connection, items: Sequence[_Item]) -> None:
             providers.increment_generation(conn, provider.id, provider.generation)
         except Conflict as exc:
             raise cons.ConcurrentUpdate(exc.detail) from None
-    bumped: set[int] = set()
-    for item in items:
-        if item.consumer.id not in bumped:
-            bumped.add(item.consumer.id)
-            cons.increment_generation(conn, item.consumer)
+    cons.increment_generations(conn, {i.consumer.id: i.consumer for i in items}.values())
 
 
 def _forget(conn: Connection, consumer_uuids: Iterable[str]) -> int:
     """Delete the consumers' allocations, logging the providers whose usage drops."""
-    wanted = sorted(consumer_uuids)
-    # SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id IN (:wanted)
-    held = conn.execute(sa.select(_A.c.resource_provider_id).distinct()
-                        .where(_A.c.consumer_id.in_(wanted))).scalars().all()
+    wanted = set(consumer_uuids)
+    # SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id IN (:chunk)
+    held = {row[0] for row in bulk.rows_in(conn, lambda part: sa.select(
+        _A.c.resource_provider_id).distinct().where(_A.c.consumer_id.in_(part)), wanted)}
     if not held:
         return 0
-    changes.record(conn, held)
-    return int(conn.execute(_A.delete().where(_A.c.consumer_id.in_(wanted))).rowcount)
+    changes.record(conn, sorted(held))
+    # DELETE FROM allocations WHERE consumer_id IN (:chunk)
+    return bulk.delete_in(conn, lambda part: _A.delete().where(_A.c.consumer_id.in_(part)),
+                          wanted)
 
 
 def delete_allocations(conn: Connection, consumer_uuid: str) -> None:

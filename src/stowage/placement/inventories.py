@@ -15,6 +15,7 @@ wording that upstream's handlers add.
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -30,13 +31,15 @@ from stowage.placement.providers import Provider, increment_generation
 from stowage.timeutil import utcnow as _now
 
 __all__ = ["Inventory", "MAX_INT", "NoSuchClass", "NoInventory", "InventoryInUse",
-           "from_request", "list_inventories", "get_inventory", "check_capacity",
-           "replace_inventories", "add_inventory", "update_inventory", "delete_inventory"]
+           "check_class_names", "from_request", "list_inventories", "get_inventory",
+           "check_capacity", "replace_inventories", "add_inventory", "update_inventory",
+           "delete_inventory"]
 
 # The largest value an inventory integer column holds on every backend.
 MAX_INT = 2147483647
 DEFAULTS: dict[str, Any] = {"reserved": 0, "min_unit": 1, "max_unit": MAX_INT,
                             "step_size": 1, "allocation_ratio": 1.0}
+_CLASS_NAME = re.compile(r"^[A-Z0-9_]+\Z")
 FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
 
 _INV = t.inventories
@@ -76,6 +79,16 @@ class Inventory:
     def values(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in FIELDS}
 
+
+def check_class_names(names: Iterable[str]) -> None:
+    """Raise NoSuchClass for a key that cannot be a class name.
+
+    The PUT schemas (as upstream's) check only the records of keys that look
+    like class names, so `{"bad-class": []}` reaches here unchecked.
+    """
+    for name in names:
+        if not _CLASS_NAME.match(name):
+            raise NoSuchClass(f"No such resource class {name}.")
 
 
 def from_request(resource_class: str, data: Mapping[str, Any]) -> Inventory:

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.errors import Conflict, Invalid, NotFound
-from stowage.placement import changes, codes
+from stowage.placement import bulk, changes, codes
 from stowage.placement import tables as t
 from stowage.timeutil import utcnow as _now
 
@@ -95,11 +95,9 @@ def get_provider(conn: Connection, uuid: str) -> Provider:
 
 def get_providers_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Provider]:
     """The providers that exist among `uuids`, keyed by uuid; missing ones are absent."""
-    wanted = sorted(set(uuids))
-    if not wanted:
-        return {}
     query = _provider_select()
-    rows = conn.execute(query.where(_rp_column(query, "uuid").in_(wanted)))
+    rows = bulk.rows_in(conn, lambda part: query.where(_rp_column(query, "uuid").in_(part)),
+                        set(uuids))
     return {row.uuid: _to_provider(row) for row in rows}
 
 
@@ -121,11 +119,12 @@ def list_providers(conn: Connection, *, name: str | None = None, uuid: str | Non
         if root_id is None:
             return []
         query = query.where(_rp_column(query, "root_provider_id") == root_id)
-    if ids is not None:
-        if not ids:
-            return []
-        query = query.where(_rp_column(query, "id").in_(sorted(ids)))
-    return [_to_provider(row) for row in conn.execute(query)]
+    if ids is None:
+        return [_to_provider(row) for row in conn.execute(query)]
+    # Chunks of ascending ids, each ordered by id: the whole stays in creation order.
+    rows = bulk.rows_in(conn, lambda part: query.where(_rp_column(query, "id").in_(part)),
+                        set(ids))
+    return [_to_provider(row) for row in rows]
 
 
 def increment_generation(conn: Connection, provider_id: int, expected: int) -> int:

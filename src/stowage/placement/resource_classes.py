@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from stowage.errors import Conflict, Invalid, NotFound
-from stowage.placement import changes
+from stowage.placement import bulk, changes
 from stowage.placement import tables as t
 from stowage.timeutil import utcnow as _now
 
@@ -37,10 +37,12 @@ def get_class(conn: Connection, name: str) -> Row[tuple[int, str, datetime.datet
 
 
 def ids_by_name(conn: Connection, names: set[str] | None = None) -> dict[str, int]:
+    """Ids of the named classes (all when `names` is None); a client's long list is chunked."""
     query = sa.select(_RC.c.name, _RC.c.id)
-    if names is not None:
-        query = query.where(_RC.c.name.in_(sorted(names)))
-    return {name: rc_id for name, rc_id in conn.execute(query)}
+    if names is None:
+        return {name: rc_id for name, rc_id in conn.execute(query)}
+    rows = bulk.rows_in(conn, lambda part: query.where(_RC.c.name.in_(part)), names)
+    return {name: rc_id for name, rc_id in rows}
 
 
 def _next_custom_id(conn: Connection) -> int:

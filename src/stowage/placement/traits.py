@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from stowage.errors import Conflict, Invalid, NotFound
+from stowage.placement import bulk
 from stowage.placement import tables as t
 from stowage.placement.providers import Provider, increment_generation
 from stowage.timeutil import utcnow as _now
@@ -28,7 +29,6 @@ _RP_TRAIT = t.provider_traits
 TraitRow = Row[tuple[int, str, datetime.datetime, datetime.datetime | None]]
 
 
-
 def is_custom(name: str) -> bool:
     return name.startswith("CUSTOM_")
 
@@ -40,17 +40,21 @@ def _select() -> sa.Select[tuple[int, str, datetime.datetime, datetime.datetime 
 
 def list_traits(conn: Connection, *, name_in: Iterable[str] | None = None,
                 prefix: str | None = None, associated: bool | None = None) -> list[TraitRow]:
-    """Traits matching all given filters; `associated` means "on at least one provider"."""
+    """Traits matching all given filters; `associated` means "on at least one provider".
+
+    A long `name_in` (a client's list) is looked up chunk by chunk (see bulk).
+    """
     query = _select()
-    if name_in is not None:
-        query = query.where(_TRAIT.c.name.in_(sorted(set(name_in))))
     if prefix is not None:
         query = query.where(_TRAIT.c.name.startswith(prefix, autoescape=True))
     if associated is not None:
         # WHERE [NOT] EXISTS (SELECT 1 FROM resource_provider_traits WHERE trait_id = traits.id)
         linked = sa.exists().where(_RP_TRAIT.c.trait_id == _TRAIT.c.id)
         query = query.where(linked if associated else ~linked)
-    return list(conn.execute(query))
+    if name_in is None:
+        return list(conn.execute(query))
+    rows = bulk.rows_in(conn, lambda part: query.where(_TRAIT.c.name.in_(part)), set(name_in))
+    return sorted(rows, key=lambda row: row.name)
 
 
 def get_trait(conn: Connection, name: str) -> TraitRow:
@@ -110,10 +114,11 @@ def set_provider_traits(conn: Connection, provider: Provider,
     if want_ids == have_ids:
         return rows, provider.generation
     generation = increment_generation(conn, provider.id, provider.generation)
-    if have_ids - want_ids:
-        conn.execute(_RP_TRAIT.delete().where(
-            _RP_TRAIT.c.resource_provider_id == provider.id,
-            _RP_TRAIT.c.trait_id.in_(sorted(have_ids - want_ids))))
+    # DELETE FROM resource_provider_traits
+    # WHERE resource_provider_id = :id AND trait_id IN (:chunk), chunk by chunk
+    bulk.delete_in(conn, lambda part: _RP_TRAIT.delete().where(
+        _RP_TRAIT.c.resource_provider_id == provider.id, _RP_TRAIT.c.trait_id.in_(part)),
+        have_ids - want_ids)
     now = _now()
     added = [{"trait_id": trait_id, "resource_provider_id": provider.id, "created_at": now}
              for trait_id in sorted(want_ids - have_ids)]

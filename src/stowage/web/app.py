@@ -5,6 +5,11 @@ CORS, auth (401 before anything else), content-length/type sanity,
 microversion negotiation, routing (404/405), Accept and Content-Type checks,
 then the handler; the whole pipeline runs in a worker thread. Each service supplies its routes, its
 version list and how its errors are rendered.
+
+Defences every route gets without asking: a path holding a NUL character is
+404 (no record can be named so), a query holding one is 400, every error
+detail is cut to `DETAIL_LIMIT`, and a value the database refuses to store
+(DataError) is a 400, not a 500.
 """
 
 from __future__ import annotations
@@ -14,13 +19,15 @@ from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlalchemy.exc
 from starlette.concurrency import run_in_threadpool
 
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.policy import PolicyNotAuthorized
 from stowage.web import microversion
-from stowage.web.errors import HTTPError
+from stowage.web.body import unstorable
+from stowage.web.errors import DETAIL_LIMIT, HTTPError, shorten
 from stowage.web.http import Request, Response
 from stowage.web.routing import Router
 
@@ -84,6 +91,14 @@ def _check_length(req: Request) -> None:
         raise HTTPError(400, "content-type header required when content-length > 0")
 
 
+def _check_query(req: Request) -> None:
+    """Query values are compared with stored text; one holding NUL is refused up front."""
+    for key, value in req.query:
+        why = unstorable(key) or unstorable(value)
+        if why:
+            raise HTTPError(400, f"Invalid query string parameters: {why}")
+
+
 _DOMAIN_STATUS = {"not_found": 404, "conflict": 409, "invalid": 400, "forbidden": 403}
 
 
@@ -124,27 +139,39 @@ class ServiceApp:
             if route.min_version and not req.version.at_least(route.min_version):
                 raise HTTPError(404, "The resource could not be found.")
             req.params = params
+            _check_query(req)
             if req.method == "GET" and not _accepts_json(req.headers.get("accept")):
                 raise HTTPError(406, "Only application/json is provided")
             if route.json_body:
                 require_json_content(req)
             resp: Response = route.handler(req)
         except HTTPError as err:
-            resp = self.spec.render_error(req, err, versioned)
+            resp = self._render(req, err, versioned)
             resp.headers.extend(err.headers.items())
         except DomainError as exc:
             status = _DOMAIN_STATUS.get(exc.kind, 400)
-            resp = self.spec.render_error(req, HTTPError(status, exc.detail, exc.code), versioned)
+            resp = self._render(req, HTTPError(status, exc.detail, exc.code), versioned)
         except PolicyNotAuthorized as exc:
-            resp = self.spec.render_error(req, HTTPError(403, str(exc)), versioned)
+            resp = self._render(req, HTTPError(403, str(exc)), versioned)
+        except sqlalchemy.exc.DataError as exc:
+            # Last line of defence: the loaders refuse what is known to be unstorable.
+            LOG.warning("database refused a value in %s %s: %s", req.method, req.path,
+                        shorten(str(exc.orig), 500))
+            refused = HTTPError(400, "Invalid input: a value cannot be stored.")
+            resp = self._render(req, refused, versioned)
         except Exception:
             LOG.exception("unexpected error in %s %s", req.method, req.path)
             failure = HTTPError(500, "An unexpected error occurred; see the service log.")
-            resp = self.spec.render_error(req, failure, versioned)
+            resp = self._render(req, failure, versioned)
         if versioned and self.spec.microversioned:
             self._version_headers(req, resp)
         resp.headers.append(("openstack-request-id", req.context.request_id))
         return resp
+
+    def _render(self, req: Request, err: HTTPError, versioned: bool) -> Response:
+        """The service's error body, its detail bounded whatever the handler put in it."""
+        err.detail = shorten(err.detail, DETAIL_LIMIT)
+        return self.spec.render_error(req, err, versioned)
 
     def _version_headers(self, req: Request, resp: Response) -> None:
         header = f"{self.spec.service_type} {req.version}"

@@ -9,7 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 __all__ = ["HTTPError", "TITLES", "EXPLANATIONS", "bad_request", "not_found", "conflict",
-           "forbidden"]
+           "forbidden", "shorten", "VALUE_LIMIT", "DETAIL_LIMIT"]
+
+# How much of a client's value an error detail may quote, and how long a whole
+# detail may be: a 10 MB bad value must not come back as a 10 MB error body.
+VALUE_LIMIT = 200
+DETAIL_LIMIT = 4000
 
 TITLES = {
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
@@ -52,6 +57,13 @@ class HTTPError(Exception):
     @property
     def title(self) -> str:
         return TITLES.get(self.status, "Error")
+
+
+def shorten(text: str, limit: int = VALUE_LIMIT) -> str:
+    """`text` cut to `limit` characters, the cut marked with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + "..."
 
 
 def bad_request(detail: str, code: str | None = None) -> HTTPError:

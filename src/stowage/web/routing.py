@@ -1,7 +1,9 @@
 """Declarative routes: one table maps path + method to a handler.
 
 Unknown paths are 404 and known paths with an unknown method are 405 with an
-``Allow`` header, decided here once rather than in each handler.
+``Allow`` header, decided here once rather than in each handler. A path
+holding a NUL character (``%00``) names nothing that can exist: 404 for every
+route, before any handler hands it to a database that cannot compare it.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class Router:
         ]
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]]:
+        if "\x00" in path:
+            raise HTTPError(404, "The resource could not be found.")
         for regex, methods in self._compiled:
             found = regex.match(path)
             if not found:

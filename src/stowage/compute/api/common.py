@@ -6,14 +6,15 @@ because clients print them and operators search for them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
 import jsonschema
 
-from stowage.web.errors import HTTPError
+from stowage.web import schema_report
+from stowage.web.body import InvalidJSON, load_json
+from stowage.web.errors import HTTPError, shorten
 from stowage.web.http import Request
 from stowage.web.microversion import Version
 
@@ -45,15 +46,24 @@ def require_version(req: Request, minor: int) -> None:
 
 
 def read_body(req: Request) -> Any:
+    """The body through the shared loader (web.body): unparsable is Nova's "Malformed
+    request body"; a string no database can store (NUL, lone surrogate) is named
+    like a field that failed validation."""
     try:
-        return json.loads(req.body)
-    except ValueError:
-        raise HTTPError(400, "Malformed request body") from None
+        return load_json(req.body)
+    except InvalidJSON as exc:
+        if not exc.path:
+            raise HTTPError(400, "Malformed request body") from None
+        raise HTTPError(400, f"Invalid input for field/attribute {exc.path}. "
+                             f"{exc.reason}") from None
 
 
 def _reason(err: jsonschema.ValidationError, what: str) -> str:
+    """Nova's wording; the value and jsonschema's message (which quotes it) are bounded."""
     path = "/".join(str(p) for p in err.absolute_path)
-    return f"Invalid input for {what} {path}. Value: {err.instance}. {err.message}"
+    value = err.instance if isinstance(err.instance, str) else schema_report.quoted(err.instance)
+    return (f"Invalid input for {what} {path}. Value: {shorten(value)}. "
+            f"{schema_report.message(err)}")
 
 
 def validate_body(data: Any, schema: Mapping[str, Any]) -> Any:

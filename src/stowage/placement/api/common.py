@@ -7,7 +7,6 @@ test suite match on them.
 from __future__ import annotations
 
 import datetime
-import json
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping
 from email.utils import format_datetime
@@ -17,6 +16,8 @@ import jsonschema
 
 from stowage.placement import codes
 from stowage.timeutil import utcnow
+from stowage.web import schema_report
+from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response
 
@@ -51,14 +52,15 @@ def validate_json(data: Any, schema: Mapping[str, Any]) -> Any:
     try:
         _validate(data, schema)
     except jsonschema.ValidationError as exc:
-        raise HTTPError(400, f"JSON does not validate: {exc}") from None
+        raise HTTPError(400, f"JSON does not validate: {schema_report.verbose(exc)}") from None
     return data
 
 
 def extract_json(req: Request, schema: Mapping[str, Any]) -> Any:
+    """The body decoded by the shared loader (its limits, see web.body), then schema-checked."""
     try:
-        data = json.loads(req.body)
-    except ValueError as exc:
+        data = load_json(req.body)
+    except InvalidJSON as exc:
         raise HTTPError(400, f"Malformed JSON: {exc}") from None
     return validate_json(data, schema)
 
@@ -71,7 +73,8 @@ def validate_query(req: Request, schema: Mapping[str, Any]) -> dict[str, str]:
     try:
         _validate(values, schema)
     except jsonschema.ValidationError as exc:
-        raise HTTPError(400, f"Invalid query string parameters: {exc}") from None
+        raise HTTPError(400, "Invalid query string parameters: "
+                             f"{schema_report.verbose(exc)}") from None
     return values
 
 

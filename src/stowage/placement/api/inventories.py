@@ -138,6 +138,7 @@ def replace_inventories(req: Request) -> Response:
         _check_generation(provider, data["resource_provider_generation"])
         wanted = data["inventories"]
         try:
+            inv.check_class_names(wanted)
             inv.check_capacity(provider.uuid, [inv.from_request(rc, fields)
                                                for rc, fields in wanted.items()],
                                _reserved_can_be_total(req))

@@ -66,6 +66,8 @@ def reshape(req: Request) -> Response:
                                      body["inventories"])
         for rp_uuid, body in data["inventories"].items()]
     try:
+        for want in inventories:
+            invs.check_class_names(want.inventories)
         with req.app.db.write() as conn:
             reshaper.reshape(conn, inventories, parse_consumers(data["allocations"]),
                              consumer_rules(req))

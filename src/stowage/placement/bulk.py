@@ -1,0 +1,53 @@
+"""Cutting unbounded lists into pieces that every database takes in one statement.
+
+SQLite refuses a statement with more bound variables than its compile-time
+limit (32,766 by default, 250,000 in Debian's build), and every backend gets
+slow parsing a huge ``IN (...)``. Writers that take a client's list (traits,
+aggregates, consumers of POST /allocations) select and delete in chunks of
+`CHUNK` values, and insert with executemany, so the number of statements
+grows with N / CHUNK and the work per item stays constant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+__all__ = ["CHUNK", "chunks", "rows_in", "delete_in"]
+
+# Well under any backend's bound-parameter limit, with room for the other
+# parameters of the statement.
+CHUNK = 500
+
+T = TypeVar("T")
+
+
+def chunks(values: Iterable[T], size: int | None = None) -> Iterator[list[T]]:
+    """`values` (sorted if they are a set, for a stable lock order) in lists of `size`
+    (default `CHUNK`, read at each call so that tests can make chunks tiny)."""
+    size = size or CHUNK
+    ordered: Sequence[T] = (sorted(values) if isinstance(values, set | frozenset)
+                            else list(values))
+    for start in range(0, len(ordered), size):
+        yield list(ordered[start:start + size])
+
+
+def rows_in(conn: Connection, build: Callable[[list[Any]], sa.Executable],
+            values: Iterable[Any]) -> list[sa.Row[Any]]:
+    """All rows of `build(chunk)` for each chunk of `values`, in chunk order."""
+    found: list[sa.Row[Any]] = []
+    for part in chunks(values):
+        found.extend(conn.execute(build(part)))
+    return found
+
+
+def delete_in(conn: Connection, build: Callable[[list[Any]], sa.Executable],
+              values: Iterable[Any]) -> int:
+    """Run the DELETE `build(chunk)` for each chunk; returns the rows deleted."""
+    deleted = 0
+    for part in chunks(values):
+        deleted += int(conn.execute(build(part)).rowcount)
+    return deleted
