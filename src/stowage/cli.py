@@ -152,9 +152,12 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"stowage: upgrading schema on {db.backend} ...", file=sys.stderr, flush=True)
     schema.upgrade(db)
     host, _, port = settings.bind.rpartition(":")
+    # Every worker gets the same keep-alive timeout: uvicorn's own (5 s) is
+    # shorter than pooled clients keep idle connections.
     run: dict[str, Any] = {"host": host or "127.0.0.1", "port": int(port),
                            "log_level": args.log_level,
-                           "access_log": args.log_level == "debug"}
+                           "access_log": args.log_level == "debug",
+                           "timeout_keep_alive": settings.api.keepalive_timeout}
     print(f"stowage: serving {', '.join(settings.services)} on http://{settings.bind}"
           f" with {max(args.workers, 1)} worker(s)", file=sys.stderr, flush=True)
     if args.workers > 1:

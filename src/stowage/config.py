@@ -16,23 +16,49 @@ from typing import Any
 
 import yaml
 
-__all__ = ["ApiSettings", "ComputeSettings", "CorsSettings", "PlacementSettings", "PolicySettings",
-           "Settings", "load"]
+__all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
+           "PlacementSettings", "PolicySettings", "Settings", "load"]
 
 DEFAULT_DATABASE = "sqlite:///stowage.db"
 ENV_PREFIX = "STOWAGE_"
+
+
+# The values `[api] auth_strategy` may take. Upstream's default, "keystone",
+# is not among them: a service that named it would otherwise run with no
+# authentication at all, so settings naming it are refused.
+AUTH_STRATEGIES = ("noauth2",)
 
 
 @dataclass(frozen=True)
 class ApiSettings:
     # "noauth2" is upstream's test convention: the token names the caller.
     auth_strategy: str = "noauth2"
+    # Seconds an idle keep-alive connection stays open. Pooled clients
+    # (requests/urllib3 under keystoneauth, as Nova's report client uses) keep
+    # idle connections with no timeout of their own and reuse them; a server
+    # that drops them sooner races their next request (RemoteDisconnected).
+    # 75 s is nginx's default, longer than a typical periodic task's interval.
+    keepalive_timeout: float = 75.0
+
+    def __post_init__(self) -> None:
+        if self.auth_strategy not in AUTH_STRATEGIES:
+            raise ValueError(
+                f"[api] auth_strategy = {self.auth_strategy!r} is not supported; "
+                f"supported: {', '.join(repr(s) for s in AUTH_STRATEGIES)}")
+        timeout = self.keepalive_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError("[api] keepalive_timeout must be a positive number of seconds, "
+                             f"not {self.keepalive_timeout!r}")
 
 
 @dataclass(frozen=True)
 class PolicySettings:
-    # Upstream's oslo.policy `enforce_new_defaults`: secure-RBAC defaults when true.
-    enforce_new_defaults: bool = False
+    # Upstream's oslo.policy `enforce_new_defaults`, true as Nova and Placement
+    # ship today: secure-RBAC defaults, where a token needs the member role to
+    # change a project's resources and the reader role to look at them. False
+    # (opt-in) restores the deprecated defaults, where any token of the owning
+    # project may do both.
+    enforce_new_defaults: bool = True
     # Optional YAML/JSON file of rule name -> check string overrides.
     file: str | None = None
     overrides: Mapping[str, str] = field(default_factory=dict)
@@ -81,6 +107,16 @@ class ComputeSettings:
     weigher: str = "spread"
     max_placement_results: int = 1000
     default_availability_zone: str = "nova"
+    # TESTING ONLY: "operation:step:state" (e.g. "resize:resize_instance:done"); the
+    # process exits at once, as kill -9 would, when the conductor's journal gets
+    # there. The crash-recovery tests set it in a TOML file; never set it in production.
+    crash_at: str = ""
+    # The most servers one POST /servers may ask for (max_count). Nova has no
+    # such option: its instances quota (10 per project by default) bounds a
+    # request. stowage has no quotas yet, so this bounds it instead.
+    max_count_per_request: int = 10
+    # Nova's [quota] metadata_items: the most metadata items a server may have.
+    metadata_items: int = 128
 
 
 @dataclass(frozen=True)

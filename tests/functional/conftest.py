@@ -10,9 +10,10 @@ import dataclasses
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pytest
@@ -91,13 +92,17 @@ def reset_tables(db: Database) -> None:
 
 
 @contextmanager
-def serving(backend: str, services: tuple[str, ...] | None = None) -> Iterator[LiveServer]:
-    """A live server on a throw-away database: one service at `/`, or all mounted."""
+def serving(backend: str, services: tuple[str, ...] | None = None,
+            **overrides: Any) -> Iterator[LiveServer]:
+    """A live server on a throw-away database: one service at `/`, or all mounted.
+
+    `overrides` are other settings, e.g. `policy=PolicySettings(...)`.
+    """
     with throwaway_database(backend) as url:
         if services:
-            live = start_server(config.Settings(database=url, services=services))
+            live = start_server(config.Settings(database=url, services=services, **overrides))
         else:
-            live = start_server(config.Settings(database=url), at_root=False)
+            live = start_server(config.Settings(database=url, **overrides), at_root=False)
         try:
             yield live
         finally:
@@ -136,11 +141,20 @@ def live_stowage(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
         yield live
 
 
+# The roles a Keystone token carries (noauth2 reads them from X-Roles): a
+# member's token also carries reader, since Keystone's default roles imply it.
+MEMBER = ("member", "reader")
+READER = ("reader",)
+
+
 def api_client(base_url: str, token: str = "admin",
-               headers: dict[str, str] | None = None) -> httpx.Client:
+               headers: dict[str, str] | None = None,
+               roles: Sequence[str] | None = None) -> httpx.Client:
+    """A client whose token names the caller; `roles` (if given) go in X-Roles."""
+    role_header = {} if roles is None else {"x-roles": ",".join(roles)}
     return httpx.Client(base_url=base_url, timeout=30,
                         headers={"x-auth-token": token, "accept": "application/json",
-                                 **(headers or {})})
+                                 **role_header, **(headers or {})})
 
 
 @pytest.fixture
@@ -171,9 +185,11 @@ class Cloud:
         """Change compute options (e.g. allow_resize_to_same_host) for this test only."""
         self.plane.reconfigure(dataclasses.replace(self.plane.settings, **changes))  # type: ignore[arg-type]
 
-    def client(self, token: str, version: str = "latest") -> httpx.Client:
-        return api_client(f"{self.live.url}/compute/v2.1",
-                          token=token, headers={"openstack-api-version": f"compute {version}"})
+    def client(self, token: str, version: str = "latest",
+               roles: Sequence[str] | None = None) -> httpx.Client:
+        """A Compute client for `token` (e.g. "demo:p1", roles=MEMBER)."""
+        return api_client(f"{self.live.url}/compute/v2.1", token=token, roles=roles,
+                          headers={"openstack-api-version": f"compute {version}"})
 
 
 def reset_cloud(live: LiveServer) -> ControlPlane:

@@ -21,7 +21,7 @@ import pytest
 from stowage.compute import actions
 from stowage.compute import instances as inst
 from stowage.timeutil import utcnow
-from tests.functional.conftest import Cloud
+from tests.functional.conftest import MEMBER, Cloud
 
 
 def at(version: str) -> dict[str, str]:
@@ -93,7 +93,7 @@ def test_show_with_events_for_admin(cloud: Cloud, vm: str) -> None:
 
 
 def test_owner_sees_events_without_traceback(cloud: Cloud, vm: str) -> None:
-    owner = cloud.client("demo:p1")
+    owner = cloud.client("demo:p1", roles=MEMBER)
     event = owner.get(f"/servers/{vm}/os-instance-actions/req-2").json()[
         "instanceAction"]["events"][0]
     assert set(event) == {"event", "start_time", "finish_time", "result", "hostId"}
@@ -108,7 +108,7 @@ def test_not_found_and_other_projects(cloud: Cloud, vm: str) -> None:
     resp = cloud.compute.get(f"/servers/{vm}/os-instance-actions/req-9")
     assert resp.status_code == 404
     assert resp.json()["itemNotFound"]["message"] == "Action req-9 not found"
-    other = cloud.client("x:p2")
+    other = cloud.client("x:p2", roles=MEMBER)
     assert other.get(f"/servers/{vm}/os-instance-actions").status_code == 404
 
 
@@ -122,7 +122,8 @@ def test_actions_of_a_deleted_server_stay_visible(cloud: Cloud, vm: str) -> None
 
 
 def test_api_requests_record_their_action(cloud: Cloud, vm: str) -> None:
-    resp = cloud.client("demo:p1").put(f"/servers/{vm}", json={"server": {"name": "x"}})
+    resp = cloud.client("demo:p1", roles=MEMBER).put(f"/servers/{vm}",
+                                                     json={"server": {"name": "x"}})
     assert resp.status_code == 200
     response: dict[str, Any] = cloud.compute.get(f"/servers/{vm}/os-instance-actions").json()
     assert len(response["instanceActions"]) == 3  # an update records no action, as in Nova

@@ -15,7 +15,7 @@ import pytest
 from stowage.compute import instances, server_groups
 from stowage.compute.instances import Instance
 from tests.functional import servers as sv
-from tests.functional.conftest import Cloud
+from tests.functional.conftest import MEMBER, Cloud
 from tests.functional.servers import new_uuid
 
 
@@ -41,7 +41,7 @@ def error(resp: httpx.Response, status: int) -> str:
 
 
 def test_create_and_show_at_latest(cloud: Cloud) -> None:
-    with cloud.client("alice:proj-a") as alice:
+    with cloud.client("alice:proj-a", roles=MEMBER) as alice:
         made = create(alice, "web", "anti-affinity", {"max_server_per_host": 3})
         assert set(made) == {"id", "name", "policy", "rules", "members", "project_id",
                              "user_id"}
@@ -113,7 +113,8 @@ def test_bad_input_is_a_400_and_creates_nothing(cloud: Cloud, version: str,
 
 
 def test_lists_are_project_scoped_and_admins_see_all(cloud: Cloud) -> None:
-    with cloud.client("alice:proj-a") as alice, cloud.client("bob:proj-b") as bob:
+    with cloud.client("alice:proj-a", roles=MEMBER) as alice, \
+            cloud.client("bob:proj-b", roles=MEMBER) as bob:
         a = create(alice, "a")
         b = create(bob, "b")
         assert [g["id"] for g in alice.get("/os-server-groups").json()["server_groups"]] == [
@@ -148,7 +149,7 @@ def test_unknown_query_parameters_are_refused_from_2_75(cloud: Cloud) -> None:
 
 
 def test_delete(cloud: Cloud) -> None:
-    with cloud.client("alice:proj-a") as alice:
+    with cloud.client("alice:proj-a", roles=MEMBER) as alice:
         made = create(alice)
         resp = alice.delete(f"/os-server-groups/{made['id']}")
         assert resp.status_code == 204 and resp.content == b""

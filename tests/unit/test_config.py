@@ -6,13 +6,52 @@ from pathlib import Path
 
 import pytest
 
-from stowage import config
+from stowage import cli, config
 
 
 def test_defaults() -> None:
     settings = config.load()
     assert settings.database == config.DEFAULT_DATABASE
+    # Upstream's secure-RBAC defaults, and a keep-alive longer than client pools idle.
+    assert settings.policy.enforce_new_defaults is True
+    assert settings.api.auth_strategy == "noauth2"
+    assert settings.api.keepalive_timeout == 75
+
+
+def test_legacy_policy_and_keepalive_are_settings(tmp_path: Path) -> None:
+    toml = tmp_path / "stowage.toml"
+    toml.write_text("[api]\nkeepalive_timeout = 1.5\n[policy]\nenforce_new_defaults = false\n")
+    settings = config.load(str(toml))
     assert settings.policy.enforce_new_defaults is False
+    assert settings.api.keepalive_timeout == 1.5
+
+
+@pytest.mark.parametrize("strategy", ["keystone", "bogus", ""])
+def test_unsupported_auth_strategy_is_refused(tmp_path: Path, strategy: str) -> None:
+    # Starting with noauth2 in force when the operator asked for keystone would
+    # let anyone who reaches the port act as admin.
+    toml = tmp_path / "stowage.toml"
+    toml.write_text(f'[api]\nauth_strategy = "{strategy}"\n')
+    with pytest.raises(ValueError, match="auth_strategy = '.*' is not supported; "
+                                         "supported: 'noauth2'"):
+        config.load(str(toml))
+
+
+@pytest.mark.parametrize("timeout", [0, -5, "75", True])
+def test_keepalive_timeout_must_be_positive_seconds(timeout: object) -> None:
+    with pytest.raises(ValueError, match="keepalive_timeout"):
+        config.ApiSettings(keepalive_timeout=timeout)  # type: ignore[arg-type]
+
+
+def test_serve_refuses_unsupported_auth_strategy(tmp_path: Path) -> None:
+    toml = tmp_path / "stowage.toml"
+    toml.write_text('[api]\nauth_strategy = "keystone"\n')
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--config", str(toml), "serve", "--database",
+                  f"sqlite:///{tmp_path / 'never.db'}"])
+    assert "auth_strategy = 'keystone' is not supported; supported: 'noauth2'" in str(
+        exited.value.code)
+    assert not (tmp_path / "never.db").exists()
 
 
 def test_layers(tmp_path: Path) -> None:
