@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.functional.conftest import LiveServer, api_client
+from tests.functional.conftest import MEMBER, LiveServer, api_client
 from tests.functional.test_flavors import at, create
 
 
@@ -74,7 +74,8 @@ def test_members_read_but_do_not_write_extra_specs(compute: httpx.Client,
                                                    live_stowage: LiveServer) -> None:
     create(compute, "f", "1")
     compute.post("/flavors/1/os-extra_specs", json={"extra_specs": {"hw:a": "1"}})
-    with api_client(f"{live_stowage.url}/compute/v2.1", token="alice:proj-a") as alice:
+    with api_client(f"{live_stowage.url}/compute/v2.1", token="alice:proj-a",
+                    roles=MEMBER) as alice:
         assert specs(alice) == {"hw:a": "1"}
         posted = alice.post("/flavors/1/os-extra_specs", json={"extra_specs": {"hw:b": "2"}})
         assert posted.status_code == 403
@@ -120,7 +121,19 @@ def test_bad_actions_are_400(compute: httpx.Client, body: dict[str, Any]) -> Non
 
 def test_members_cannot_change_access(compute: httpx.Client, live_stowage: LiveServer) -> None:
     create(compute, "p", "1", **{"os-flavor-access:is_public": False})
-    with api_client(f"{live_stowage.url}/compute/v2.1", token="alice:proj-a") as alice:
+    with api_client(f"{live_stowage.url}/compute/v2.1", token="alice:proj-a",
+                    roles=MEMBER) as alice:
         resp = alice.post("/flavors/1/action", json={"addTenantAccess": {"tenant": "proj-a"}})
         assert resp.status_code == 403
     assert compute.get("/flavors/1/os-flavor-access").json() == {"flavor_access": []}
+
+
+def test_a_number_longer_than_a_value_column_is_400(compute: httpx.Client) -> None:
+    """The schema's maxLength bounds strings only; a 300-digit number is checked as Nova does."""
+    create(compute, "f", "1")
+    for resp in (compute.post("/flavors/1/os-extra_specs", json={"extra_specs": {"k": 10**300}}),
+                 compute.put("/flavors/1/os-extra_specs/k", json={"k": 10**300})):
+        assert resp.status_code == 400, resp.text
+        assert resp.json()["badRequest"]["message"] == \
+            "Invalid input received: extra_specs value has more than 255 characters."
+    assert specs(compute) == {}

@@ -190,3 +190,18 @@ def test_members_see_public_and_their_private_flavors(compute: httpx.Client,
         assert alice.get("/flavors/hidden").status_code == 404
         assert ids(bob.get("/flavors/detail")) == ["pub"]
         assert bob.get("/flavors/shared").status_code == 404
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    # A string of digits passes the schema's pattern, but is an infinite float.
+    ("rxtx_factor", "1" + "0" * 400, "Invalid input received: 'rxtx_factor' argument must be "
+                                     "a float between 0 and 3.40282e+38"),
+    # The schema bounds the length of a string id, not the digits of a numeric one.
+    ("id", 10**300, "Invalid input received: id has more than 255 characters."),
+])
+def test_values_no_column_holds_are_400(compute: httpx.Client, field: str, value: Any,
+                                        message: str) -> None:
+    resp = compute.post("/flavors", json=flavor_body("big", **{field: value}))
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["badRequest"]["message"] == message
+    assert ids(compute.get("/flavors")) == []

@@ -142,3 +142,20 @@ def test_projects_see_public_and_their_own_images(image: httpx.Client,
     assert image.get(f"/v2/images/{mine['id']}").json()["owner"] == "proj-a"
     with api_client(f"{live_stowage.url}/image", token="bob:proj-b") as bob:
         assert bob.delete(f"/v2/images/{mine['id']}").status_code == 404
+
+
+@pytest.mark.parametrize("field", ["min_ram", "min_disk"])
+def test_min_values_beyond_an_integer_column_are_400(image: httpx.Client, field: str) -> None:
+    """Glance's database check: min_disk and min_ram are 4-byte integers."""
+    message = f"'{field}' value out of range, must not exceed 2147483647."
+    refused = image.post("/v2/images", json={"name": "big", field: 2**31})
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["message"] == message
+    assert names(image.get("/v2/images")) == []
+    made = create(image, "small", **{field: 2**31 - 1})
+    patch = [{"op": "replace", "path": f"/{field}", "value": 2**63}]
+    refused = image.patch(f"/v2/images/{made['id']}", json=patch, headers=PATCH)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["message"] == f"'{field}' value out of range, must not exceed " \
+                                        "2147483647."
+    assert image.get(f"/v2/images/{made['id']}").json()[field] == 2**31 - 1

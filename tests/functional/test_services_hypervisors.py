@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from stowage.compute import instances, services, states
 from stowage.compute import tables as t
-from tests.functional.conftest import Cloud
+from tests.functional.conftest import MEMBER, Cloud
 
 FLAVOR = {"id": 1, "flavorid": "1", "name": "m1", "vcpus": 1, "memory_mb": 512, "root_gb": 1,
           "ephemeral_gb": 0, "swap": 0, "extra_specs": {}}
@@ -233,6 +233,15 @@ def test_delete_a_stopped_host(cloud: Cloud, hosts: dict[str, str]) -> None:
     assert fault(cloud.compute.delete("/os-services/abc"), 400) == "Invalid uuid abc"
 
 
+@pytest.mark.parametrize("service_id", ["2147483648", "9223372036854775808", "0", "-1"])
+def test_delete_an_id_no_service_can_have_is_404(cloud: Cloud, hosts: dict[str, str],
+                                                 service_id: str) -> None:
+    """An integer beyond the id column (SQLite's driver cannot even send it) names nothing."""
+    resp = cloud.compute.delete(f"/os-services/{service_id}", headers=at("2.52"))
+    assert fault(resp, 404) == f"Service {service_id} not found."
+    assert len(service_list(cloud, binary="nova-compute")) == 2
+
+
 # --- os-hypervisors ------------------------------------------------------------------
 def test_hypervisor_list_per_microversion(cloud: Cloud, hosts: dict[str, str]) -> None:
     old = cloud.compute.get("/os-hypervisors", headers=at("2.1")).json()
@@ -350,7 +359,7 @@ def test_statistics_and_uptime(cloud: Cloud, hosts: dict[str, str]) -> None:
 ])
 def test_non_admin_is_forbidden(cloud: Cloud, hosts: dict[str, str], method: str,
                                 path: str) -> None:
-    with cloud.client("alice:proj-a", version="2.1") as alice:
+    with cloud.client("alice:proj-a", version="2.1", roles=MEMBER) as alice:
         resp = alice.request(method, path, json={"host": "host1", "binary": "nova-compute"}
                              if method == "PUT" else None)
     assert fault(resp, 403).startswith("Policy does not allow os_compute_api:")

@@ -40,6 +40,8 @@ INTERNAL_ZONE = "internal"
 _TOPICS = {COMPUTE: "compute", CONDUCTOR: "conductor", SCHEDULER: "scheduler"}
 
 _S = t.services
+# The largest id of an INTEGER column (services.id).
+_MAX_ID = 0x7FFFFFFF
 _N = t.compute_nodes
 
 
@@ -142,7 +144,13 @@ def list_services(conn: Connection, host: str | None = None,
 
 
 def get_service(conn: Connection, ident: int | str) -> Service:
-    """By integer id or by uuid (what the API shows before and since 2.53)."""
+    """By integer id or by uuid (what the API shows before and since 2.53).
+
+    An id no INTEGER column can hold names no service; asking the database
+    would overflow its driver (SQLite refuses integers beyond 64 bits).
+    """
+    if isinstance(ident, int) and not 0 < ident <= _MAX_ID:
+        raise NotFound(f"Service {ident} could not be found.")
     column = _S.c.id if isinstance(ident, int) else _S.c.uuid
     row = conn.execute(sa.select(_S).where(column == ident, _S.c.deleted == 0)).first()
     if row is None:

@@ -19,14 +19,16 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.context import RequestContext
-from stowage.errors import Conflict, Forbidden, NotFound
+from stowage.errors import Conflict, Forbidden, Invalid, NotFound
 from stowage.image import tables as t
 from stowage.timeutil import utcnow as _now
 
-__all__ = ["Image", "ListQuery", "CORE_FIELDS", "create", "get", "list_images", "update",
-           "delete", "record_upload"]
+__all__ = ["Image", "ListQuery", "CORE_FIELDS", "MAX_DB_INT", "create", "get", "list_images",
+           "update", "delete", "record_upload"]
 
 _I = t.images
+# As Glance's database layer: min_disk and min_ram are 4-byte INTEGER columns.
+MAX_DB_INT = 2**31 - 1
 
 # Attributes with a column of their own; every other key is an extra property.
 CORE_FIELDS = ("name", "visibility", "min_disk", "min_ram", "disk_format",
@@ -88,8 +90,17 @@ def get(conn: Connection, image_id: str, ctx: RequestContext) -> Image:
     return _to_image(row)
 
 
+def _check_db_ints(values: Mapping[str, Any]) -> None:
+    """Glance's check before a write: a value its INTEGER columns cannot hold is a 400."""
+    for name in ("min_disk", "min_ram"):
+        value = values.get(name)
+        if value and value > MAX_DB_INT:
+            raise Invalid(f"'{name}' value out of range, must not exceed {MAX_DB_INT}.")
+
+
 def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> Image:
     """A new active image owned by the caller's project; `values` are already checked."""
+    _check_db_ints(values)
     image_id = str(values.get("id") or uuid.uuid4())
     if conn.execute(sa.select(_I.c.id).where(_I.c.id == image_id)).first() is not None:
         raise Conflict(f"Image with identifier {image_id} already exists!")
@@ -159,6 +170,7 @@ def update(conn: Connection, image_id: str, ctx: RequestContext,
             del extra[name]
         else:
             extra[name] = value
+    _check_db_ints(core)
     conn.execute(_I.update().where(_I.c.id == image.id)
                  .values(**core, properties=extra, updated_at=_now()))
     return get(conn, image_id, ctx)

@@ -23,7 +23,13 @@ UPDATE_SCHEMA = {**_SPECS, "minProperties": 1, "maxProperties": 1}
 
 
 def _as_strings(specs: dict[str, Any]) -> dict[str, str]:
-    return {key: value if isinstance(value, str) else str(value) for key, value in specs.items()}
+    """Values as the strings they are stored as. As in Nova, a number's length is checked
+    here: the schema's maxLength bounds strings only, and the column holds 255."""
+    texts = {key: value if isinstance(value, str) else str(value) for key, value in specs.items()}
+    if any(len(text) > 255 for text in texts.values()):
+        raise HTTPError(400, "Invalid input received: extra_specs value has more than 255 "
+                             "characters.")
+    return texts
 
 
 def list_specs(req: Request) -> Response:

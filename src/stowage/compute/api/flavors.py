@@ -28,6 +28,8 @@ from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
 MAX_INT = 0x7FFFFFFF
+# Nova's db constant: the largest single-precision float a rxtx_factor column holds.
+SQL_SP_FLOAT_MAX = 3.40282e+38
 TRUE_STRINGS = ("1", "t", "true", "on", "y", "yes")
 FALSE_STRINGS = ("0", "f", "false", "off", "n", "no")
 _BOOLEAN = {"type": ["boolean", "string"],
@@ -105,19 +107,39 @@ def _integer(vals: dict[str, Any], key: str, name: str, minimum: int, default: i
     return value
 
 
+def _rxtx_factor(vals: dict[str, Any]) -> float:
+    """Nova's range check: the schema bounds a number, but not a string of digits,
+    and 400 of them make an infinite float that no database stores."""
+    value = float(vals.get("rxtx_factor", 1.0))
+    if not 0 < value <= SQL_SP_FLOAT_MAX:
+        raise HTTPError(400, "Invalid input received: 'rxtx_factor' argument must be a float "
+                             f"between 0 and {SQL_SP_FLOAT_MAX:g}")
+    return value
+
+
+def _flavorid(vals: dict[str, Any]) -> str | None:
+    """The id as text: the schema bounds a string's length, not a number's digits."""
+    flavorid = vals.get("id")
+    if flavorid is None:
+        return None
+    text = str(flavorid)
+    if len(text) > 255:
+        raise HTTPError(400, "Invalid input received: id has more than 255 characters.")
+    return text
+
+
 def _new_flavor(req: Request, vals: dict[str, Any]) -> flv.NewFlavor:
     _check_name(vals["name"])
     description = vals.get("description") if at_least(req, views.DESCRIPTION) else None
     _check_description(description)
-    flavorid = vals.get("id")
     return flv.NewFlavor(
-        name=vals["name"], flavorid=None if flavorid is None else str(flavorid),
+        name=vals["name"], flavorid=_flavorid(vals),
         memory_mb=_integer(vals, "ram", "memory_mb", 1),
         vcpus=_integer(vals, "vcpus", "vcpus", 1),
         root_gb=_integer(vals, "disk", "root_gb", 0),
         ephemeral_gb=_integer(vals, "OS-FLV-EXT-DATA:ephemeral", "ephemeral_gb", 0),
         swap=_integer(vals, "swap", "swap", 0),
-        rxtx_factor=float(vals.get("rxtx_factor", 1.0)),
+        rxtx_factor=_rxtx_factor(vals),
         is_public=as_bool(vals.get("os-flavor-access:is_public", True)),
         description=description)
 

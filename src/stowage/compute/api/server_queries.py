@@ -5,16 +5,24 @@ call these with a connection. Filters that every backend evaluates the same
 way run in SQL; the regular-expression filters (`name`, ...) and the sort
 run in Python, as flavors do, so that ordering does not depend on the
 backend's collation.
+
+The regular expressions come from any caller, so they run on RE2, whose
+matching time is linear in the text: a pattern such as `(a+)+$` that makes a
+backtracking engine (Python's `re`, and the databases' REGEXP operators Nova
+uses) take exponential time cannot stall the worker. Patterns are capped in
+length, and anything RE2 cannot compile (a syntax error, a backreference or
+lookaround, which RE2 does not support, or a program over its memory budget)
+is an `Invalid` filter rather than an error of the service.
 """
 
 from __future__ import annotations
 
 import datetime
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import re2
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -25,9 +33,19 @@ from stowage.config import ComputeSettings
 from stowage.errors import Invalid, NotFound
 
 __all__ = ["ServerQuery", "list_servers", "known_zones", "compute_host_exists",
-           "host_services", "groups_of", "host_status", "forget_instance"]
+           "hosts_of_node", "host_services", "groups_of", "host_status", "forget_instance",
+           "MAX_PATTERN_LENGTH"]
 
 _I = t.instances
+# The longest regular expression a filter takes. The columns it is matched
+# against hold at most 255 characters; the cap bounds the cost of compiling.
+MAX_PATTERN_LENGTH = 1024
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a caller's bad pattern is a 400, not a log line
+# Only "does it match" matters: without groups RE2 can answer from its DFA,
+# which keeps even a large program (`(.*){1000}`) well under a millisecond a row.
+_RE2_OPTIONS.never_capture = True
+
 
 @dataclass
 class ServerQuery:
@@ -95,24 +113,38 @@ def _where(query: ServerQuery) -> list[Any]:
     return clauses
 
 
-def _matches(instance: inst.Instance, query: ServerQuery) -> bool:
-    for name, pattern in query.regex.items():
+def _compile(pattern: str) -> Any:
+    """`pattern` as an RE2 program; Invalid when it is too long or RE2 refuses it."""
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise Invalid(f"Invalid regular expression: longer than {MAX_PATTERN_LENGTH} "
+                      "characters")
+    try:
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except (re2.error, UnicodeError):
+        raise Invalid(f"Invalid regular expression: {pattern}") from None
+
+
+def _search(program: Any, value: object) -> bool:
+    try:
+        return program.search(str(value)) is not None
+    except UnicodeError:  # a lone surrogate cannot be UTF-8 for RE2: no match
+        return False
+
+
+def _matches(instance: inst.Instance, query: ServerQuery, programs: dict[str, Any]) -> bool:
+    for name, program in programs.items():
         value = getattr(instance, name, None)
-        if value is None or not re.search(pattern, str(value)):
+        if value is None or not _search(program, value):
             return False
     return query.flavorid is None or instance.flavor.get("flavorid") == query.flavorid
 
 
 def list_servers(conn: Connection, query: ServerQuery) -> list[inst.Instance]:
     """Instances matching `query`, sorted and paged after the marker (an instance uuid)."""
-    for pattern in query.regex.values():
-        try:
-            re.compile(pattern)
-        except re.error:
-            raise Invalid(f"Invalid regular expression: {pattern}") from None
+    programs = {name: _compile(pattern) for name, pattern in query.regex.items()}
     uuids = list(conn.execute(sa.select(_I.c.uuid).where(*_where(query))).scalars())
     found = inst.list_instances(conn, read_deleted=True, uuids=uuids) if uuids else []
-    found = _sorted([i for i in found if _matches(i, query)], query.sort)
+    found = _sorted([i for i in found if _matches(i, query, programs)], query.sort)
     if query.marker is not None:
         found = _after_marker(conn, found, query)
     return found[:query.limit] if query.limit is not None else found
@@ -145,6 +177,16 @@ def compute_host_exists(conn: Connection, host: str) -> bool:
     except NotFound:
         return False
     return True
+
+
+def hosts_of_node(conn: Connection, hypervisor_hostname: str) -> list[str]:
+    """Hosts with a live compute node of that name (a node's name is its provider's)."""
+    n = t.compute_nodes
+    # SELECT host FROM compute_nodes
+    #  WHERE hypervisor_hostname = :name AND deleted = 0 ORDER BY id
+    query = sa.select(n.c.host).where(n.c.hypervisor_hostname == hypervisor_hostname,
+                                      n.c.deleted == 0).order_by(n.c.id)
+    return [str(host) for host in conn.execute(query).scalars()]
 
 
 def host_services(conn: Connection, hosts: Iterable[str | None]) -> dict[str, services.Service]:
