@@ -56,14 +56,21 @@ def provider_named(cloud: Cloud, name: str) -> dict[str, Any]:
 
 
 def add_instance(cloud: Cloud, host: str | None, flavor: dict[str, Any] = SMALL,
-                 vm_state: str = states.ACTIVE, volume_backed: bool = False) -> str:
+                 vm_state: str = states.ACTIVE, volume_backed: bool = False,
+                 task_state: str | None = None) -> str:
     uuid = new_uuid()
     with cloud.live.db.write() as conn:
         instances.create(conn, instances.Instance(
             uuid=uuid, project_id="proj", user_id="user", display_name=f"vm-{uuid[:8]}",
             flavor=flavor, vm_state=vm_state, host=host, node=host,
-            volume_backed=volume_backed, reservation_id="r-1"))
+            volume_backed=volume_backed, reservation_id="r-1", task_state=task_state))
     return uuid
+
+
+def spawning(cloud: Cloud, flavor: dict[str, Any] = SMALL) -> str:
+    """A server as the conductor hands it to an agent to build: the agent claims the host."""
+    return add_instance(cloud, None, flavor, vm_state=states.BUILDING,
+                        task_state=states.TASK.SPAWNING)
 
 
 def add_migration(cloud: Cloud, instance_uuid: str, status: str, source: str,
@@ -243,7 +250,7 @@ def pci_stats(cloud: Cloud, host: str) -> dict[str, Any]:
 def test_build_claims_pci_devices_and_terminate_frees_them(cloud: Cloud) -> None:
     cloud.add_host("host1", pci={"gpu": 2})
     agent = cloud.plane.agent("host1")
-    first, second = new_uuid(), new_uuid()
+    first, second = spawning(cloud, GPU), spawning(cloud, GPU2)
     agent.build_and_run_instance(first, GPU)
     agent.build_and_run_instance(first, GPU)
     assert pci_stats(cloud, "host1") == {"gpu": {"total": 2, "free": 1}}
@@ -259,7 +266,7 @@ def test_build_claims_pci_devices_and_terminate_frees_them(cloud: Cloud) -> None
 def test_a_failed_spawn_or_claim_leaves_no_trace(cloud: Cloud) -> None:
     cloud.add_host("host1", pci={"gpu": 1})
     agent = cloud.plane.agent("host1")
-    uuid = new_uuid()
+    uuid = spawning(cloud, GPU)
     agent.driver.fail("spawn")
     with pytest.raises(SimulatedFault):
         agent.build_and_run_instance(uuid, GPU)
@@ -272,7 +279,7 @@ def test_a_failed_spawn_or_claim_leaves_no_trace(cloud: Cloud) -> None:
 
 def resize_on(cloud: Cloud, source: str, dest: str, flavor: dict[str, Any],
               new_flavor: dict[str, Any]) -> tuple[str, str]:
-    uuid = add_instance(cloud, source, flavor)
+    uuid = spawning(cloud, flavor)
     cloud.plane.agent(source).build_and_run_instance(uuid, flavor)
     mig = add_migration(cloud, uuid, "migrating", source, dest)
     cloud.plane.agent(dest).prep_resize(uuid, mig, new_flavor)
@@ -342,7 +349,7 @@ def test_aborted_resize_steps_undo_themselves(cloud: Cloud) -> None:
 def test_power_steps(cloud: Cloud) -> None:
     cloud.add_host("host1")
     agent = cloud.plane.agent("host1")
-    uuid = new_uuid()
+    uuid = spawning(cloud)
     agent.build_and_run_instance(uuid, SMALL)
     agent.power_off_instance(uuid)
     assert agent.driver.power_state(uuid) == states.SHUTDOWN
@@ -352,7 +359,7 @@ def test_power_steps(cloud: Cloud) -> None:
 
 def test_agent_steps_answer_over_the_transport(cloud: Cloud) -> None:
     cloud.add_host("host1")
-    uuid = new_uuid()
+    uuid = spawning(cloud)
     cloud.plane.transport.call("compute.host1", "build_and_run_instance",
                                instance_uuid=uuid, flavor=SMALL)
     assert cloud.plane.agent("host1").driver.list_instances() == [uuid]

@@ -6,6 +6,7 @@ restart in the middle of a move.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -80,7 +81,10 @@ def test_a_move_cut_off_by_a_restart_gives_the_source_back(cloud: Cloud,
         migration.uuid: Holding(source.allocations, None, "admin", "admin", "MIGRATION"),
         server_id: Holding({booted["host2"]: flavor_amounts(2, 1024, 10)}, source.generation,
                            "admin", "admin", "INSTANCE")})
-    journal = Journal(cloud.live.db, "migrate", server_id)
+    journal = Journal(cloud.live.db, "resize", server_id)
+    journal.record("create_migration", "done", json.dumps({"migration_uuid": migration.uuid}))
+    for step in ("source_allocation_to_migration", "claim_destination", "prep_resize"):
+        journal.record(step, "done")
     journal.record("resize_instance", "executing")
 
     cloud.plane.conductor.start()  # what a restarted conductor does first

@@ -3,11 +3,21 @@ undo is recorded without hiding the original error."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
 
-from stowage.compute.conductor.tasks import Journal, Step, StepFailed, interrupted, run_steps
+from stowage.compute.conductor.tasks import (
+    Journal,
+    Step,
+    StepFailed,
+    accept,
+    crash_hook,
+    interrupted,
+    roll_back,
+    run_steps,
+)
 from stowage.db import Database, schema
 
 
@@ -63,5 +73,39 @@ def test_failed_undo_is_recorded_not_raised(db: Database) -> None:
     assert info.value.undo_errors == ["b: undo b broke"]
     assert log == ["do a", "do b", "undo a"]
     [op] = interrupted(db)  # never closed: a restart would see it
-    assert (op["operation"], op["instance_uuid"]) == ("op", "inst-1")
-    assert ("b", "undo_failed") in op["steps"] and ("a", "rolled_back") in op["steps"]
+    assert (op.operation, op.instance_uuid) == ("op", "inst-1")
+    assert op.state("b") == "undo_failed" and op.state("a") == "rolled_back"
+
+
+def test_an_accepted_operation_is_interrupted_until_it_ends(db: Database) -> None:
+    with db.write() as conn:
+        uuid = accept(conn, "resize", "inst-1", "req-1", new_flavor={"id": "2"}, host=None)
+    [op] = interrupted(db)
+    assert (op.operation_uuid, op.operation, op.request_id) == (uuid, "resize", "req-1")
+    assert op.args == {"new_flavor": {"id": "2"}, "host": None}
+    assert op.state("accepted") == "done" and op.state("create_migration") is None
+    journal = Journal(db, "resize", "inst-1", uuid)
+    journal.record("create_migration", "executing", json.dumps({"migration_uuid": "m-1"}))
+    journal.record("create_migration", "done")  # keeps the detail recorded before
+    assert interrupted(db)[0].detail("create_migration") == {"migration_uuid": "m-1"}
+    journal.close()
+    assert interrupted(db) == []
+
+
+def test_recovery_undoes_only_what_a_crash_left_behind(db: Database) -> None:
+    log: list[str] = []
+    steps = [Recorder(name, log) for name in ("a", "b", "c", "d", "e")]
+    states = {"a": "rolled_back", "b": "done", "c": "undo_failed", "d": "executing",
+              "e": "failed"}
+    assert roll_back(steps, states, Journal(db, "op", None)) == []
+    assert log == ["undo d", "undo c", "undo b"]
+
+
+def test_the_crash_hook_matches_one_point() -> None:
+    assert crash_hook("") is None
+    with pytest.raises(ValueError):
+        crash_hook("resize:done")
+    hook = crash_hook("resize:prep_resize:done")
+    assert hook is not None
+    hook("resize", "prep_resize", "executing")  # another point: the process goes on
+    hook("migrate", "prep_resize", "done")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from stowage.compute.agent.driver import Driver, GuestNotFound
+from stowage.compute.agent.guest_store import GuestStore
 from stowage.compute.agent.simulated import SimulatedDriver, SimulatedFault
 from stowage.compute.states import NOSTATE, RUNNING, SHUTDOWN
+from stowage.db import Database, schema
 
 SMALL = {"vcpus": 1, "memory_mb": 512, "root_gb": 1, "ephemeral_gb": 0, "swap": 0}
 LARGE = {"vcpus": 4, "memory_mb": 4096, "root_gb": 10, "ephemeral_gb": 0, "swap": 0}
@@ -165,3 +169,42 @@ def test_adopt_knows_existing_guests(driver: SimulatedDriver) -> None:
     driver.adopt(INST, SMALL, SHUTDOWN)
     driver.adopt(INST, LARGE, RUNNING)
     assert driver.guests[INST].flavor == SMALL and driver.power_state(INST) == SHUTDOWN
+
+
+# --- persistence: a restart of the service is not a reboot of the host ----------------
+@pytest.fixture
+def store() -> Iterator[GuestStore]:
+    db = Database("sqlite://")
+    schema.upgrade(db)
+    yield GuestStore(db, "host1")
+    db.dispose()
+
+
+def _restarted(store: GuestStore) -> SimulatedDriver:
+    again = SimulatedDriver("host1", store=store)
+    again.load()
+    return again
+
+
+def test_guests_and_set_aside_guests_survive_a_restart(store: GuestStore) -> None:
+    driver = SimulatedDriver("host1", store=store)
+    driver.spawn(INST, SMALL)
+    driver.spawn("inst-2", SMALL)
+    driver.power_off("inst-2")
+    driver.migrate_disk_and_power_off(INST, MIG, "host1", LARGE)
+    driver.finish_migration(INST, MIG, LARGE, power_on=True)  # same host: both at once
+    again = _restarted(store)
+    assert again.guests == driver.guests and again.leftovers == driver.leftovers
+    again.finish_revert_migration(INST, MIG, power_on=True)  # what failed before
+    assert _restarted(store).guests[INST].flavor == SMALL
+    assert _restarted(store).power_state("inst-2") == SHUTDOWN
+
+
+def test_a_destroyed_guest_stays_gone_after_a_restart(store: GuestStore) -> None:
+    driver = SimulatedDriver("host1", store=store)
+    driver.spawn(INST, SMALL)
+    driver.destroy(INST)
+    assert _restarted(store).list_instances() == []
+    other = SimulatedDriver("host2", store=GuestStore(store.db, "host2"))
+    other.spawn(INST, SMALL)
+    assert _restarted(store).list_instances() == []  # each host keeps its own

@@ -1,8 +1,11 @@
 """Compute policy: Nova's default rules for the APIs stowage serves.
 
 Reading flavors needs no rule at all (everybody may); managing flavors, their
-extra specs and their access lists is for admins. Rules with a deprecated
-default keep Nova's legacy meaning unless `enforce_new_defaults` is on.
+extra specs and their access lists is for admins. By default (as Nova ships,
+`enforce_new_defaults = true`) a project's servers are changed by its members
+and seen by its readers; a rule's deprecated default (Nova's legacy
+`admin_or_owner`: any token of the project) is ORed in only when an operator
+turns `enforce_new_defaults` off.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
     "os_compute_api:os-migrate-server:migrate": (ADMIN, None),
     "os_compute_api:os-migrate-server:migrate:host": (ADMIN, None),
     "os_compute_api:os-migrations:index": (ADMIN, None),
+    "os_compute_api:os-admin-actions:reset_state": (ADMIN, "rule:admin_api"),
     "os_compute_api:os-instance-actions:list": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
     "os_compute_api:os-instance-actions:show": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
     "os_compute_api:os-instance-actions:events": (ADMIN, None),

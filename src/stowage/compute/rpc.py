@@ -27,36 +27,49 @@ def agent_target(host: str) -> str:
 
 
 class ConductorAPI:
-    """What the Compute API asks of the conductor; every method returns at once."""
+    """What the Compute API asks of the conductor; every method returns at once.
+
+    `operation_uuid` names the journal entry the API wrote when it accepted the
+    operation (`tasks.accept`), so a cast lost in a crash is found on restart.
+    """
 
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
 
-    def build_instances(self, instance_uuids: list[str], request_id: str) -> None:
+    def build_instances(self, instance_uuids: list[str], request_id: str,
+                        operation_uuid: str | None = None) -> None:
         self.transport.cast(CONDUCTOR, "build_instances", instance_uuids=instance_uuids,
-                            request_id=request_id)
+                            request_id=request_id, operation_uuid=operation_uuid)
 
     def migrate_server(self, instance_uuid: str, request_id: str,
-                       new_flavor: dict[str, Any] | None, host: str | None) -> None:
+                       new_flavor: dict[str, Any] | None, host: str | None,
+                       operation_uuid: str | None = None) -> None:
         """Resize (`new_flavor` given) or cold migrate (`host` optional, admin's choice)."""
         self.transport.cast(CONDUCTOR, "migrate_server", instance_uuid=instance_uuid,
-                            request_id=request_id, new_flavor=new_flavor, host=host)
+                            request_id=request_id, new_flavor=new_flavor, host=host,
+                            operation_uuid=operation_uuid)
 
-    def confirm_resize(self, instance_uuid: str, migration_uuid: str, request_id: str) -> None:
+    def confirm_resize(self, instance_uuid: str, migration_uuid: str, request_id: str,
+                       operation_uuid: str | None = None) -> None:
         self.transport.cast(CONDUCTOR, "confirm_resize", instance_uuid=instance_uuid,
-                            migration_uuid=migration_uuid, request_id=request_id)
+                            migration_uuid=migration_uuid, request_id=request_id,
+                            operation_uuid=operation_uuid)
 
-    def revert_resize(self, instance_uuid: str, migration_uuid: str, request_id: str) -> None:
+    def revert_resize(self, instance_uuid: str, migration_uuid: str, request_id: str,
+                      operation_uuid: str | None = None) -> None:
         self.transport.cast(CONDUCTOR, "revert_resize", instance_uuid=instance_uuid,
-                            migration_uuid=migration_uuid, request_id=request_id)
+                            migration_uuid=migration_uuid, request_id=request_id,
+                            operation_uuid=operation_uuid)
 
-    def power(self, instance_uuid: str, request_id: str, on: bool) -> None:
+    def power(self, instance_uuid: str, request_id: str, on: bool,
+              operation_uuid: str | None = None) -> None:
         self.transport.cast(CONDUCTOR, "power", instance_uuid=instance_uuid,
-                            request_id=request_id, on=on)
+                            request_id=request_id, on=on, operation_uuid=operation_uuid)
 
-    def delete_instance(self, instance_uuid: str, request_id: str) -> None:
+    def delete_instance(self, instance_uuid: str, request_id: str,
+                        operation_uuid: str | None = None) -> None:
         self.transport.cast(CONDUCTOR, "delete_instance", instance_uuid=instance_uuid,
-                            request_id=request_id)
+                            request_id=request_id, operation_uuid=operation_uuid)
 
 
 class SchedulerAPI:

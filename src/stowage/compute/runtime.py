@@ -54,13 +54,14 @@ class ControlPlane:
         self.transport.register(rpc.SCHEDULER, self.scheduler)
         self.transport.register(rpc.CONDUCTOR, self.conductor)
         services.register_controller_services(self.db, self.controller_host)
-        self.conductor.start()
         hosts = {h.name: h for h in sim_hosts(self.settings.sim_hosts)}
         if self.settings.hosts_file:
             # A host described in the file wins over the default host of that name.
             hosts.update((h.name, h) for h in load_hosts_file(self.settings.hosts_file))
         for host in hosts.values():
             self.add_host(host)
+        # Once the agents are up: recovery asks their hypervisors what really exists.
+        self.conductor.start()
         self._timer = threading.Thread(target=self._periodic, name="periodic", daemon=True)
         self._timer.start()
 

@@ -8,6 +8,16 @@ reads `member_hosts` to apply the group's policy.
 
 `rules` holds the 2.64 policy rules; only `max_server_per_host` exists, for
 anti-affinity, and is stored as an integer.
+
+The scheduler's view of a group is a snapshot: members scheduled at the same
+time all see the others without a host yet. `check_host` is Nova's late check
+(`_validate_instance_group_policy` on the compute host), run by the agent
+where the claim becomes real. It locks the group's row and, in the same
+transaction, the caller records the instance on the host (a build's
+`instances.host`, a move's `migrations.dest_compute`): of members racing for
+one host exactly one wins, whichever agent or process checks them, because
+PostgreSQL and MySQL hold the row lock (`SELECT ... FOR UPDATE`) to the
+commit and SQLite's writers are serialised anyway.
 """
 
 from __future__ import annotations
@@ -22,16 +32,27 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.compute import tables as t
+from stowage.compute.migrations import FINAL_STATUSES
 from stowage.errors import NotFound
 from stowage.timeutil import utcnow
 
 __all__ = ["ServerGroup", "POLICIES", "HARD_POLICIES", "create", "get", "list_groups",
            "delete", "add_member", "remove_member", "members", "group_of_instance",
-           "member_hosts", "max_server_per_host"]
+           "member_hosts", "max_server_per_host", "PolicyViolated", "check_host",
+           "ANTI_AFFINITY_VIOLATED", "AFFINITY_VIOLATED"]
 
 _G = t.server_groups
 _M = t.server_group_members
 _I = t.instances
+_MIG = t.migrations
+
+# Nova's reasons for rescheduling after its late check (the event and fault say them).
+ANTI_AFFINITY_VIOLATED = "Anti-affinity instance group policy was violated."
+AFFINITY_VIOLATED = "Affinity instance group policy was violated."
+
+
+class PolicyViolated(Exception):
+    """The host would break the instance's group policy: try an alternate (Nova reschedules)."""
 
 HARD_POLICIES = ("anti-affinity", "affinity")
 # Soft policies arrived with 2.15; they weigh hosts instead of filtering them.
@@ -173,3 +194,59 @@ def member_hosts(conn: Connection, group_uuid: str) -> dict[str, str]:
                                             _I.c.deleted == 0)))
              .where(_G.c.uuid == group_uuid, _I.c.host.is_not(None)))
     return {row.uuid: row.host for row in conn.execute(query)}
+
+
+def check_host(conn: Connection, instance_uuid: str, host: str) -> None:
+    """Raise PolicyViolated unless the instance may run on `host` under its group's hard policy.
+
+    Call it inside the write transaction that records the instance on the
+    host: it locks the group's row until that transaction ends. Soft
+    policies only weigh hosts, so they are not checked. As Nova counts:
+    anti-affinity sees the other members on the host and those with a move
+    in progress from or to it; affinity sees the hosts the other members run on.
+    """
+    group = _lock_group_of(conn, instance_uuid)
+    if group is None:
+        return
+    if group.policy == "anti-affinity":
+        here = _members_on_host(conn, group.id, host) - {instance_uuid}
+        if len(here) >= max_server_per_host(group):
+            raise PolicyViolated(ANTI_AFFINITY_VIOLATED)
+    elif group.policy == "affinity":
+        hosts = {h for uuid, h in member_hosts(conn, group.uuid).items() if uuid != instance_uuid}
+        if hosts and host not in hosts:
+            raise PolicyViolated(AFFINITY_VIOLATED)
+
+
+def _lock_group_of(conn: Connection, instance_uuid: str) -> ServerGroup | None:
+    """The instance's group, its row locked to the end of the transaction; None if in none."""
+    group_id = conn.execute(sa.select(_M.c.group_id)
+                            .where(_M.c.instance_uuid == instance_uuid)).scalar()
+    if group_id is None:
+        return None
+    # SELECT * FROM server_groups WHERE id = :group_id FOR UPDATE
+    row = conn.execute(sa.select(_G).where(_G.c.id == group_id).with_for_update()).first()
+    if row is None:
+        return None
+    return _from_row(row, [])
+
+
+def _members_on_host(conn: Connection, group_id: int, host: str) -> set[str]:
+    """Live members running on `host`, or moving from or to it (a migration not yet final)."""
+    live_member = sa.and_(_M.c.group_id == group_id, _I.c.deleted == 0)
+    # SELECT i.uuid FROM server_group_members m JOIN instances i ON i.uuid = m.instance_uuid
+    #  WHERE m.group_id = :group_id AND i.deleted = 0 AND i.host = :host
+    running = (sa.select(_I.c.uuid)
+               .select_from(_M.join(_I, _I.c.uuid == _M.c.instance_uuid))
+               .where(live_member, _I.c.host == host))
+    # SELECT mg.instance_uuid FROM migrations mg JOIN server_group_members m ... JOIN instances i
+    #  WHERE m.group_id = :group_id AND i.deleted = 0 AND mg.status NOT IN (<final>)
+    #    AND (mg.source_compute = :host OR mg.dest_compute = :host)
+    moving = (sa.select(_MIG.c.instance_uuid)
+              .select_from(_MIG.join(_M, _M.c.instance_uuid == _MIG.c.instance_uuid)
+                           .join(_I, _I.c.uuid == _MIG.c.instance_uuid))
+              .where(live_member, _MIG.c.status.not_in(FINAL_STATUSES),
+                     sa.or_(_MIG.c.source_compute == host, _MIG.c.dest_compute == host)))
+    found = {row[0] for row in conn.execute(running)}
+    found.update(row[0] for row in conn.execute(moving))
+    return found

@@ -14,7 +14,7 @@ from stowage.placement.tables import exact_string
 __all__ = ["metadata", "flavors", "flavor_extra_specs", "flavor_projects", "services",
            "compute_nodes", "instances", "instance_faults", "request_specs", "migrations",
            "instance_actions", "instance_action_events", "server_groups",
-           "server_group_members", "operation_steps"]
+           "server_group_members", "operation_steps", "simulated_guests"]
 
 metadata = sa.MetaData()
 
@@ -259,4 +259,21 @@ operation_steps = sa.Table(
     sa.Column("detail", sa.Text, nullable=True),
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.Column("updated_at", sa.DateTime, nullable=True),
+)
+
+# What each simulated hypervisor holds, so that restarting the service is not a
+# reboot of its hosts: an instance's guest (migration_uuid '') and the guest a
+# move set aside on its source (keyed by the migration). `incoming` names the
+# move that brought a guest here, until it is confirmed or reverted.
+simulated_guests = sa.Table(
+    "simulated_guests", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("host", exact_string(255), nullable=False),
+    sa.Column("instance_uuid", exact_string(36), nullable=False),
+    sa.Column("migration_uuid", exact_string(36), nullable=False),
+    sa.Column("flavor", sa.JSON, nullable=False),
+    sa.Column("power_state", sa.Integer, nullable=False),
+    sa.Column("incoming", exact_string(36), nullable=True),
+    sa.UniqueConstraint("host", "instance_uuid", "migration_uuid",
+                        name="uniq_simulated_guests"),
 )

@@ -3,9 +3,11 @@
 The conductor owns every operation and every instance/migration state; the
 agent executes one idempotent step when called (`build_and_run_instance`,
 `prep_resize`, ...) and, if the step fails, leaves no trace of it. What the
-agent owns is the hypervisor (through its driver), the host's PCI claims, and
-its own service and compute node rows. Periodically it heartbeats and runs
-the resource tracker (`update_available_resource`).
+agent owns is the hypervisor (through its driver), the host's PCI claims, its
+own service and compute node rows, and the moment a claim becomes real: after
+the late check of the server group policy it records the instance on this host
+(a build) or this host as the migration's destination (a move). Periodically
+it heartbeats and runs the resource tracker (`update_available_resource`).
 
 Steps of a resize, and on which host they run::
 
@@ -14,6 +16,10 @@ Steps of a resize, and on which host they run::
     dest:   finish_resize ───────────────┘ (guest up with the new flavor)
     then    confirm_resize (source)   or   revert_resize (dest) + finish_revert_resize (source)
     undo:   abort_prep_resize, abort_resize_instance, abort_finish_resize
+
+The simulated driver persists its guests (`guest_store.py`), so an agent that
+starts again finds the guests its host had, and `guest_power_state` tells the
+conductor's crash recovery what really exists.
 """
 
 from __future__ import annotations
@@ -22,9 +28,10 @@ import logging
 import uuid as uuidlib
 from typing import Any
 
-from stowage.compute import instances, migrations, services, states
+from stowage.compute import instances, migrations, server_groups, services, states
 from stowage.compute.agent import resource_tracker as rt
 from stowage.compute.agent.driver import Driver
+from stowage.compute.agent.guest_store import GuestStore
 from stowage.compute.agent.pci import ClaimKey, PciClaimFailed, PciTracker
 from stowage.compute.agent.simulated import SimulatedDriver
 from stowage.compute.hosts import HostConfig
@@ -52,7 +59,8 @@ class ComputeAgent:
         self.settings = settings
         self.db = db
         self.placement = placement
-        self.driver: Driver = driver if driver is not None else SimulatedDriver(host.name)
+        self.driver: Driver = (driver if driver is not None else
+                               SimulatedDriver(host.name, store=GuestStore(db, host.name)))
         self.pci = PciTracker(host.name, host.pci)
         # The compute node's uuid (= its resource provider's); known once start() returns.
         self.node_uuid = ""
@@ -89,20 +97,24 @@ class ComputeAgent:
                 "disk_allocation_ratio": host.disk_allocation_ratio}
 
     def _recover(self) -> None:
-        """Rebuild guests and PCI claims from the records, as after an agent restart.
+        """Know the host's guests again and rebuild its PCI claims, as after an agent restart.
 
-        The instances this host runs hold their flavor's devices; during a move
-        the source keeps the old flavor's and the destination holds the new
-        flavor's under the migration's key.
+        The hypervisor outlived the agent: the simulated driver reads back the
+        guests (and a move's set-aside ones) it persisted, rather than guessing
+        them from the instance records, so the conductor's recovery can ask
+        whether a guest is really there. PCI claims are rebuilt from the
+        records: the instances this host runs hold their flavor's devices;
+        during a move the source keeps the old flavor's and the destination
+        holds the new flavor's under the migration's key.
         """
+        if isinstance(self.driver, SimulatedDriver):
+            self.driver.load()
         with self.db.read() as conn:
             here = instances.list_instances(conn, host=self.host.name)
             moves = migrations.in_progress(conn, host=self.host.name)
             moved = {i.uuid: i for i in instances.list_instances(
                 conn, uuids=[m.instance_uuid for m in moves])}
         for inst in here:
-            if isinstance(self.driver, SimulatedDriver) and inst.vm_state != states.BUILDING:
-                self.driver.adopt(inst.uuid, inst.flavor, inst.power_state)
             self._reclaim((inst.uuid, ""), inst.flavor)
         for mig in moves:
             moving = moved.get(mig.instance_uuid)
@@ -160,11 +172,18 @@ class ComputeAgent:
 
     # --- steps: build, delete, power ------------------------------------------------
     def build_and_run_instance(self, instance_uuid: str, flavor: dict[str, Any]) -> None:
-        """Claim the flavor's PCI devices, then spawn; a failed spawn gives the claim back."""
+        """Claim the flavor's PCI devices and this host, then spawn.
+
+        Claiming the host records it on the instance after the late check of
+        the instance's server group (`_claim_host`). A refused check or a
+        failed spawn gives the PCI claim back; the conductor clears the host
+        and tries an alternate.
+        """
         key = (instance_uuid, "")
         self.driver.checkpoint("claim")
         created = self.pci.claim(key, pci_requests(flavor))
         try:
+            self._claim_host(instance_uuid)
             self.driver.spawn(instance_uuid, flavor)
         except Exception:
             if created:
@@ -185,13 +204,52 @@ class ComputeAgent:
     def power_on_instance(self, instance_uuid: str) -> None:
         self.driver.power_on(instance_uuid)
 
+    def guest_power_state(self, instance_uuid: str) -> int:
+        """What the hypervisor says of the guest now: NOSTATE (0) when there is none.
+
+        The conductor's crash recovery asks this to settle an operation a
+        crash cut off on what really exists, not on what the records hoped.
+        """
+        return self.driver.power_state(instance_uuid)
+
     # --- steps: resize / cold migrate ----------------------------------------------
     def prep_resize(self, instance_uuid: str, migration_uuid: str,
                     new_flavor: dict[str, Any]) -> None:
-        """Destination: claim the new flavor's PCI devices under the migration's key."""
+        """Destination: claim the new flavor's PCI devices under the migration's key, then
+        this host as the migration's destination, after the late check of the group policy."""
+        key = (instance_uuid, migration_uuid)
         self.driver.checkpoint("claim")
-        self.pci.claim((instance_uuid, migration_uuid), pci_requests(new_flavor))
-        self._save_pci()
+        created = self.pci.claim(key, pci_requests(new_flavor))
+        try:
+            self._claim_destination(instance_uuid, migration_uuid)
+        except Exception:
+            if created:
+                self.pci.drop(key)
+            raise
+        finally:
+            self._save_pci()
+
+    # --- the late check of server group policies ------------------------------------
+    def _claim_host(self, instance_uuid: str) -> None:
+        """A build's claim becomes real: the instance runs here, if its group allows it.
+
+        The scheduler filtered on a snapshot; members scheduled at the same
+        time are only told apart here (Nova's `_validate_instance_group_policy`).
+        The check and the write share one transaction under the group's row
+        lock, so it holds across agents in other processes too. A server
+        deleted meanwhile (task_state no longer spawning) refuses the claim.
+        """
+        with self.db.write() as conn:
+            server_groups.check_host(conn, instance_uuid, self.host.name)
+            instances.update(conn, instance_uuid, expected_task_state=states.TASK.SPAWNING,
+                             host=self.host.name, node=self.host.name)
+
+    def _claim_destination(self, instance_uuid: str, migration_uuid: str) -> None:
+        """A move's claim becomes real: the migration's destination is this host, if allowed."""
+        with self.db.write() as conn:
+            server_groups.check_host(conn, instance_uuid, self.host.name)
+            migrations.update(conn, migration_uuid, dest_compute=self.host.name,
+                              dest_node=self.host.name, dest_host=self.host.name)
 
     def abort_prep_resize(self, instance_uuid: str, migration_uuid: str) -> None:
         self.pci.drop((instance_uuid, migration_uuid))

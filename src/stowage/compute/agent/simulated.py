@@ -11,6 +11,10 @@ Steps are the driver method names plus "claim" (the agent's own resource
 claim, see `checkpoint`). A move sets the source guest aside as a
 *leftover* keyed by (instance, migration), so a same-host resize holds the
 old guest and the new one at once, as a real hypervisor keeps the old disks.
+
+Given a `GuestStore`, every change is written through to the database in the
+call that makes it, and `load()` reads the host's guests back: restarting
+the service is not a reboot of its hypervisors.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stowage.compute.agent.driver import GuestNotFound
+from stowage.compute.agent.guest_store import GuestStore, StoredGuest
 from stowage.compute.states import NOSTATE, RUNNING, SHUTDOWN
 
 __all__ = ["SimulatedDriver", "SimulatedFault", "Guest", "STEPS"]
@@ -54,6 +59,7 @@ class SimulatedDriver:
     host: str = "sim"
     guests: dict[str, Guest] = field(default_factory=dict)
     leftovers: dict[tuple[str, str], Guest] = field(default_factory=dict)
+    store: GuestStore | None = None
     _faults: dict[str, _Fault] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
@@ -81,11 +87,37 @@ class SimulatedDriver:
                     del self._faults[step]
             raise SimulatedFault(fault.message)
 
+    # --- persistence -------------------------------------------------------------
+    def load(self) -> None:
+        """Know the guests the store holds for this host (an agent starting again)."""
+        if self.store is None:
+            return
+        with self._lock:
+            for g in self.store.load():
+                guest = Guest(g.flavor, g.power_state, g.incoming)
+                if g.migration_uuid:
+                    self.leftovers[(g.instance_uuid, g.migration_uuid)] = guest
+                else:
+                    self.guests[g.instance_uuid] = guest
+
+    def _save(self, instance_uuid: str) -> None:
+        """Write what this host now holds of `instance_uuid` (called under the lock)."""
+        if self.store is None:
+            return
+        held = {key[1]: g for key, g in self.leftovers.items() if key[0] == instance_uuid}
+        if instance_uuid in self.guests:
+            held[""] = self.guests[instance_uuid]
+        self.store.save(instance_uuid, {
+            key: StoredGuest(instance_uuid, key, g.flavor, g.power_state, g.incoming)
+            for key, g in held.items()})
+
     # --- guests -----------------------------------------------------------------
     def spawn(self, instance_uuid: str, flavor: Mapping[str, Any]) -> None:
         with self._lock:
             self.checkpoint("spawn")
-            self.guests.setdefault(instance_uuid, Guest(dict(flavor)))
+            if instance_uuid not in self.guests:
+                self.guests[instance_uuid] = Guest(dict(flavor))
+                self._save(instance_uuid)
 
     def destroy(self, instance_uuid: str) -> None:
         with self._lock:
@@ -93,6 +125,7 @@ class SimulatedDriver:
             self.guests.pop(instance_uuid, None)
             for key in [k for k in self.leftovers if k[0] == instance_uuid]:
                 del self.leftovers[key]
+            self._save(instance_uuid)
 
     def power_off(self, instance_uuid: str) -> None:
         self._set_power("power_off", instance_uuid, SHUTDOWN)
@@ -104,6 +137,7 @@ class SimulatedDriver:
         with self._lock:
             self.checkpoint(step)
             self._guest(instance_uuid).power_state = state
+            self._save(instance_uuid)
 
     def _guest(self, instance_uuid: str) -> Guest:
         guest = self.guests.get(instance_uuid)
@@ -122,6 +156,7 @@ class SimulatedDriver:
             guest = self._guest(instance_uuid)
             self.leftovers[key] = Guest(guest.flavor, SHUTDOWN, guest.incoming)
             del self.guests[instance_uuid]
+            self._save(instance_uuid)
 
     def finish_migration(self, instance_uuid: str, migration_uuid: str,
                          flavor: Mapping[str, Any], power_on: bool) -> None:
@@ -132,6 +167,7 @@ class SimulatedDriver:
                 return
             self.guests[instance_uuid] = Guest(dict(flavor), RUNNING if power_on else SHUTDOWN,
                                                incoming=migration_uuid)
+            self._save(instance_uuid)
 
     def confirm_migration(self, instance_uuid: str, migration_uuid: str) -> None:
         with self._lock:
@@ -140,6 +176,7 @@ class SimulatedDriver:
             guest = self.guests.get(instance_uuid)
             if guest is not None and guest.incoming == migration_uuid:
                 guest.incoming = None
+            self._save(instance_uuid)
 
     def finish_revert_migration(self, instance_uuid: str, migration_uuid: str,
                                 power_on: bool) -> None:
@@ -149,6 +186,7 @@ class SimulatedDriver:
             old = self.leftovers.pop((instance_uuid, migration_uuid), None)
             if old is not None:
                 self.guests[instance_uuid] = Guest(old.flavor, power, old.incoming)
+                self._save(instance_uuid)
                 return
             guest = self._guest(instance_uuid)
             if guest.incoming == migration_uuid:
@@ -156,6 +194,7 @@ class SimulatedDriver:
                 raise GuestNotFound(f"nothing of migration {migration_uuid} to revert to "
                                     f"on {self.host}")
             guest.power_state = power
+            self._save(instance_uuid)
 
     # --- inspection ---------------------------------------------------------------
     def list_instances(self) -> list[str]:
@@ -168,6 +207,8 @@ class SimulatedDriver:
             return NOSTATE if guest is None else guest.power_state
 
     def adopt(self, instance_uuid: str, flavor: Mapping[str, Any], power_state: int) -> None:
-        """Know a guest that exists already (an agent restarting on a host with guests)."""
+        """Know a guest that exists already (a host taken over with guests on it; tests)."""
         with self._lock:
-            self.guests.setdefault(instance_uuid, Guest(dict(flavor), power_state))
+            if instance_uuid not in self.guests:
+                self.guests[instance_uuid] = Guest(dict(flavor), power_state)
+                self._save(instance_uuid)

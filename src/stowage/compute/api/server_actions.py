@@ -6,12 +6,24 @@ with a compare-and-swap, commits, and only then casts to the conductor,
 which owns every later state change:
 
     action         allowed in                         task_state      cast             answer
-    resize         active|stopped, no task            resize_prep     migrate_server   202
-    migrate        active|stopped, no task (admin)    resize_prep     migrate_server   202
+    resize         active|stopped, no task, host up   resize_prep     migrate_server   202
+    migrate        active|stopped, no task, host up   resize_prep     migrate_server   202
     confirmResize  resized + a "finished" migration   resize_confirming confirm_resize 204
     revertResize   resized + a "finished" migration   resize_reverting revert_resize   202
     os-stop        active|error, no task              powering-off    power(on=False)  202
     os-start       stopped, no task                   powering-on     power(on=True)   202
+    os-resetState  any (admin)                        none            -                202
+
+"host up": the server's compute service is up or only disabled; a host down
+or forced down answers 409 "Service is unavailable at this time." (Nova's
+`check_instance_host(check_is_up=True)`), as its servers need evacuating.
+Migrate is admin-only by policy.
+
+Every cast operation is journaled as accepted (`tasks.accept`) in the same
+transaction as its task state, so a cast a crash lost is found on restart.
+os-resetState is Nova's way back for an operator: it sets vm_state to
+active or error and clears task_state, nothing else (no guest or allocation
+is touched), and records a `resetState` action.
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ from stowage.compute.api.server_common import (
     move_state,
     target,
 )
+from stowage.compute.conductor import tasks
 from stowage.compute.rpc import ConductorAPI
 from stowage.compute.states import TASK
 from stowage.errors import NotFound
@@ -66,6 +79,15 @@ _MIGRATE_SCHEMA_2_56 = {
         "additionalProperties": False}},
     "required": ["migrate"], "additionalProperties": False,
 }
+_RESET_STATE_SCHEMA = {
+    "type": "object",
+    "properties": {"os-resetState": {
+        "type": "object",
+        "properties": {"state": {"type": "string", "enum": ["active", "error"]}},
+        "required": ["state"], "additionalProperties": False}},
+    "required": ["os-resetState"], "additionalProperties": False,
+}
+_RESET_TO = {"active": states.ACTIVE, "error": states.ERROR}
 Cast = Callable[[ConductorAPI], None]
 
 
@@ -75,8 +97,18 @@ def _start(conn: Connection, req: Request, instance: inst.Instance, action: str)
                          ctx.project_id)
 
 
-def _cast(req: Request, instance: inst.Instance, cast: Cast, undo: dict[str, Any]) -> None:
-    """Cast after the commit; if the conductor cannot be reached, leave the task state again."""
+def _accept(conn: Connection, req: Request, instance: inst.Instance, operation: str,
+            **args: Any) -> str:
+    """Journal the operation as accepted, in the transaction that set its task state."""
+    return tasks.accept(conn, operation, instance.uuid, req.context.request_id, **args)
+
+
+def _cast(req: Request, instance: inst.Instance, cast: Cast, undo: dict[str, Any],
+          operation: tuple[str, str] | None = None) -> None:
+    """Cast after the commit; if the conductor cannot be reached, leave the task state again.
+
+    `operation` is (name, uuid) of the accepted journal entry, ended when the cast fails.
+    """
     try:
         cast(conductor(req))
     except Exception:
@@ -84,7 +116,24 @@ def _cast(req: Request, instance: inst.Instance, cast: Cast, undo: dict[str, Any
         with req.app.db.write() as conn:
             inst.update(conn, instance.uuid, **undo)
             actions.finish_action(conn, instance.uuid, req.context.request_id, "Error")
+            if operation is not None:
+                tasks.end_accepted(conn, operation[1], operation[0])
         raise
+
+
+def _check_host_up(req: Request, conn: Connection, instance: inst.Instance) -> None:
+    """409 unless the server's own compute service is up (Nova's check_instance_host(True)).
+
+    A disabled service still counts (MAINTENANCE): only new servers avoid it.
+    A host that is down, or forced down, cannot hand its guest over; its
+    servers are evacuated instead. Like Nova, the answer names no host.
+    """
+    if not instance.host:
+        raise HTTPError(409, f"Instance {instance.uuid} is not ready")
+    service = queries.host_services(conn, [instance.host]).get(instance.host)
+    status = queries.host_status(service, instance.host, req.app.settings.compute)
+    if status not in ("UP", "MAINTENANCE"):
+        raise HTTPError(409, "Service is unavailable at this time.")
 
 
 def _resize(req: Request, body: Any) -> Response:
@@ -94,6 +143,7 @@ def _resize(req: Request, body: Any) -> Response:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:resize", target(instance))
         check_state(instance, "resize", (states.ACTIVE, states.STOPPED))
+        _check_host_up(req, conn, instance)
         try:
             flavor = flv.get(conn, flavorid, req.context)
         except NotFound:
@@ -108,10 +158,12 @@ def _resize(req: Request, body: Any) -> Response:
             raise HTTPError(400, "Resize to zero disk flavor is not allowed.")
         _start(conn, req, instance, "resize")
         moved = move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0)
-    snapshot = flv.snapshot(flavor)
+        snapshot = flv.snapshot(flavor)
+        op = _accept(conn, req, moved, "resize", new_flavor=snapshot, host=None)
     _cast(req, moved, lambda c: c.migrate_server(moved.uuid, req.context.request_id,
-                                                 new_flavor=snapshot, host=None),
-          {"task_state": None})
+                                                 new_flavor=snapshot, host=None,
+                                                 operation_uuid=op),
+          {"task_state": None}, ("resize", op))
     return empty_response(202)
 
 
@@ -125,6 +177,7 @@ def _migrate(req: Request, body: Any) -> Response:
         rule = "os_compute_api:os-migrate-server:migrate" + (":host" if host else "")
         authorize(req, rule, {"project_id": instance.project_id})
         check_state(instance, "migrate", (states.ACTIVE, states.STOPPED))
+        _check_host_up(req, conn, instance)
         if host is not None:
             if host == instance.host:
                 raise HTTPError(400, "Cannot migrate to the host where the server exists.")
@@ -132,9 +185,10 @@ def _migrate(req: Request, body: Any) -> Response:
                 raise HTTPError(400, f"Compute host {host} could not be found.")
         _start(conn, req, instance, "migrate")
         moved = move_state(conn, instance, "migrate", task_state=TASK.RESIZE_PREP, progress=0)
+        op = _accept(conn, req, moved, "migrate", new_flavor=None, host=host)
     _cast(req, moved, lambda c: c.migrate_server(moved.uuid, req.context.request_id,
-                                                 new_flavor=None, host=host),
-          {"task_state": None})
+                                                 new_flavor=None, host=host, operation_uuid=op),
+          {"task_state": None}, ("migrate", op))
     return empty_response(202)
 
 
@@ -156,9 +210,10 @@ def _confirm_resize(req: Request, body: Any) -> Response:
         # As the conductor's automatic confirm does: one confirm at a time.
         moved = move_state(conn, instance, "confirmResize",
                            task_state=TASK.RESIZE_CONFIRMING)
+        op = _accept(conn, req, moved, "confirm_resize", migration_uuid=migration.uuid)
     _cast(req, moved, lambda c: c.confirm_resize(moved.uuid, migration.uuid,
-                                                 req.context.request_id),
-          {"task_state": None})
+                                                 req.context.request_id, op),
+          {"task_state": None}, ("confirm_resize", op))
     return empty_response(204)
 
 
@@ -171,9 +226,10 @@ def _revert_resize(req: Request, body: Any) -> Response:
         migration = _finished_migration(conn, instance)
         _start(conn, req, instance, "revertResize")
         moved = move_state(conn, instance, "revertResize", task_state=TASK.RESIZE_REVERTING)
+        op = _accept(conn, req, moved, "revert_resize", migration_uuid=migration.uuid)
     _cast(req, moved, lambda c: c.revert_resize(moved.uuid, migration.uuid,
-                                                req.context.request_id),
-          {"task_state": None})
+                                                req.context.request_id, op),
+          {"task_state": None}, ("revert_resize", op))
     return empty_response(202)
 
 
@@ -192,8 +248,23 @@ def _power(req: Request, on: bool) -> Response:
         if not on:
             values["progress"] = 0
         moved = move_state(conn, instance, action, **values)
-    _cast(req, moved, lambda c: c.power(moved.uuid, req.context.request_id, on=on),
-          {"task_state": None})
+        op = _accept(conn, req, moved, action)
+    _cast(req, moved, lambda c: c.power(moved.uuid, req.context.request_id, on=on,
+                                        operation_uuid=op),
+          {"task_state": None}, (action, op))
+    return empty_response(202)
+
+
+def _reset_state(req: Request, body: Any) -> Response:
+    """Nova's admin action: vm_state := active|error, task_state := None."""
+    state = _RESET_TO[validate_body(body, _RESET_STATE_SCHEMA)["os-resetState"]["state"]]
+    with req.app.db.write() as conn:
+        instance = get_server(req, conn, req.params["server_id"])
+        authorize(req, "os_compute_api:os-admin-actions:reset_state",
+                  {"project_id": instance.project_id})
+        _start(conn, req, instance, "resetState")
+        inst.update(conn, instance.uuid, vm_state=state, task_state=None)
+        actions.finish_action(conn, instance.uuid, req.context.request_id)
     return empty_response(202)
 
 
@@ -204,6 +275,7 @@ _ACTIONS: dict[str, Callable[[Request, Any], Response]] = {
     "revertResize": _revert_resize,
     "os-stop": lambda req, body: _power(req, on=False),
     "os-start": lambda req, body: _power(req, on=True),
+    "os-resetState": _reset_state,
 }
 
 

@@ -1,13 +1,19 @@
 """POST /servers: validate a boot request, write its records, hand it to the conductor.
 
-The request body is checked against Nova's schema for the microversion
-(2.19 adds `description`, 2.37 makes `networks` required and "auto"/"none"
-legal, 2.42 network/bdm tags, 2.67 bdm volume_type, 2.74 `host` and
-`hypervisor_hostname`), then against the records: the flavor must be visible
-and enabled, the image active and big enough, the zone known, the server
-group real. Only then are the instance rows, request spec, group membership
-and `create` action written, in one transaction; the conductor is cast after
-the commit. A request that fails any check writes nothing.
+The request body is checked against Nova's schema for the microversion,
+formats included (`server_create_schema`). Then against the records: the flavor
+must be visible and enabled, the metadata within `metadata_items`, the image
+active and big enough, the key pair known (stowage has no key pairs yet, so
+any `key_name` is refused), the zone known, a requested host or node real (a
+node alone pins the build to the node's host), the server group real, and
+max_count within `max_count_per_request`. A request that fails any check
+writes nothing.
+
+Only then are the instance rows, request specs, group memberships and
+`create` actions written, `_BATCH` instances per transaction so that a
+multi-create never holds the database's write lock for long; the checks share
+the first batch's transaction. Should a later batch fail, the servers of the
+earlier ones are deleted again. The conductor is cast after the last commit.
 
 Root disk: an image, or a volume (`block_device_mapping_v2` with boot_index 0
 and destination_type volume): a volume-backed server may have an empty
@@ -16,7 +22,7 @@ imageRef and consumes no DISK_GB for its root.
 
 from __future__ import annotations
 
-import copy
+import logging
 import re
 import secrets
 import string
@@ -40,6 +46,15 @@ from stowage.compute.api.common import (
     validate_body,
 )
 from stowage.compute.api.server_common import conductor
+from stowage.compute.api.server_create_schema import (
+    DESCRIPTION,
+    NAME,
+    TRUE_STRINGS,
+    check_formats,
+    counts,
+    create_schema,
+)
+from stowage.compute.conductor import tasks
 from stowage.errors import NotFound
 from stowage.image import images
 from stowage.web.errors import HTTPError
@@ -48,102 +63,10 @@ from stowage.web.routing import Route
 
 __all__ = ["ROUTES", "NAME", "DESCRIPTION", "check_name", "check_description"]
 
-_UUID = "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
-NAME = {"type": "string", "minLength": 1, "maxLength": 255}
-DESCRIPTION = {"type": ["string", "null"], "minLength": 0, "maxLength": 255}
-_TRUE = ("True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes", "y", "t")
-_FALSE = ("False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no", "n", "f")
-_BOOLEAN = {"type": ["boolean", "string"], "enum": [True, False, *_TRUE, *_FALSE]}
-_POSITIVE = {"type": ["integer", "string"], "pattern": "^[0-9]*$", "minimum": 1,
-             "minLength": 1}
-_METADATA = {"type": "object",
-             "patternProperties": {"^[a-zA-Z0-9-_:. ]{1,255}$": {"type": "string",
-                                                                  "maxLength": 255}},
-             "additionalProperties": False}
-_NETWORK_ITEM: dict[str, Any] = {"type": "object",
-                 "properties": {"fixed_ip": {"type": "string"},
-                                "port": {"type": ["string", "null"]},
-                                "uuid": {"type": "string"}},
-                 "additionalProperties": False}
-_BDM = {"type": "object",
-        "properties": {
-            "source_type": {"type": "string", "enum": ["volume", "image", "snapshot", "blank"]},
-            "destination_type": {"type": "string", "enum": ["local", "volume"]},
-            "uuid": {"type": "string", "minLength": 1, "maxLength": 255,
-                     "pattern": "^[a-zA-Z0-9._-]*$"},
-            "image_id": {"type": "string"}, "volume_id": {"type": "string"},
-            "snapshot_id": {"type": "string"},
-            "boot_index": {"type": ["integer", "string", "null"], "pattern": "^-?[0-9]+$"},
-            "volume_size": {"type": ["integer", "string"], "pattern": "^[0-9]+$",
-                            "minimum": 1},
-            "delete_on_termination": _BOOLEAN,
-            "device_name": {"type": "string", "minLength": 1, "maxLength": 255,
-                            "pattern": "^[a-zA-Z0-9._/-]*$"},
-            "guest_format": {"type": "string", "maxLength": 255},
-            "device_type": {"type": "string", "maxLength": 255},
-            "disk_bus": {"type": "string", "maxLength": 255},
-            "no_device": {}, "virtual_name": {"type": "string", "maxLength": 255}},
-        "additionalProperties": False}
-_HINTS = {"type": "object",
-          "properties": {"group": {"oneOf": [{"type": "string", "pattern": _UUID},
-                                             {"type": "array",
-                                              "items": {"type": "string", "pattern": _UUID}}]}},
-          "additionalProperties": True}
-_TAG = {"type": "string", "pattern": "^[^,/]*$", "minLength": 1, "maxLength": 60}
-_FQDN = {"type": "string", "minLength": 1, "maxLength": 255,
-         "pattern": "^[a-zA-Z0-9-._]*$"}
+LOG = logging.getLogger(__name__)
 
-
-def _create_schema(minor: int) -> dict[str, Any]:
-    """Nova's create schema as it stands at 2.`minor`."""
-    server: dict[str, Any] = {
-        "name": NAME,
-        "imageRef": {"oneOf": [{"type": "string", "pattern": _UUID},
-                               {"type": "string", "maxLength": 0}]},
-        "flavorRef": {"type": ["string", "integer"], "minLength": 1},
-        "adminPass": {"type": "string"},
-        "metadata": _METADATA,
-        "networks": {"type": "array", "items": _NETWORK_ITEM},
-        "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
-        "accessIPv4": {"type": "string"}, "accessIPv6": {"type": "string"},
-        "availability_zone": NAME,
-        "block_device_mapping_v2": {"type": "array", "items": copy.deepcopy(_BDM)},
-        "config_drive": _BOOLEAN,
-        "key_name": NAME,
-        "min_count": _POSITIVE, "max_count": _POSITIVE,
-        "return_reservation_id": _BOOLEAN,
-        "security_groups": {"type": "array",
-                            "items": {"type": "object", "properties": {"name": NAME},
-                                      "additionalProperties": False}},
-        "user_data": {"type": "string", "maxLength": 65535},
-    }
-    required = ["name", "flavorRef"]
-    if minor < 57:
-        server["personality"] = {"type": "array"}
-    if minor >= 19:
-        server["description"] = DESCRIPTION
-    if minor >= 37:
-        required.append("networks")
-        item: dict[str, Any] = copy.deepcopy(_NETWORK_ITEM)
-        item["properties"]["uuid"] = {"type": "string", "pattern": _UUID}
-        if minor >= 42:
-            item["properties"]["tag"] = _TAG
-        server["networks"] = {"oneOf": [{"type": "array", "items": item},
-                                        {"type": "string", "enum": ["none", "auto"]}]}
-    bdm_props = server["block_device_mapping_v2"]["items"]["properties"]
-    if minor >= 42 or minor == 32:
-        bdm_props["tag"] = _TAG
-    if minor >= 67:
-        bdm_props["volume_type"] = {"type": ["string", "null"], "minLength": 0,
-                                    "maxLength": 255}
-    if minor >= 74:
-        server["host"] = _FQDN
-        server["hypervisor_hostname"] = _FQDN
-    return {"type": "object",
-            "properties": {"server": {"type": "object", "properties": server,
-                                      "required": required, "additionalProperties": False},
-                           "os:scheduler_hints": _HINTS, "OS-SCH-HNT:scheduler_hints": _HINTS},
-            "required": ["server"], "additionalProperties": False}
+# Instances written per transaction by a multi-create.
+_BATCH = 10
 
 
 def check_name(name: str) -> None:
@@ -159,7 +82,7 @@ def check_description(description: str | None) -> None:
 
 
 def _as_bool(value: Any) -> bool:
-    return value is True or str(value) in _TRUE
+    return value is True or str(value) in TRUE_STRINGS
 
 
 @dataclass
@@ -258,10 +181,7 @@ def _parse(req: Request, data: dict[str, Any]) -> Boot:
     check_name(body["name"])
     description = body.get("description") if at_least(req, 19) else body["name"]
     check_description(description)
-    min_count = int(body.get("min_count", 1))
-    max_count = int(body.get("max_count", min_count))
-    if min_count > max_count:
-        raise HTTPError(400, "min_count must be <= max_count")
+    min_count, max_count = counts(body)
     zone, destination = _zone_and_host(req, body)
     authorize(req, "os_compute_api:servers:create", _target(req, zone))
     image_id, volume_backed = _root_disk(body)
@@ -332,15 +252,55 @@ def _check_placement_hints(req: Request, conn: Connection, boot: Boot,
     if boot.zone and boot.destination is None and \
             boot.zone not in queries.known_zones(conn, default_zone):
         raise HTTPError(400, "The requested availability zone is not available")
-    host = (boot.destination or {}).get("host")
-    if host and not queries.compute_host_exists(conn, host):
-        raise HTTPError(400, f"Compute host {host} could not be found.")
+    if boot.destination is not None:
+        _check_destination(conn, boot.destination)
     if boot.group is not None:
         project = None if req.context.is_admin else req.context.project_id
         try:
             server_groups.get(conn, boot.group, project)
         except NotFound:
             raise HTTPError(400, f"Instance group {boot.group} could not be found.") from None
+
+
+def _check_destination(conn: Connection, destination: dict[str, str | None]) -> None:
+    """The requested host and/or node exist; a node named alone pins its host.
+
+    As Nova's `_validate_host_or_node`: a host needs a compute service, a host
+    and a node need that node on that host, a node alone needs a node of that
+    name (Nova asks Placement for a provider so named); each miss is a 400.
+    """
+    host, node = destination.get("host"), destination.get("node")
+    if host and not queries.compute_host_exists(conn, host):
+        raise HTTPError(400, f"Compute host {host} could not be found.")
+    if not node:
+        return
+    hosts = queries.hosts_of_node(conn, node)
+    if host and host not in hosts:
+        raise HTTPError(400, f"Compute host {host} could not be found.")
+    if not hosts:
+        raise HTTPError(400, f"Compute host {node} could not be found.")
+    # The scheduler places on a host (and a node of it): name the node's host.
+    destination["host"] = host or hosts[0]
+
+
+def _check_limits(req: Request, boot: Boot) -> None:
+    """Metadata items and servers per request within the configured limits (403, as quotas)."""
+    settings = req.app.settings.compute
+    if len(boot.metadata) > settings.metadata_items:
+        raise HTTPError(403, "Maximum number of metadata items exceeds "
+                             f"{settings.metadata_items}")
+    min_count, max_count = boot.count
+    limit = settings.max_count_per_request
+    if max_count > limit:
+        wanted = str(min_count) if min_count == max_count else f"{min_count}-{max_count}"
+        raise HTTPError(403, f"Quota exceeded for instances: Requested {wanted}, but at most "
+                             f"{limit} instances may be created in one request")
+
+
+def _check_key_name(boot: Boot) -> None:
+    # No key pair can exist yet (stowage has no os-keypairs), so no name is valid.
+    if boot.key_name is not None:
+        raise HTTPError(400, "Invalid key_name provided.")
 
 
 def hostname_of(name: str) -> str:
@@ -367,47 +327,96 @@ def _spec(req: Request, boot: Boot, uuid: str, snapshot: dict[str, Any]) -> dict
             "move": False}
 
 
-def _write(req: Request, conn: Connection, boot: Boot,
-           flavor: flv.Flavor) -> tuple[list[inst.Instance], str]:
-    ctx = req.context
-    snapshot = flv.snapshot(flavor)
-    reservation = _reservation_id()
-    made: list[inst.Instance] = []
+@dataclass
+class _Build:
+    """What one POST /servers writes: its servers, with one flavor and reservation id."""
+
+    boot: Boot
+    snapshot: dict[str, Any]
+    reservation: str = field(default_factory=_reservation_id)
+    made: list[inst.Instance] = field(default_factory=list)
+    # The conductor's journal entry for the build, written with the last batch.
+    operation: str | None = None
+
+    def left(self) -> int:
+        return self.boot.count[1] - len(self.made)
+
+
+def _write_batch(req: Request, conn: Connection, build: _Build) -> None:
+    """The build's next `_BATCH` instances (fewer the last time), in `conn`'s transaction."""
+    ctx, boot = req.context, build.boot
     count = boot.count[1]
-    for index in range(count):
+    written: list[inst.Instance] = []
+    for index in range(len(build.made), len(build.made) + min(_BATCH, build.left())):
         name = f"{boot.name}-{index + 1}" if count > 1 else boot.name
         instance = inst.create(conn, inst.Instance(
             uuid=str(uuidlib.uuid4()), project_id=ctx.project_id or "",
-            user_id=ctx.user_id or "", display_name=name, flavor=snapshot,
+            user_id=ctx.user_id or "", display_name=name, flavor=build.snapshot,
             vm_state=states.BUILDING, task_state=states.TASK.SCHEDULING,
             hostname=hostname_of(name), availability_zone=boot.zone,
             image_ref="" if boot.volume_backed else boot.image_id,
             volume_backed=boot.volume_backed, key_name=boot.key_name,
             metadata=boot.metadata, networks=boot.networks,
             config_drive="True" if boot.config_drive else "",
-            display_description=boot.description, progress=0, reservation_id=reservation,
-            launch_index=index))
-        inst.save_request_spec(conn, instance.uuid, _spec(req, boot, instance.uuid, snapshot))
+            display_description=boot.description, progress=0,
+            reservation_id=build.reservation, launch_index=index))
+        inst.save_request_spec(conn, instance.uuid,
+                               _spec(req, boot, instance.uuid, build.snapshot))
         if boot.group is not None:
             server_groups.add_member(conn, boot.group, instance.uuid)
         actions.start_action(conn, instance.uuid, "create", ctx.request_id, ctx.user_id,
                              ctx.project_id)
-        made.append(instance)
-    return made, reservation
+        written.append(instance)
+    build.made.extend(written)
+    if build.left() == 0:
+        # The intent, durable with the last servers: a cast lost in a crash is found again.
+        build.operation = tasks.accept(conn, "build", build.made[0].uuid, ctx.request_id,
+                                       instance_uuids=[i.uuid for i in build.made])
+
+
+def _write_rest(req: Request, build: _Build) -> None:
+    """The batches after the first, each its own transaction; a failure undoes them all."""
+    committed = len(build.made)
+    try:
+        while build.left() > 0:
+            committed = len(build.made)
+            with req.app.db.write() as conn:
+                _write_batch(req, conn, build)
+    except Exception:
+        del build.made[committed:]  # written in the transaction that rolled back
+        _undo(req, build.made)
+        raise
+
+
+def _undo(req: Request, made: list[inst.Instance]) -> None:
+    """Delete the servers of the committed batches (nothing was cast for them yet)."""
+    try:
+        with req.app.db.write() as conn:
+            for instance in made:
+                inst.soft_delete(conn, instance.uuid)
+                queries.forget_instance(conn, instance.uuid)
+    except Exception:  # logged, never raised over the error that brought us here
+        LOG.exception("could not delete the %d servers of a failed multi-create", len(made))
 
 
 def create_server(req: Request) -> Response:
-    data = validate_body(read_body(req), _create_schema(req.version.minor))
+    data = validate_body(read_body(req), create_schema(req.version.minor))
+    check_formats(data)
     boot = _parse(req, data)
     with req.app.db.write() as conn:
         flavor = _flavor(req, conn, boot)
         _check_image(req, conn, boot, flavor)
+        _check_key_name(boot)
         _check_placement_hints(req, conn, boot, flavor)
-        made, reservation = _write(req, conn, boot, flavor)
-    conductor(req).build_instances([i.uuid for i in made], req.context.request_id)
+        _check_limits(req, boot)
+        build = _Build(boot, flv.snapshot(flavor))
+        _write_batch(req, conn, build)
+    _write_rest(req, build)
+    conductor(req).build_instances([i.uuid for i in build.made], req.context.request_id,
+                                   build.operation)
     if boot.return_reservation_id:
-        return json_response({"reservation_id": reservation}, status=202)
-    view = views.created(req, made[0], boot.admin_pass, boot.security_groups)
+        return json_response({"reservation_id": build.reservation}, status=202)
+    view = views.created(req, build.made[0], boot.admin_pass, boot.security_groups)
     return json_response({"server": view}, status=202,
                          headers=[("location", view["links"][0]["href"])])
 

@@ -2,8 +2,11 @@
 
 Deleting follows the division of labour: the API records the `delete` action,
 swaps the task_state to `deleting` and casts to the conductor, which frees
-the host and the allocations. A server that never reached a host (an ERROR
-from scheduling) holds nothing anywhere, so the API deletes it right away.
+the host and the allocations. As in Nova, a server is deleted in any task
+state: an operation still running on it (a build, a move, a power change)
+finds `deleting` at its next state change, stops, and leaves nothing behind.
+A server that never reached a host (an ERROR from scheduling) holds nothing
+anywhere, so the API deletes it right away.
 """
 
 from __future__ import annotations
@@ -18,11 +21,10 @@ from stowage.compute.api.common import API_PREFIX, at_least, authorize, read_bod
 from stowage.compute.api.server_common import (
     conductor,
     get_server,
-    invalid_state,
-    move_state,
     target,
 )
 from stowage.compute.api.server_create import DESCRIPTION, NAME, check_description, check_name
+from stowage.compute.conductor import tasks
 from stowage.compute.states import TASK
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
@@ -47,9 +49,6 @@ _UPDATE_SCHEMA_2_19: dict[str, Any] = {
         "properties": {**_UPDATE_SCHEMA["properties"]["server"]["properties"],
                        "description": DESCRIPTION}}},
 }
-# Deleting needs no particular vm_state; while another operation runs
-# (task_state set) only a build or an ERROR may be cut short.
-_DELETABLE_WHILE_BUSY = (states.BUILDING, states.ERROR)
 
 
 def show_server(req: Request) -> Response:
@@ -88,15 +87,16 @@ def delete_server(req: Request) -> Response:
         authorize(req, "os_compute_api:servers:delete", target(instance))
         if instance.task_state == TASK.DELETING:
             return empty_response(204)  # already on its way out
-        if instance.task_state is not None and instance.vm_state not in _DELETABLE_WHILE_BUSY:
-            raise invalid_state("delete", instance.uuid, "task_state", instance.task_state)
         actions.start_action(conn, instance.uuid, "delete", ctx.request_id, ctx.user_id,
                              ctx.project_id)
         if instance.host is None and instance.vm_state == states.ERROR:
             _delete_here(conn, instance, ctx.request_id)
             return empty_response(204)
-        move_state(conn, instance, "delete", task_state=TASK.DELETING, progress=0)
-    conductor(req).delete_instance(instance.uuid, ctx.request_id)
+        # Whatever runs now (a build, a move, a power change) notices and stops.
+        inst.update(conn, instance.uuid, task_state=TASK.DELETING, progress=0)
+        # Durable with the task state: a cast lost in a crash is found on restart.
+        operation = tasks.accept(conn, "delete", instance.uuid, ctx.request_id)
+    conductor(req).delete_instance(instance.uuid, ctx.request_id, operation)
     return empty_response(204)
 
 

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from stowage.compute import actions, instances
+from stowage.compute import actions, instances, states
+from stowage.compute.conductor.tasks import CrashHook, Journal
 from stowage.compute.instances import Instance
 from stowage.compute.rpc import AgentAPI, SchedulerAPI
 from stowage.config import ComputeSettings
@@ -34,10 +35,22 @@ class Ops:
     agents: AgentAPI
     scheduler: SchedulerAPI
     request_id: str
+    # Crash tests only (`[compute] crash_at`): ends the process at a journal point.
+    hook: CrashHook | None = None
+
+    def journal(self, operation: str, instance_uuid: str | None,
+                uuid: str | None = None) -> Journal:
+        """The journal of `operation` (`uuid`: the one the API accepted, if any)."""
+        return Journal(self.db, operation, instance_uuid, uuid, self.hook)
 
     def instance(self, uuid: str) -> Instance:
         with self.db.read() as conn:
             return instances.get(conn, uuid)
+
+    def instance_any(self, uuid: str) -> Instance:
+        """The instance even if it was deleted meanwhile (recovery checks `deleted`)."""
+        with self.db.read() as conn:
+            return instances.get(conn, uuid, read_deleted=True)
 
     def update(self, uuid: str, **values: Any) -> Instance:
         with self.db.write() as conn:
@@ -68,6 +81,26 @@ class Ops:
 
     def call_agent(self, host: str, method: str, **kwargs: Any) -> Any:
         return self.agents.call(host, method, **kwargs)
+
+    def guest_power(self, host: str | None, instance_uuid: str) -> int:
+        """What `host`'s hypervisor says of the guest now; NOSTATE when none or unreachable.
+
+        Recovery settles on this, so only a guest that answers counts as intact.
+        """
+        if not host:
+            return states.NOSTATE
+        try:
+            return int(self.call_agent(host, "guest_power_state", instance_uuid=instance_uuid))
+        except MessagingError as exc:
+            LOG.warning("cannot ask %s about the guest of %s: %s", host, instance_uuid, exc)
+            return states.NOSTATE
+
+    def terminate_quietly(self, host: str, instance_uuid: str) -> None:
+        """Destroy whatever `host` holds of the instance; a failure is only logged."""
+        try:
+            self.call_agent(host, "terminate_instance", instance_uuid=instance_uuid)
+        except MessagingError as exc:
+            LOG.warning("could not destroy the guest of %s on %s: %s", instance_uuid, host, exc)
 
     def claim_alternate(self, inst: Instance, alternate: Mapping[str, Any]) -> bool:
         """Claim an alternate the scheduler kept unclaimed; False when it is taken by now."""

@@ -5,68 +5,145 @@ is dropped with the source guest), then destroys the guest and drops the
 instance's allocation. A host whose agent does not answer does not keep a
 deleted server alive: the records and allocations go, and the host's
 reconcile removes whatever it still holds when it comes back.
+
+All three only go forward, and every step is idempotent (powering a guest
+that is already in that state, destroying one that is gone, dropping
+allocations already dropped), so a crash is recovered by running the
+operation again (`recover_power`, `recover_delete`).
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from stowage.compute import instances, migrations, states
 from stowage.compute.conductor.common import Ops
-from stowage.compute.conductor.resize_end import confirm_resize
+from stowage.compute.conductor.resize_end import STEPS as RESIZE_END_STEPS
+from stowage.compute.conductor.resize_end import confirm_migration
+from stowage.compute.conductor.tasks import Interrupted, Journal
+from stowage.compute.instances import UnexpectedTaskState
 from stowage.compute.states import TASK
+from stowage.errors import NotFound
 from stowage.messaging import MessagingError, MessagingTimeout
 
-__all__ = ["power", "delete_instance"]
+__all__ = ["power", "delete_instance", "recover_power", "recover_delete", "STEPS"]
 
 LOG = logging.getLogger(__name__)
 
+# The journal steps of each operation, in order (crash tests enumerate them); a
+# delete of a server in VERIFY_RESIZE confirms it first, under the delete's journal.
+STEPS = {
+    "stop": ("power",),
+    "start": ("power",),
+    "delete": RESIZE_END_STEPS["confirm_resize"] + ("terminate", "drop_allocation",
+                                                    "soft_delete"),
+}
 
-def power(ops: Ops, instance_uuid: str, on: bool) -> None:
+
+def power(ops: Ops, instance_uuid: str, on: bool, journal: Journal) -> None:
     inst = ops.instance(instance_uuid)
     task = TASK.POWERING_ON if on else TASK.POWERING_OFF
     method, event = (("power_on_instance", "compute_start_instance") if on
                      else ("power_off_instance", "compute_stop_instance"))
     assert inst.host is not None
+    journal.record("power", "executing")
     try:
         with ops.event(inst.uuid, event, inst.host):
             ops.call_agent(inst.host, method, instance_uuid=inst.uuid)
     except MessagingError as exc:
-        ops.update(inst.uuid, expected_task_state=task, task_state=None)
-        ops.fault(inst.uuid, exc, inst.host)
+        if _settle_power(ops, inst.uuid, task, task_state=None):
+            ops.fault(inst.uuid, exc, inst.host)
         ops.finish_action(inst.uuid, "Error")
         return
-    ops.update(inst.uuid, expected_task_state=task, task_state=None,
-               vm_state=states.ACTIVE if on else states.STOPPED,
-               power_state=states.RUNNING if on else states.SHUTDOWN)
-    ops.finish_action(inst.uuid)
+    settled = _settle_power(ops, inst.uuid, task, task_state=None,
+                            vm_state=states.ACTIVE if on else states.STOPPED,
+                            power_state=states.RUNNING if on else states.SHUTDOWN)
+    journal.record("power", "done")
+    ops.finish_action(inst.uuid, None if settled else "Error")
 
 
-def delete_instance(ops: Ops, instance_uuid: str) -> None:
+def _settle_power(ops: Ops, uuid: str, task: str, **values: Any) -> bool:
+    """Leave the powering task state; False when the server was deleted meanwhile.
+
+    The delete (allowed in any task state) owns the server then, and
+    destroys the guest whatever its power.
+    """
+    try:
+        ops.update(uuid, expected_task_state=task, **values)
+    except (NotFound, UnexpectedTaskState):
+        LOG.info("instance %s was deleted while powering; leaving it to the delete", uuid)
+        return False
+    return True
+
+
+def delete_instance(ops: Ops, instance_uuid: str, journal: Journal) -> None:
+    inst = ops.instance_any(instance_uuid)
+    if inst.deleted:  # a crash came after the records went: only the allocation may be left
+        ops.placement.delete_allocations(inst.uuid)
+        ops.finish_action(inst.uuid)
+        return
     with ops.db.read() as conn:
-        inst = instances.get(conn, instance_uuid)
-        pending = migrations.for_instance(conn, instance_uuid, statuses=("finished",))
+        pending = migrations.for_instance(conn, instance_uuid, statuses=("finished",
+                                                                         "confirming"))
     for migration in pending:
-        confirm_resize(ops, migration.uuid)
+        confirm_migration(ops, migration, journal, settle_instance=False)
     with ops.db.read() as conn:
         unfinished = [m for m in migrations.for_instance(conn, instance_uuid) if not m.finished]
     for migration in unfinished:
-        # A move cut short (its conductor died): the migration must not outlive the server.
+        # A move cut short (its conductor died) or still running (a delete is allowed in
+        # any task state): the migration must not outlive the server, nor its guests on
+        # either host. A running move or revert stops on seeing the server deleting.
         ops.placement.delete_allocations(migration.uuid)
         with ops.db.write() as conn:
             migrations.update(conn, migration.uuid, status="error")
-    if inst.host:
-        try:
-            with ops.event(inst.uuid, "compute_terminate_instance", inst.host):
-                ops.call_agent(inst.host, "terminate_instance", instance_uuid=inst.uuid)
-        except MessagingTimeout:
-            LOG.warning("host %s is not answering; deleting %s locally", inst.host, inst.uuid)
-        except MessagingError as exc:
-            ops.update(inst.uuid, vm_state=states.ERROR, task_state=None)
-            ops.fault(inst.uuid, exc, inst.host)
-            ops.finish_action(inst.uuid, "Error")
-            return
+        hosts = {migration.source_compute, migration.dest_compute} - {inst.host, None}
+        for host in sorted(h for h in hosts if h):
+            ops.terminate_quietly(host, inst.uuid)
+    if inst.host and not _terminate(ops, inst, journal):
+        return
+    journal.record("drop_allocation", "executing")
     ops.placement.delete_allocations(inst.uuid)
+    journal.record("drop_allocation", "done")
+    journal.record("soft_delete", "executing")
     with ops.db.write() as conn:
         instances.soft_delete(conn, inst.uuid)
+    journal.record("soft_delete", "done")
     ops.finish_action(inst.uuid)
+
+
+def _terminate(ops: Ops, inst: instances.Instance, journal: Journal) -> bool:
+    """Destroy the guest; False (server in ERROR) when its host refused."""
+    assert inst.host is not None
+    journal.record("terminate", "executing")
+    try:
+        with ops.event(inst.uuid, "compute_terminate_instance", inst.host):
+            ops.call_agent(inst.host, "terminate_instance", instance_uuid=inst.uuid)
+    except MessagingTimeout:
+        LOG.warning("host %s is not answering; deleting %s locally", inst.host, inst.uuid)
+    except MessagingError as exc:
+        journal.record("terminate", "failed", str(exc)[:1000])
+        ops.update(inst.uuid, vm_state=states.ERROR, task_state=None)
+        ops.fault(inst.uuid, exc, inst.host)
+        ops.finish_action(inst.uuid, "Error")
+        return False
+    journal.record("terminate", "done")
+    return True
+
+
+# --- crash recovery: all go forward -------------------------------------------
+def recover_power(ops: Ops, op: Interrupted, journal: Journal) -> None:
+    """Power again if the instance is still in its powering task state, else finish."""
+    assert op.instance_uuid is not None
+    inst = ops.instance_any(op.instance_uuid)
+    on = op.operation == "start"
+    if not inst.deleted and inst.task_state == (TASK.POWERING_ON if on else TASK.POWERING_OFF):
+        power(ops, inst.uuid, on, journal)
+    elif not inst.deleted:
+        ops.finish_action(inst.uuid, None if op.state("power") == "done" else "Error")
+
+
+def recover_delete(ops: Ops, op: Interrupted, journal: Journal) -> None:
+    """Delete again: every step is idempotent, and a server already gone is only finished."""
+    assert op.instance_uuid is not None
+    delete_instance(ops, op.instance_uuid, journal)

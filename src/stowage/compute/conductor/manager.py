@@ -1,32 +1,69 @@
-"""The conductor endpoint: every operation the API casts, and the periodic confirm.
+"""The conductor endpoint: every operation the API casts, the periodic confirm, recovery.
 
 Methods are RPC entry points (JSON keyword arguments, called on the cast
-pool); each builds an `Ops` for the request and runs one operation module.
-On start, operations a crash cut off are undone at the accounting level:
-a move that never reached VERIFY_RESIZE gives the source allocation back to
-the instance, and the instance leaves its transient task state.
+pool); each builds an `Ops` for the request and runs one operation module
+under the journal the API opened when it accepted the operation
+(`operation_uuid`). The journal gets its `end` row only when the operation
+returned; one that raised stays open for the next start.
+
+On start (`recover()`, run once the agents are up so their hypervisors can be
+asked) every operation without `end` is finished or undone by its module:
+
+    build            proven spawned (guest on its host + claim) -> ACTIVE; else clean, build again
+    resize, migrate  VERIFY_RESIZE reached -> finish the action; else roll the journaled
+                     steps back and settle on the source: ACTIVE/SHUTOFF if its guest is
+                     there (allocation given back), ERROR if not
+    confirm, revert  go forward again (idempotent; revert skips a destination already done)
+    stop, start      power again while still in the task state; else finish the action
+    delete           delete again (idempotent; a server already gone is only finished)
+
+An operation accepted by the API but whose cast a crash lost is recovered the
+same way (it has only its `accepted` row). Recovery journals under the
+operation's own uuid and writes `end` last, so a crash during recovery leaves
+the same work to the next start.
+
+Last, no instance may stay in a task state that no operation owns (a
+multi-create cut between its batches, rows of an older version): a building
+one is built, a deleting one deleted, one in VERIFY_RESIZE loses its task,
+and any other settles on what its hypervisor says (`_unstick`).
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from stowage.compute import actions, instances, migrations, states
 from stowage.compute.conductor import build, lifecycle, migrate, resize_end, tasks
 from stowage.compute.conductor.common import Ops
+from stowage.compute.conductor.tasks import Interrupted, Journal
 from stowage.compute.rpc import AgentAPI, ConductorAPI, SchedulerAPI
 from stowage.config import ComputeSettings
 from stowage.context import new_request_id
 from stowage.db import Database
+from stowage.errors import NotFound
 from stowage.messaging import Transport
 from stowage.placement.client import PlacementClient
 from stowage.timeutil import utcnow
 
-__all__ = ["Conductor"]
+__all__ = ["Conductor", "RECOVERY"]
 
 LOG = logging.getLogger(__name__)
+
+Recover = Callable[[Ops, Interrupted, Journal], None]
+# operation name (as journaled) -> how a crash of it is finished or undone
+RECOVERY: dict[str, Recover] = {
+    "build": build.recover_build,
+    "resize": migrate.recover_move,
+    "migrate": migrate.recover_move,
+    "confirm_resize": resize_end.recover_confirm,
+    "revert_resize": resize_end.recover_revert,
+    "stop": lifecycle.recover_power,
+    "start": lifecycle.recover_power,
+    "delete": lifecycle.recover_delete,
+}
 
 
 class Conductor:
@@ -41,35 +78,53 @@ class Conductor:
 
     def _ops(self, request_id: str) -> Ops:
         return Ops(self.settings, self.db, self.placement, self.agents, self.scheduler,
-                   request_id)
+                   request_id, tasks.crash_hook(self.settings.crash_at))
+
+    def _run(self, operation: str, instance_uuid: str, request_id: str,
+             operation_uuid: str | None, work: Callable[[Ops, Journal], None]) -> None:
+        """Run one accepted operation under its journal; `end` only when it returned."""
+        ops = self._ops(request_id)
+        journal = ops.journal(operation, instance_uuid, operation_uuid)
+        journal.reached(tasks.ACCEPTED, "done")  # a crash here is a cast lost after the 202
+        work(ops, journal)
+        journal.close()
 
     def start(self) -> None:
-        for op in tasks.interrupted(self.db):
-            try:
-                self._recover(op)
-            except Exception:
-                LOG.exception("could not recover interrupted %s of %s", op["operation"],
-                              op["instance_uuid"])
+        """Recover what a crash cut off (the control plane calls this once agents are up)."""
+        self.recover()
 
     # --- RPC entry points -----------------------------------------------------
-    def build_instances(self, instance_uuids: list[str], request_id: str) -> None:
-        build.build_instances(self._ops(request_id), instance_uuids)
+    def build_instances(self, instance_uuids: list[str], request_id: str,
+                        operation_uuid: str | None = None) -> None:
+        self._run("build", instance_uuids[0], request_id, operation_uuid,
+                  lambda ops, j: build.build_instances(ops, instance_uuids, j))
 
     def migrate_server(self, instance_uuid: str, request_id: str,
-                       new_flavor: dict[str, Any] | None, host: str | None) -> None:
-        migrate.migrate_server(self._ops(request_id), instance_uuid, new_flavor, host)
+                       new_flavor: dict[str, Any] | None, host: str | None,
+                       operation_uuid: str | None = None) -> None:
+        self._run("resize" if new_flavor else "migrate", instance_uuid, request_id,
+                  operation_uuid,
+                  lambda ops, j: migrate.migrate_server(ops, instance_uuid, new_flavor, host, j))
 
-    def confirm_resize(self, instance_uuid: str, migration_uuid: str, request_id: str) -> None:
-        resize_end.confirm_resize(self._ops(request_id), migration_uuid)
+    def confirm_resize(self, instance_uuid: str, migration_uuid: str, request_id: str,
+                       operation_uuid: str | None = None) -> None:
+        self._run("confirm_resize", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: resize_end.confirm_resize(ops, migration_uuid, j))
 
-    def revert_resize(self, instance_uuid: str, migration_uuid: str, request_id: str) -> None:
-        resize_end.revert_resize(self._ops(request_id), migration_uuid)
+    def revert_resize(self, instance_uuid: str, migration_uuid: str, request_id: str,
+                      operation_uuid: str | None = None) -> None:
+        self._run("revert_resize", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: resize_end.revert_resize(ops, migration_uuid, j))
 
-    def power(self, instance_uuid: str, request_id: str, on: bool) -> None:
-        lifecycle.power(self._ops(request_id), instance_uuid, on)
+    def power(self, instance_uuid: str, request_id: str, on: bool,
+              operation_uuid: str | None = None) -> None:
+        self._run("start" if on else "stop", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: lifecycle.power(ops, instance_uuid, on, j))
 
-    def delete_instance(self, instance_uuid: str, request_id: str) -> None:
-        lifecycle.delete_instance(self._ops(request_id), instance_uuid)
+    def delete_instance(self, instance_uuid: str, request_id: str,
+                        operation_uuid: str | None = None) -> None:
+        self._run("delete", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: lifecycle.delete_instance(ops, instance_uuid, j))
 
     # --- periodic -------------------------------------------------------------
     def confirm_expired_resizes(self) -> None:
@@ -90,27 +145,67 @@ class Conductor:
                         expected_task_state=None, task_state=states.TASK.RESIZE_CONFIRMING)
                     actions.start_action(conn, inst.uuid, "confirmResize", request_id,
                                          inst.user_id, inst.project_id)
+                    operation = tasks.accept(conn, "confirm_resize", inst.uuid, request_id,
+                                             migration_uuid=migration.uuid)
             except Exception:  # noqa: BLE001 - someone else acts on it right now
                 continue
             # Through the cast pool like an API confirm, so it is drained and journaled alike.
-            self.api.confirm_resize(migration.instance_uuid, migration.uuid, request_id)
+            self.api.confirm_resize(migration.instance_uuid, migration.uuid, request_id,
+                                    operation)
 
     # --- crash recovery -------------------------------------------------------
-    def _recover(self, op: dict[str, Any]) -> None:
-        uuid = op["instance_uuid"]
-        ops = self._ops(new_request_id())
+    def recover(self) -> None:
+        """Finish or undo every operation a crash cut off, oldest first (idempotent)."""
+        for op in tasks.interrupted(self.db):
+            recover = RECOVERY.get(op.operation)
+            ops = self._ops(op.request_id or new_request_id())
+            journal = ops.journal(op.operation, op.instance_uuid, op.operation_uuid)
+            LOG.warning("recovering %s of %s cut off at %s", op.operation, op.instance_uuid,
+                        list(op.steps.items())[-1][0])
+            try:
+                if recover is not None and op.instance_uuid is not None:
+                    recover(ops, op, journal)
+            except NotFound as exc:
+                LOG.info("nothing left to recover of %s %s: %s", op.operation,
+                         op.instance_uuid, exc)
+            except Exception:
+                LOG.exception("could not recover %s of %s; the next start tries again",
+                              op.operation, op.instance_uuid)
+                continue
+            journal.close()
+        self._unstick()
+
+    def _unstick(self) -> None:
+        """Settle instances left in a task state with no open operation (see the docstring)."""
+        owned = {u for op in tasks.interrupted(self.db)
+                 for u in [op.instance_uuid, *op.args.get("instance_uuids", [])]}
         with self.db.read() as conn:
-            open_moves = [m for m in migrations.for_instance(conn, uuid)
-                          if m.status in ("pre-migrating", "migrating", "post-migrating")]
-            inst = instances.get(conn, uuid, read_deleted=True)
-        for migration in open_moves:
-            LOG.warning("undoing move %s of %s cut off by a restart", migration.uuid, uuid)
-            ops.placement.delete_allocations(uuid)
-            ops.hand_over(migration.uuid, uuid, "INSTANCE", inst.project_id, inst.user_id)
-            with self.db.write() as conn:
-                migrations.update(conn, migration.uuid, status="error")
-                instances.update(conn, uuid, task_state=None, old_flavor=None, new_flavor=None,
-                                 flavor=inst.old_flavor or inst.flavor,
-                                 host=migration.source_compute, node=migration.source_node,
-                                 vm_state=states.ERROR)
-        tasks.Journal.ended(self.db, op["operation_uuid"])
+            stuck = [i for i in instances.list_instances(conn)
+                     if i.task_state is not None and i.uuid not in owned]
+            moving = {m.instance_uuid for m in migrations.in_progress(conn)}
+        for inst in stuck:
+            ops = self._ops(new_request_id())
+            LOG.warning("instance %s was left %s/%s by no operation; settling it", inst.uuid,
+                        inst.vm_state, inst.task_state)
+            try:
+                self._settle_stuck(ops, inst, inst.uuid in moving)
+            except Exception:
+                LOG.exception("could not settle instance %s", inst.uuid)
+
+    @staticmethod
+    def _settle_stuck(ops: Ops, inst: instances.Instance, moving: bool) -> None:
+        if inst.vm_state == states.BUILDING or inst.task_state == states.TASK.DELETING:
+            name = "build" if inst.vm_state == states.BUILDING else "delete"
+            journal = ops.journal(name, inst.uuid)
+            op = Interrupted(journal.uuid, name, inst.uuid, args={"instance_uuids": [inst.uuid]})
+            RECOVERY[name](ops, op, journal)
+            journal.close()
+        elif inst.vm_state == states.RESIZED or not moving:
+            power = ops.guest_power(inst.host, inst.uuid)
+            vm_state = inst.vm_state if inst.vm_state == states.RESIZED else {
+                states.RUNNING: states.ACTIVE, states.SHUTDOWN: states.STOPPED}.get(
+                    power, states.ERROR)
+            ops.update(inst.uuid, task_state=None, vm_state=vm_state, power_state=power)
+        else:
+            LOG.error("instance %s is in a move no journal knows; left for the operator "
+                      "(os-resetState)", inst.uuid)

@@ -9,10 +9,23 @@ leaves the instance holding exactly its source allocation and the migration
 holding nothing. Failures before the guest is touched (scheduling, dest
 claims) put the instance back where it was; failures on the hypervisors leave
 it in ERROR, as Nova does, with the accounting of before the move.
+
+A server deleted during its move (DELETE answers in any task state, as Nova's
+does) is not written back: the move notices at its next step or state change,
+its rollbacks give nothing back to the instance and destroy what they made
+(guests on both hosts), and neither the migration nor the instance keeps an
+allocation; the delete destroys the guest on the instance's host.
+
+A move a crash cut off before VERIFY_RESIZE is undone the same way on the
+next start (`recover_move`): the journaled steps are rebuilt from the
+migration record and rolled back, and the instance ends ACTIVE or SHUTOFF on
+its source when the source hypervisor still has its guest, ERROR otherwise.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import uuid as uuidlib
 from dataclasses import dataclass, field
@@ -20,14 +33,21 @@ from typing import Any
 
 from stowage.compute import instances, migrations, states
 from stowage.compute.conductor.common import Ops
-from stowage.compute.conductor.tasks import Journal, Step, StepFailed, run_steps
-from stowage.compute.instances import Instance
+from stowage.compute.conductor.tasks import (
+    Interrupted,
+    Journal,
+    Step,
+    StepFailed,
+    roll_back,
+    run_steps,
+)
+from stowage.compute.instances import Instance, UnexpectedTaskState
 from stowage.compute.migrations import Migration
 from stowage.compute.states import TASK
 from stowage.errors import NotFound
 from stowage.messaging import RemoteError
 
-__all__ = ["migrate_server"]
+__all__ = ["migrate_server", "recover_move", "STEPS"]
 
 LOG = logging.getLogger(__name__)
 
@@ -46,13 +66,31 @@ class Move:
 
     @property
     def source_host(self) -> str:
-        assert self.instance.host is not None
-        return self.instance.host
+        host = self.migration.source_compute or self.instance.host
+        assert host is not None
+        return host
 
     @property
     def dest_host(self) -> str:
         assert self.dest is not None
         return str(self.dest["host"])
+
+    def gone(self) -> bool:
+        """The server is being deleted (or is deleted): the move stops and gives nothing back."""
+        with self.ops.db.read() as conn:
+            try:
+                now = instances.get(conn, self.instance.uuid)
+            except NotFound:
+                return True
+        return now.task_state == TASK.DELETING
+
+    def stop_if_deleted(self) -> None:
+        if self.gone():
+            raise DeletedDuringMove(f"Instance {self.instance.uuid} was deleted during its move.")
+
+
+class DeletedDuringMove(Exception):
+    """DELETE /servers/{id} came during the move (Nova deletes in any task state)."""
 
 
 class CreateMigration(Step):
@@ -60,6 +98,9 @@ class CreateMigration(Step):
 
     def __init__(self, move: Move) -> None:
         self.move = move
+
+    def journal_detail(self) -> str:
+        return json.dumps({"migration_uuid": self.move.migration.uuid})
 
     def execute(self) -> None:
         m, inst = self.move, self.move.instance
@@ -71,8 +112,12 @@ class CreateMigration(Step):
     def rollback(self) -> None:
         m = self.move
         with m.ops.db.write() as conn:
-            migrations.update(conn, m.migration.uuid, status="error")
-            instances.update(conn, m.instance.uuid, old_flavor=None, new_flavor=None)
+            try:
+                migrations.update(conn, m.migration.uuid, status="error")
+            except NotFound:
+                return  # a crash came before the migration was written: nothing to undo
+            with contextlib.suppress(NotFound):  # deleted during the move: nothing to reset
+                instances.update(conn, m.instance.uuid, old_flavor=None, new_flavor=None)
 
 
 class SourceToMigration(Step):
@@ -89,9 +134,21 @@ class SourceToMigration(Step):
                         m.instance.project_id, m.instance.user_id)
 
     def rollback(self) -> None:
+        """Give the source back; nothing if the migration holds nothing (not yet, or again).
+
+        A server deleted meanwhile gets nothing back: the migration's allocation
+        is dropped. Deleted while it was being given back (the delete may have
+        dropped the instance's allocations already): dropped again after.
+        """
         m = self.move
-        m.ops.hand_over(m.migration.uuid, m.instance.uuid, "INSTANCE",
-                        m.instance.project_id, m.instance.user_id)
+        if m.gone():
+            m.ops.placement.delete_allocations(m.migration.uuid)
+            return
+        if m.ops.placement.holding(m.migration.uuid).allocations:
+            m.ops.hand_over(m.migration.uuid, m.instance.uuid, "INSTANCE",
+                            m.instance.project_id, m.instance.user_id)
+        if m.gone():
+            m.ops.placement.delete_allocations(m.instance.uuid)
 
 
 class ClaimDestination(Step):
@@ -104,6 +161,7 @@ class ClaimDestination(Step):
 
     def execute(self) -> None:
         m = self.move
+        m.stop_if_deleted()
         with m.ops.event(m.instance.uuid, "conductor_migrate_server"):
             spec = self._spec()
             m.selections = m.ops.scheduler.select_destinations(spec, [m.instance.uuid])[0]
@@ -149,15 +207,15 @@ class PrepOnDestination(Step):
                         f"Last error: {exc.message}") from exc
 
     def _prep(self) -> None:
+        """The agent records itself as the destination once the group policy allows it."""
         m = self.move
         assert m.dest is not None
-        with m.ops.db.write() as conn:
-            m.migration = migrations.update(
-                conn, m.migration.uuid, dest_compute=m.dest["host"], dest_node=m.dest["node"],
-                dest_host=m.dest["host"])
+        m.stop_if_deleted()
         with m.ops.event(m.instance.uuid, "compute_prep_resize", m.dest_host):
             m.ops.call_agent(m.dest_host, "prep_resize", instance_uuid=m.instance.uuid,
                              migration_uuid=m.migration.uuid, new_flavor=m.new_flavor)
+        with m.ops.db.read() as conn:
+            m.migration = migrations.get(conn, m.migration.uuid)
 
     def _next_alternate(self) -> bool:
         """Drop the failed claim and claim the next alternate; False when none is left."""
@@ -172,6 +230,8 @@ class PrepOnDestination(Step):
 
     def rollback(self) -> None:
         m = self.move
+        if m.dest is None:
+            return  # recovery: the crash came before a destination was recorded
         m.ops.call_agent(m.dest_host, "abort_prep_resize", instance_uuid=m.instance.uuid,
                          migration_uuid=m.migration.uuid)
 
@@ -198,12 +258,22 @@ class ResizeOnSource(Step):
             m.ops.call_agent(m.source_host, "resize_instance", instance_uuid=m.instance.uuid,
                              migration_uuid=m.migration.uuid, dest_host=m.dest_host,
                              new_flavor=m.new_flavor)
-        with m.ops.db.write() as conn:
-            migrations.update(conn, m.migration.uuid, status="post-migrating")
-            instances.update(conn, m.instance.uuid, task_state=TASK.RESIZE_MIGRATED)
+        try:
+            with m.ops.db.write() as conn:
+                migrations.update(conn, m.migration.uuid, status="post-migrating")
+                instances.update(conn, m.instance.uuid,
+                                 expected_task_state=TASK.RESIZE_MIGRATING,
+                                 task_state=TASK.RESIZE_MIGRATED)
+        except (NotFound, UnexpectedTaskState):
+            _undo_own(self)  # deleted meanwhile: a failed step leaves nothing behind
+            raise
 
     def rollback(self) -> None:
+        """Bring the source guest back; for a server deleted meanwhile, destroy it instead."""
         m = self.move
+        if m.gone():
+            m.ops.call_agent(m.source_host, "terminate_instance", instance_uuid=m.instance.uuid)
+            return
         m.ops.call_agent(m.source_host, "abort_resize_instance", instance_uuid=m.instance.uuid,
                          migration_uuid=m.migration.uuid)
 
@@ -221,29 +291,59 @@ class FinishOnDestination(Step):
         assert m.dest is not None
         power_on = m.instance.vm_state != states.STOPPED
         with m.ops.db.write() as conn:
-            instances.update(conn, m.instance.uuid, task_state=TASK.RESIZE_FINISH)
+            instances.update(conn, m.instance.uuid, expected_task_state=TASK.RESIZE_MIGRATED,
+                             task_state=TASK.RESIZE_FINISH)
         with m.ops.event(m.instance.uuid, "compute_finish_resize", m.dest_host):
             m.ops.call_agent(m.dest_host, "finish_resize", instance_uuid=m.instance.uuid,
                              migration_uuid=m.migration.uuid, new_flavor=m.new_flavor,
                              power_on=power_on)
-        with m.ops.db.write() as conn:
-            migrations.update(conn, m.migration.uuid, status="finished")
-            instances.update(
-                conn, m.instance.uuid, expected_task_state=TASK.RESIZE_FINISH,
-                host=m.dest["host"], node=m.dest["node"], flavor=m.new_flavor,
-                vm_state=states.RESIZED, task_state=None,
-                power_state=states.RUNNING if power_on else states.SHUTDOWN)
+        try:
+            with m.ops.db.write() as conn:
+                migrations.update(conn, m.migration.uuid, status="finished")
+                instances.update(
+                    conn, m.instance.uuid, expected_task_state=TASK.RESIZE_FINISH,
+                    host=m.dest["host"], node=m.dest["node"], flavor=m.new_flavor,
+                    vm_state=states.RESIZED, task_state=None,
+                    power_state=states.RUNNING if power_on else states.SHUTDOWN)
+        except (NotFound, UnexpectedTaskState):
+            _undo_own(self)  # deleted meanwhile: the new guest must not stay behind
+            raise
 
     def rollback(self) -> None:
         m = self.move
+        if m.dest is None:
+            return
         m.ops.call_agent(m.dest_host, "abort_finish_resize", instance_uuid=m.instance.uuid,
                          migration_uuid=m.migration.uuid)
 
 
+def _undo_own(step: Step) -> None:
+    """A step that failed after acting undoes itself; a failed undo is logged, not raised."""
+    try:
+        step.rollback()
+    except Exception:
+        LOG.exception("undo of %s after the server was deleted failed", step.name)
+
+
+def _steps(move: Move) -> list[Step]:
+    return [CreateMigration(move), SourceToMigration(move), ClaimDestination(move),
+            PrepOnDestination(move), ResizeOnSource(move), FinishOnDestination(move)]
+
+
+# The journal steps of a move, in order (crash tests enumerate them).
+STEPS = ("create_migration", "source_allocation_to_migration", "claim_destination",
+         "prep_resize", "resize_instance", "finish_resize")
+
+
 def migrate_server(ops: Ops, instance_uuid: str, new_flavor: dict[str, Any] | None,
-                   host: str | None) -> None:
+                   host: str | None, journal: Journal) -> None:
     """Run a resize (`new_flavor`) or cold migration; on failure, undo and report."""
-    inst = ops.instance(instance_uuid)
+    try:
+        inst = ops.instance(instance_uuid)
+    except NotFound:
+        LOG.info("instance %s was deleted before its move started", instance_uuid)
+        ops.finish_action(instance_uuid, "Error")
+        return
     migration = Migration(
         uuid=str(uuidlib.uuid4()), instance_uuid=inst.uuid,
         migration_type="resize" if new_flavor else "migration", status="pre-migrating",
@@ -252,41 +352,152 @@ def migrate_server(ops: Ops, instance_uuid: str, new_flavor: dict[str, Any] | No
         new_flavor_id=(new_flavor or inst.flavor).get("id"),
         project_id=inst.project_id, user_id=inst.user_id)
     move = Move(ops, inst, new_flavor or inst.flavor, host, migration)
-    steps = [CreateMigration(move), SourceToMigration(move), ClaimDestination(move),
-             PrepOnDestination(move), ResizeOnSource(move), FinishOnDestination(move)]
-    journal = Journal(ops.db, "migrate", inst.uuid)
     try:
-        run_steps(steps, journal)
+        run_steps(_steps(move), journal)
     except StepFailed as failure:
         _after_failure(move, failure)
     else:
         ops.finish_action(inst.uuid)
-    finally:
-        journal.close()
+
+
+# The task states of a running move: its end state is written only from one of them.
+_MOVING = (TASK.RESIZE_PREP, TASK.RESIZE_MIGRATING, TASK.RESIZE_MIGRATED, TASK.RESIZE_FINISH)
 
 
 def _after_failure(move: Move, failure: StepFailed) -> None:
-    """Nova's end states: the guest untouched -> as before; touched -> ERROR."""
+    """Nova's end states: the guest untouched -> as before; touched -> ERROR.
+
+    A server deleted during its move is not written back: the delete owns it.
+    """
     ops, inst = move.ops, move.instance
     touched = isinstance(failure.step, (ResizeOnSource, FinishOnDestination)) and not (
         isinstance(failure.cause, RemoteError)
         and failure.cause.exc_type == "InstanceFaultRollback")
     vm_state = states.ERROR if touched else inst.vm_state
     LOG.warning("move of %s failed at %s: %s", inst.uuid, failure.step.name, failure.cause)
+    if move.gone():
+        _stopped_by_delete(move)
+        return
     try:
         with ops.db.write() as conn:
-            migrations.update(conn, move.migration.uuid, status="error")
-            instances.update(conn, inst.uuid, vm_state=vm_state, task_state=None,
-                             host=inst.host, node=inst.node, flavor=inst.flavor,
-                             old_flavor=None, new_flavor=None)
-    except NotFound:
-        LOG.info("instance %s was deleted while its move failed", inst.uuid)
+            _migration_failed(conn, move.migration.uuid)
+            instances.update(conn, inst.uuid, expected_task_state=_MOVING, vm_state=vm_state,
+                             task_state=None, host=inst.host, node=inst.node,
+                             flavor=inst.flavor, old_flavor=None, new_flavor=None)
+    except (NotFound, UnexpectedTaskState):
+        if not move.gone():
+            raise
+        _stopped_by_delete(move)
         return
     code = 400 if _no_valid_host(failure.cause) else 500
     ops.fault(inst.uuid, failure.cause, move.source_host, code)
     ops.finish_action(inst.uuid, "Error")
 
 
+def _migration_failed(conn: Any, migration_uuid: str) -> None:
+    with contextlib.suppress(NotFound):  # never written: the move stopped at its first step
+        migrations.update(conn, migration_uuid, status="error")
+
+
+def _stopped_by_delete(move: Move) -> None:
+    """The move of a deleted server ends holding nothing: no allocation, migration in error.
+
+    The rollbacks gave nothing back to the instance and destroyed what they
+    made; the delete destroys the guest on the instance's host. Allocations
+    are dropped here too, since the delete may have run before the rollbacks.
+    """
+    ops, uuid = move.ops, move.instance.uuid
+    LOG.info("instance %s was deleted during its move; the move stops", uuid)
+    ops.placement.delete_allocations(move.migration.uuid)
+    ops.placement.delete_allocations(uuid)
+    with ops.db.write() as conn:
+        _migration_failed(conn, move.migration.uuid)
+    ops.finish_action(uuid, "Error")
+
+
 def _no_valid_host(exc: BaseException) -> bool:
     return isinstance(exc, MaxRetriesExceeded) or (
         isinstance(exc, RemoteError) and exc.exc_type == "NoValidHost")
+
+
+class InterruptedByRestart(Exception):
+    """The fault recorded on an instance whose operation a crash cut off."""
+
+
+def recover_move(ops: Ops, op: Interrupted, journal: Journal) -> None:
+    """Finish the bookkeeping of a move a crash cut off, or undo it to the source.
+
+    VERIFY_RESIZE reached: only the action was left to finish. A failure
+    already handled: the same. Otherwise the journaled steps are rolled back
+    in reverse (each rollback is idempotent and safe if its execute never
+    ran), and the instance settles on its source as its guest there says.
+    """
+    assert op.instance_uuid is not None
+    with ops.db.read() as conn:
+        inst = instances.get(conn, op.instance_uuid, read_deleted=True)
+        migration = _migration_of(conn, op)
+    if migration is not None and migration.status == "finished":
+        ops.finish_action(inst.uuid)
+        return
+    if (migration is not None and migration.finished and inst.task_state is None
+            and not inst.deleted):
+        ops.finish_action(inst.uuid, "Error")
+        return
+    if migration is not None:
+        move = Move(ops, inst, op.args.get("new_flavor") or inst.new_flavor or inst.flavor,
+                    op.args.get("host"), migration)
+        if migration.dest_compute:
+            move.dest = {"host": migration.dest_compute, "node": migration.dest_node}
+        LOG.warning("undoing the move %s of %s cut off by a restart", migration.uuid, inst.uuid)
+        roll_back(_steps(move), {name: op.state(name) for name in STEPS}, journal)
+    _settle_undone(ops, inst.uuid, migration)
+
+
+def _migration_of(conn: Any, op: Interrupted) -> Migration | None:
+    """The migration the move created: journaled with its first step, else its open one."""
+    detail = op.detail("create_migration")
+    if isinstance(detail, dict) and detail.get("migration_uuid"):
+        try:
+            return migrations.get(conn, str(detail["migration_uuid"]))
+        except NotFound:
+            return None  # the crash came before the migration was written
+    assert op.instance_uuid is not None
+    open_moves = [m for m in migrations.for_instance(conn, op.instance_uuid) if not m.finished]
+    return open_moves[0] if open_moves else None
+
+
+def _settle_undone(ops: Ops, uuid: str, migration: Migration | None) -> None:
+    """On the source: ACTIVE or SHUTOFF when its guest is there, ERROR when it is not."""
+    with ops.db.read() as conn:
+        inst = instances.get(conn, uuid, read_deleted=True)
+    source = migration.source_compute if migration is not None else inst.host
+    if inst.deleted:
+        _forget_deleted(ops, inst, migration)
+        return
+    power = ops.guest_power(source, uuid)
+    vm_state = {states.RUNNING: states.ACTIVE, states.SHUTDOWN: states.STOPPED}.get(
+        power, states.ERROR)
+    with ops.db.write() as conn:
+        if migration is not None:
+            migrations.update(conn, migration.uuid, status="error")
+        instances.update(conn, uuid, vm_state=vm_state, task_state=None, host=source,
+                         node=migration.source_node if migration is not None else inst.node,
+                         flavor=inst.old_flavor or inst.flavor, old_flavor=None,
+                         new_flavor=None, power_state=power)
+    reason = ("the move was interrupted by a restart and undone"
+              + ("" if vm_state != states.ERROR else f"; no guest is left on {source}"))
+    ops.fault(uuid, InterruptedByRestart(reason), source)
+    ops.finish_action(uuid, "Error")
+
+
+def _forget_deleted(ops: Ops, inst: Instance, migration: Migration | None) -> None:
+    """The instance was deleted during its move: nothing of it may stay anywhere."""
+    hosts = {inst.host}
+    if migration is not None:
+        hosts |= {migration.source_compute, migration.dest_compute}
+        ops.placement.delete_allocations(migration.uuid)
+        with ops.db.write() as conn:
+            migrations.update(conn, migration.uuid, status="error")
+    for host in sorted(h for h in hosts if h):
+        ops.terminate_quietly(host, inst.uuid)
+    ops.placement.delete_allocations(inst.uuid)

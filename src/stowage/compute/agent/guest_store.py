@@ -1,0 +1,59 @@
+"""Where a simulated host keeps its guests, so that a service restart is not a reboot.
+
+A real hypervisor outlives the agent that drives it: guests keep running and
+the disks a move set aside stay on the source. The simulated driver gets the
+same property from one table, `simulated_guests`, which it rewrites for an
+instance in the same call that changes the instance's guests in memory, and
+reads back when the agent starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from stowage.compute import tables as t
+from stowage.db import Database
+
+__all__ = ["GuestStore", "StoredGuest"]
+
+_G = t.simulated_guests
+
+
+@dataclass(frozen=True)
+class StoredGuest:
+    instance_uuid: str
+    migration_uuid: str  # '' for the instance's guest, else the move that set it aside
+    flavor: dict[str, Any]
+    power_state: int
+    incoming: str | None
+
+
+class GuestStore:
+    """The guests of one host in the database; no I/O until a method is called."""
+
+    def __init__(self, db: Database, host: str) -> None:
+        self.db = db
+        self.host = host
+
+    def load(self) -> list[StoredGuest]:
+        with self.db.read() as conn:
+            rows = conn.execute(sa.select(_G).where(_G.c.host == self.host)
+                                .order_by(_G.c.id)).all()
+        return [StoredGuest(r.instance_uuid, r.migration_uuid, dict(r.flavor), r.power_state,
+                            r.incoming) for r in rows]
+
+    def save(self, instance_uuid: str, guests: Mapping[str, StoredGuest]) -> None:
+        """Replace what this host holds of `instance_uuid` by `guests` (by migration uuid)."""
+        with self.db.write() as conn:
+            # DELETE FROM simulated_guests WHERE host = :host AND instance_uuid = :uuid
+            conn.execute(_G.delete().where(_G.c.host == self.host,
+                                           _G.c.instance_uuid == instance_uuid))
+            if guests:
+                conn.execute(_G.insert(), [
+                    {"host": self.host, "instance_uuid": instance_uuid,
+                     "migration_uuid": key, "flavor": g.flavor, "power_state": g.power_state,
+                     "incoming": g.incoming} for key, g in guests.items()])

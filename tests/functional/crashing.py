@@ -1,0 +1,171 @@
+"""A `stowage serve` subprocess that a test can crash, restart and inspect.
+
+    test ──HTTP──> python3 -m stowage serve --sim-hosts 2 --database URL [--config crash.toml]
+                        host1, host2 (simulated; their guests persist in the database)
+
+`crash_at` arms the conductor's journal hook (`[compute] crash_at`): the
+process ends with os._exit at that journal point, as kill -9 would. The
+database outlives the process, so a restart without the hook recovers.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from stowage.compute.audit import audit
+from stowage.db import Database
+from stowage.placement.client import PlacementClient
+from tests.functional.conftest import free_port
+
+TRANSIENT = {"BUILD", "RESIZE", "REVERT_RESIZE"}
+SMALL = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 5}
+LARGE = {"VCPU": 2, "MEMORY_MB": 1024, "DISK_GB": 10}
+
+
+class Stowage:
+    """One run of the service on `url`; `crash_at` = "operation:step:state" or ""."""
+
+    def __init__(self, url: str, workdir: Path, crash_at: str = "", wait: bool = True) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        config = workdir / f"stowage-{self.port}.toml"
+        config.write_text(f'[compute]\ncrash_at = "{crash_at}"\nupdate_resources_interval = 3600\n',
+                          encoding="utf-8")
+        self.log = workdir / f"stowage-{self.port}.log"
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "stowage", "serve", "--sim-hosts", "2", "--database", url,
+                 "--config", str(config), "--bind", f"127.0.0.1:{self.port}",
+                 "--log-level", "warning"],
+                stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
+        self.compute = httpx.Client(base_url=f"{self.base}/compute/v2.1", timeout=30, headers={
+            "x-auth-token": "admin", "openstack-api-version": "compute latest"})
+        self.placement = httpx.Client(base_url=f"{self.base}/placement", timeout=30, headers={
+            "x-auth-token": "admin", "openstack-api-version": "placement latest"})
+        if wait:
+            self._wait_up()
+
+    def _wait_up(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"stowage exited at start:\n{self.log.read_text()[-3000:]}")
+            try:
+                if self.compute.get("/flavors").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError("stowage did not start within 60 s")
+
+    def crashed(self, timeout: float = 60) -> bool:
+        """Wait for the process to end by itself; True when it did (the hook fired)."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def stop(self) -> None:
+        self.compute.close()
+        self.placement.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    # --- what a user sees ------------------------------------------------------
+    def server(self, server_id: str) -> dict[str, Any] | None:
+        resp = self.compute.get(f"/servers/{server_id}")
+        if resp.status_code == 404:
+            return None
+        assert resp.status_code == 200, resp.text
+        return dict(resp.json()["server"])
+
+    def wait_settled(self, server_id: str, timeout: float = 60) -> dict[str, Any] | None:
+        """Poll until the server is in no transient state (or gone); returns its view."""
+        deadline = time.monotonic() + timeout
+        while True:
+            view = self.server(server_id)
+            if view is None or (view["status"] not in TRANSIENT
+                                and view["OS-EXT-STS:task_state"] is None):
+                return view
+            assert time.monotonic() < deadline, f"still {view['status']}/" \
+                f"{view['OS-EXT-STS:task_state']} after {timeout} s"
+            time.sleep(0.05)
+
+    def wait_status(self, server_id: str, status: str) -> dict[str, Any]:
+        view = self.wait_settled(server_id)
+        assert view is not None and view["status"] == status, view
+        return view
+
+    def held(self, consumer: str) -> dict[str, dict[str, int]]:
+        data = self.placement.get(f"/allocations/{consumer}").json()["allocations"]
+        return {rp: dict(a["resources"]) for rp, a in data.items()}
+
+    def node(self, host: str) -> str:
+        found = self.placement.get("/resource_providers", params={"name": host}).json()
+        return str(found["resource_providers"][0]["uuid"])
+
+    def migrations(self, server_id: str) -> list[dict[str, Any]]:
+        resp = self.compute.get("/os-migrations", params={"instance_uuid": server_id})
+        assert resp.status_code == 200, resp.text
+        return list(resp.json()["migrations"])
+
+    def audit(self, db: Database) -> list[str]:
+        client = PlacementClient.over_http(f"{self.base}/placement")
+        try:
+            return audit(db, client)
+        finally:
+            client.close()
+
+    # --- what an operator or user does -------------------------------------------
+    def flavors(self) -> tuple[str, str]:
+        ids = []
+        for name, res in (("small", SMALL), ("large", LARGE)):
+            resp = self.compute.post("/flavors", json={"flavor": {
+                "name": name, "vcpus": res["VCPU"], "ram": res["MEMORY_MB"],
+                "disk": res["DISK_GB"]}})
+            assert resp.status_code == 200, resp.text
+            ids.append(str(resp.json()["flavor"]["id"]))
+        return ids[0], ids[1]
+
+    def image(self) -> str:
+        with httpx.Client(base_url=f"{self.base}/image", timeout=30,
+                          headers={"x-auth-token": "admin"}) as client:
+            resp = client.post("/v2/images", json={"name": "cirros", "disk_format": "qcow2",
+                                                    "container_format": "bare"})
+            assert resp.status_code == 201, resp.text
+            image_id = str(resp.json()["id"])
+            resp = client.put(f"/v2/images/{image_id}/file", content=b"x",
+                              headers={"content-type": "application/octet-stream"})
+            assert resp.status_code in (201, 204), resp.text
+        return image_id
+
+    def boot_request(self, flavor_id: str, image_id: str) -> httpx.Response:
+        return self.compute.post("/servers", json={"server": {
+            "name": "vm", "flavorRef": flavor_id, "imageRef": image_id, "networks": "none"}})
+
+    def action(self, server_id: str, body: dict[str, Any]) -> httpx.Response:
+        return self.compute.post(f"/servers/{server_id}/action", json=body)
+
+
+@contextmanager
+def running(url: str, workdir: Path, crash_at: str = "") -> Iterator[Stowage]:
+    stowage = Stowage(url, workdir, crash_at)
+    try:
+        yield stowage
+    finally:
+        stowage.stop()

@@ -1,0 +1,365 @@
+"""What the fuzz test sends to each write route: where its ids come from, and valid bodies.
+
+Every write route of the route tables (Placement, Compute, Image) and every
+server action needs an entry in `SPECS` (or `ACTIONS`); `targets()` lists
+them from the tables themselves, so a new route without an entry fails the
+test with a message naming it. A spec is deliberately small: the ids a path
+parameter may take in the seeded world (`fuzz_world`), and one or more valid
+bodies that `fuzz_values.body_variants` turns hostile.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+from urllib.parse import quote
+
+from hypothesis import strategies as st
+
+from stowage.compute.api import all_routes as compute_routes
+from stowage.compute.versions import VERSIONS as COMPUTE_VERSIONS
+from stowage.image.api import ROUTES as IMAGE_ROUTES
+from stowage.placement.api import all_routes as placement_routes
+from stowage.placement.versions import VERSIONS as PLACEMENT_VERSIONS
+from tests.functional.fuzz_values import (
+    BodyChoice,
+    Ref,
+    Resolve,
+    body_variants,
+    encode,
+    path_segment,
+    query_strings,
+    weighted,
+)
+from tests.functional.fuzz_world import TOKENS
+
+__all__ = ["Spec", "Target", "FuzzRequest", "SPECS", "ACTIONS", "targets", "requests_for"]
+
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+SERVER_ACTION = ("compute", "POST", "/v2.1/servers/{server_id}/action")
+JSON = "application/json"
+PATCH_JSON = "application/openstack-images-v2.1-json-patch"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Path parameter -> names of real records; valid bodies (none: the route takes none);
+    the caller the route's policy admits (others are tried too, less often)."""
+
+    params: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    bodies: Sequence[Any] = ()
+    content_type: str = JSON
+    caller: str = "admin"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One write route, or one server action of the action route."""
+
+    service: str
+    method: str
+    path: str
+    action: str | None = None
+    # The route's minimum microversion (minor): most requests ask for one it exists at.
+    min_version: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.service, self.method, self.path)
+
+    def __str__(self) -> str:
+        return f"{self.service} {self.method} {self.path}" + (f" {self.action}"
+                                                             if self.action else "")
+
+
+# -- the specs ------------------------------------------------------------------------
+
+_RP = ("rp.root", "rp.child", "rp.empty", "rp.host1", "uuid.new")
+_RC = ("rc.custom", "rc.new", "rc.std")
+_TRAIT = ("trait.custom", "trait.new", "trait.std")
+_CONSUMER = ("consumer.a", "server.active", "uuid.new")
+_FLAVOR = ("flavor.small", "flavor.big", "flavor.private", "flavor.new")
+_SERVER = ("server.active", "server.stopped", "server.resized", "uuid.new")
+_SERVICE = ("service.uuid", "service.id", "svc.enable", "svc.disable",
+            "svc.disable-log-reason", "svc.force-down")
+_INVENTORY = {"total": 16, "reserved": 0, "min_unit": 1, "max_unit": 16, "step_size": 1,
+              "allocation_ratio": 1.0}
+_ALLOCATIONS = {Ref("rp.root"): {"resources": {"VCPU": 1, "MEMORY_MB": 128}},
+                Ref("rp.child"): {"resources": {Ref("rc.custom"): 1}}}
+
+
+def _consumer(generation: Any) -> dict[Any, Any]:
+    return {"allocations": _ALLOCATIONS, "project_id": Ref("project"), "user_id": Ref("user"),
+            "consumer_generation": generation, "consumer_type": "INSTANCE"}
+
+
+_PLACEMENT: dict[str, Spec] = {
+    "POST /resource_classes": Spec(bodies=[{"name": Ref("rc.new")}]),
+    "PUT /resource_classes/{name}": Spec({"name": _RC}, [None, {"name": "CUSTOM_FUZZ_RENAMED"}]),
+    "DELETE /resource_classes/{name}": Spec({"name": _RC}),
+    "POST /resource_providers": Spec(bodies=[
+        {"name": "fz-new", "uuid": Ref("uuid.new"), "parent_provider_uuid": Ref("rp.root")},
+        {"name": "fz-new"}]),
+    "PUT /resource_providers/{uuid}": Spec({"uuid": _RP}, [
+        {"name": "fz-renamed", "parent_provider_uuid": Ref("rp.root")}, {"name": "fz-renamed"},
+        {"name": "fz-root", "parent_provider_uuid": None}]),
+    "DELETE /resource_providers/{uuid}": Spec({"uuid": _RP}),
+    "POST /resource_providers/{uuid}/inventories": Spec({"uuid": _RP}, [
+        {"resource_class": "DISK_GB", "total": 100, "reserved": 0, "min_unit": 1,
+         "max_unit": 100, "step_size": 1, "allocation_ratio": 1.0}]),
+    "PUT /resource_providers/{uuid}/inventories": Spec({"uuid": _RP}, [
+        {"resource_provider_generation": Ref("gen.rp.root"),
+         "inventories": {"VCPU": _INVENTORY, "MEMORY_MB": {"total": 4096},
+                         Ref("rc.custom"): {"total": 5}}}]),
+    "DELETE /resource_providers/{uuid}/inventories": Spec({"uuid": _RP}),
+    "PUT /resource_providers/{uuid}/inventories/{resource_class}": Spec(
+        {"uuid": _RP, "resource_class": _RC},
+        [{"resource_provider_generation": Ref("gen.rp.root"), **_INVENTORY}]),
+    "DELETE /resource_providers/{uuid}/inventories/{resource_class}": Spec(
+        {"uuid": _RP, "resource_class": _RC}),
+    "PUT /resource_providers/{uuid}/aggregates": Spec({"uuid": _RP}, [
+        {"resource_provider_generation": Ref("gen.rp.root"),
+         "aggregates": [Ref("agg.1"), Ref("agg.new")]},
+        [Ref("agg.1"), Ref("agg.new")]]),
+    "PUT /traits/{name}": Spec({"name": _TRAIT}),
+    "DELETE /traits/{name}": Spec({"name": _TRAIT}),
+    "PUT /resource_providers/{uuid}/traits": Spec({"uuid": _RP}, [
+        {"resource_provider_generation": Ref("gen.rp.root"),
+         "traits": [Ref("trait.std"), Ref("trait.custom"), "HW_CPU_X86_SSE"]}]),
+    "DELETE /resource_providers/{uuid}/traits": Spec({"uuid": _RP}),
+    "PUT /allocations/{consumer_uuid}": Spec({"consumer_uuid": _CONSUMER}, [
+        _consumer(Ref("gen.consumer.a")), _consumer(None),
+        {"allocations": [{"resource_provider": {"uuid": Ref("rp.root")},
+                          "resources": {"VCPU": 1}}],
+         "project_id": Ref("project"), "user_id": Ref("user")}]),
+    "DELETE /allocations/{consumer_uuid}": Spec({"consumer_uuid": _CONSUMER}),
+    "POST /allocations": Spec(bodies=[
+        {Ref("consumer.a"): _consumer(Ref("gen.consumer.a")), Ref("uuid.new"): _consumer(None)},
+        {Ref("consumer.a"): {**_consumer(Ref("gen.consumer.a")), "allocations": {}}}]),
+    "POST /reshaper": Spec(caller="service", bodies=[{
+        "inventories": {
+            Ref("rp.root"): {"resource_provider_generation": Ref("gen.rp.root"),
+                             "inventories": {"VCPU": _INVENTORY, "MEMORY_MB": {"total": 4096}}},
+            Ref("rp.child"): {"resource_provider_generation": Ref("gen.rp.child"),
+                              "inventories": {Ref("rc.custom"): {"total": 10}}}},
+        "allocations": {Ref("consumer.a"): _consumer(Ref("gen.consumer.a"))}}]),
+}
+
+_SERVER_BODY = {"server": {
+    "name": "fz-new", "flavorRef": Ref("flavor.small"), "imageRef": Ref("image.1"),
+    "networks": "none", "min_count": 1, "max_count": 1, "metadata": {"k": "v"},
+    "availability_zone": "nova", "user_data": base64.b64encode(b"#!/bin/sh").decode(),
+    "accessIPv4": "192.0.2.1", "accessIPv6": "2001:db8::1", "description": "fuzzed",
+    "config_drive": False, "OS-DCF:diskConfig": "AUTO"},
+    "os:scheduler_hints": {"group": Ref("group.anti"), "same_host": [Ref("server.active")]}}
+_COMPUTE: dict[str, Spec] = {
+    "POST /v2.1/flavors/{flavor_id}/os-extra_specs": Spec({"flavor_id": _FLAVOR}, [
+        {"extra_specs": {Ref("spec.key"): "dedicated", "quota:cpu_shares": "100",
+                         "hw:numa_nodes": 1}}]),
+    "PUT /v2.1/flavors/{flavor_id}/os-extra_specs/{key}": Spec(
+        {"flavor_id": _FLAVOR, "key": ("spec.key", "spec.new")},
+        [{Ref("spec.key"): "dedicated"}, {Ref("spec.new"): "1"}]),
+    "DELETE /v2.1/flavors/{flavor_id}/os-extra_specs/{key}": Spec(
+        {"flavor_id": _FLAVOR, "key": ("spec.key", "spec.new")}),
+    "POST /v2.1/flavors/{flavor_id}/action": Spec({"flavor_id": _FLAVOR}, [
+        {"addTenantAccess": {"tenant": "otherproj"}},
+        {"removeTenantAccess": {"tenant": Ref("project")}}]),
+    "POST /v2.1/flavors": Spec(bodies=[{"flavor": {
+        "name": "fz-new", "id": Ref("flavor.new"), "ram": 512, "vcpus": 1, "disk": 1,
+        "OS-FLV-EXT-DATA:ephemeral": 0, "swap": 0, "rxtx_factor": 1.0,
+        "os-flavor-access:is_public": True, "description": "fuzzed"}},
+        {"flavor": {"name": "fz-new", "ram": 512, "vcpus": 1, "disk": 0}}]),
+    "PUT /v2.1/flavors/{flavor_id}": Spec({"flavor_id": _FLAVOR},
+                                          [{"flavor": {"description": "new words"}}]),
+    "DELETE /v2.1/flavors/{flavor_id}": Spec({"flavor_id": _FLAVOR}),
+    "POST /v2.1/os-server-groups": Spec(bodies=[
+        {"server_group": {"name": "fz-new", "policy": "anti-affinity",
+                          "rules": {"max_server_per_host": 2}}},
+        {"server_group": {"name": "fz-new", "policies": ["affinity"]}}]),
+    "DELETE /v2.1/os-server-groups/{group_id}": Spec({"group_id": ("group.anti", "uuid.new")}),
+    "POST /v2.1/servers": Spec(bodies=[
+        _SERVER_BODY,
+        {"server": {"name": "fz-new", "flavorRef": Ref("flavor.small"),
+                    "imageRef": Ref("image.1"), "networks": "none", "host": "host2",
+                    "hypervisor_hostname": "host2", "key_name": "nokey"}},
+        {"server": {"name": "fz-new", "flavorRef": Ref("flavor.private"), "imageRef": "",
+                    "networks": "none", "block_device_mapping_v2": [
+                        {"source_type": "image", "destination_type": "local",
+                         "uuid": Ref("image.1"), "boot_index": 0}]}}]),
+    "PUT /v2.1/servers/{server_id}": Spec({"server_id": _SERVER}, [
+        {"server": {"name": "fz-renamed", "description": "d", "accessIPv4": "192.0.2.9",
+                    "accessIPv6": "2001:db8::9", "OS-DCF:diskConfig": "MANUAL"}}]),
+    "DELETE /v2.1/servers/{server_id}": Spec({"server_id": _SERVER}),
+    "PUT /v2.1/os-services/{service_id}": Spec({"service_id": _SERVICE}, [
+        {"status": "disabled", "disabled_reason": "fuzz", "forced_down": False},
+        {"forced_down": "true"},
+        {"host": Ref("host.1"), "binary": "nova-compute", "disabled_reason": "fuzz"},
+        {"host": Ref("host.2"), "binary": "nova-compute", "forced_down": True}]),
+    "DELETE /v2.1/os-services/{service_id}": Spec({"service_id": _SERVICE}),
+}
+
+_IMAGE: dict[str, Spec] = {
+    "POST /v2/images": Spec(bodies=[
+        {"name": "fz-new", "id": Ref("uuid.new"), "disk_format": "qcow2",
+         "container_format": "bare", "visibility": "private", "min_ram": 0, "min_disk": 1,
+         "protected": False, "tags": ["a"], "hw_disk_bus": "virtio"}]),
+    "PATCH /v2/images/{image_id}": Spec({"image_id": ("image.1", "uuid.new")}, [
+        [{"op": "replace", "path": "/name", "value": "fz-renamed"},
+         {"op": "add", "path": "/hw_disk_bus", "value": "scsi"},
+         {"op": "add", "path": "/tags", "value": ["b"]}],
+        [{"op": "remove", "path": "/hw_disk_bus"}]], content_type=PATCH_JSON),
+    "DELETE /v2/images/{image_id}": Spec({"image_id": ("image.1", "uuid.new")}),
+    "PUT /v2/images/{image_id}/file": Spec({"image_id": ("image.1", "uuid.new")},
+                                           content_type="application/octet-stream"),
+}
+
+SPECS: dict[tuple[str, str, str], Spec] = {
+    (service, *key.split(" ", 1)): spec  # type: ignore[misc]
+    for service, table in (("placement", _PLACEMENT), ("compute", _COMPUTE),
+                           ("image", _IMAGE))
+    for key, spec in table.items()}
+
+_ACTION_SERVERS = {"server_id": _SERVER}
+# Server action name -> valid bodies; the server is any of the seeded ones.
+_ACTION_BODIES: dict[str, list[Any]] = {
+    "resize": [{"resize": {"flavorRef": Ref("flavor.big")}},
+               {"resize": {"flavorRef": Ref("flavor.small"), "OS-DCF:diskConfig": "AUTO"}}],
+    "migrate": [{"migrate": None}, {"migrate": {"host": Ref("host.2")}}],
+    "confirmResize": [{"confirmResize": None}],
+    "revertResize": [{"revertResize": None}],
+    "os-stop": [{"os-stop": None}],
+    "os-start": [{"os-start": None}],
+    "os-resetState": [{"os-resetState": {"state": "active"}},
+                      {"os-resetState": {"state": "error"}}],
+}
+ACTIONS = {name: Spec(_ACTION_SERVERS, bodies) for name, bodies in _ACTION_BODIES.items()}
+
+
+def _server_actions() -> list[str]:
+    module = importlib.import_module("stowage.compute.api.server_actions")
+    return sorted(module._ACTIONS)
+
+
+def targets() -> list[Target]:
+    """Every write route of the route tables, the action route once per server action."""
+    found: list[Target] = []
+    for service, routes in (("placement", placement_routes()), ("compute", compute_routes()),
+                            ("image", IMAGE_ROUTES)):
+        for route in routes:
+            if route.method not in WRITE_METHODS:
+                continue
+            target = Target(service, route.method, route.path, min_version=route.min_version)
+            if target.key == SERVER_ACTION:
+                found.extend(Target(*target.key, action=a, min_version=route.min_version)
+                             for a in _server_actions())
+            else:
+                found.append(target)
+    return found
+
+
+def spec_of(target: Target) -> Spec | None:
+    if target.action is not None:
+        return ACTIONS.get(target.action)
+    return SPECS.get(target.key)
+
+
+# -- requests -------------------------------------------------------------------------
+
+_VERSIONS = {"placement": PLACEMENT_VERSIONS, "compute": COMPUTE_VERSIONS}
+
+
+@cache
+def _callers(privileged: str) -> st.SearchStrategy[str]:
+    """Who tries: the caller the policy admits half the time, so that requests get past
+    policy to the handler; then members, and everyone else."""
+    others = tuple(who for who in TOKENS if who not in (privileged, "member"))
+    return weighted((5, st.just(privileged)), (3, st.just("member")),
+                    (2, st.sampled_from(others)))
+
+
+@dataclass(frozen=True)
+class FuzzRequest:
+    """One request, world-independent: path ids and body ids are Refs until sent."""
+
+    target: Target
+    params: tuple[tuple[str, str | Ref], ...]
+    who: str
+    version: str | None
+    content_type: str | None
+    query: str
+    body: BodyChoice | None
+    ascii_only: bool = True
+
+    def __repr__(self) -> str:
+        """Everything that was sent, long values cut (hypothesis prints this on a failure)."""
+        fields = (f"target={str(self.target)!r}", f"params={_cut(self.params)}",
+                  f"who={self.who!r}", f"version={self.version!r}",
+                  f"content_type={self.content_type!r}", f"query={_cut(self.query)}",
+                  f"body={_cut(self.body)}", f"ascii_only={self.ascii_only}")
+        return "FuzzRequest(" + ", ".join(fields) + ")"
+
+    def url_path(self, resolve: Resolve) -> str:
+        path = self.target.path
+        for name, value in self.params:
+            text = quote(str(resolve(value)), safe="") if isinstance(value, Ref) else value
+            path = path.replace("{" + name + "}", text)
+        return path + (f"?{self.query}" if self.query else "")
+
+    def headers(self) -> dict[str, str]:
+        token, roles = TOKENS[self.who]
+        headers = {"x-auth-token": token, "accept": "application/json"}
+        if roles:
+            headers["x-roles"] = roles
+        if self.version is not None:
+            headers["openstack-api-version"] = f"{self.target.service} {self.version}"
+        if self.content_type is not None:
+            headers["content-type"] = self.content_type
+        return headers
+
+    def content(self, resolve: Resolve) -> bytes:
+        if self.body is None:
+            return b""
+        kind, value = self.body
+        if kind == "bytes":
+            return bytes(value)
+        return encode(value, resolve, self.ascii_only).encode("utf-8", "surrogatepass")
+
+
+def _cut(value: Any, limit: int = 1500) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _versions(target: Target) -> st.SearchStrategy[str | None]:
+    known = _VERSIONS.get(target.service)
+    if known is None:
+        return st.none()
+    major = known[0].split(".")[0]
+    served = [v for v in known if int(v.split(".")[1]) >= target.min_version]
+    invalid = st.sampled_from((f"{major}.999", "bogus", f"{major}.", "latest latest",
+                               f"{major}.-1", f"{major}.0x1", "\u00e9"))
+    return weighted((5, st.sampled_from(("latest", known[-1]))), (3, st.sampled_from(served)),
+                    (1, st.sampled_from((None, known[0]))), (1, invalid))
+
+
+def _content_types(usual: str) -> st.SearchStrategy[str | None]:
+    odd = st.sampled_from((None, "text/plain", JSON + "; charset=latin-1", "application/json-patch",
+                           PATCH_JSON, "application/octet-stream", "APPLICATION/JSON"))
+    return weighted((9, st.just(usual)), (1, odd))
+
+
+def requests_for(target: Target, spec: Spec) -> st.SearchStrategy[FuzzRequest]:
+    names = [part[1:-1] for part in target.path.split("/") if part.startswith("{")]
+    params = st.tuples(*(st.tuples(st.just(name), path_segment(spec.params.get(name, ())))
+                         for name in names))
+    if spec.bodies:
+        body: st.SearchStrategy[BodyChoice | None] = body_variants(spec.bodies)
+    else:
+        body = weighted((8, st.none()), (2, body_variants([{}])))
+    return st.builds(FuzzRequest, st.just(target), params, _callers(spec.caller),
+                     _versions(target), _content_types(spec.content_type),
+                     query_strings(), body, st.booleans())

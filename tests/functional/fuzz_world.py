@@ -1,0 +1,278 @@
+"""The small cloud the fuzz test attacks, and the table dump that proves a 4xx changed nothing.
+
+Seeded through the public APIs, as a user would build it, so that ids in
+fuzzed paths and bodies hit real records::
+
+      host1 (simulated)                     host2 (simulated)
+        fz-active   ACTIVE  (fuzzproj, member of group fz-anti)
+        fz-stopped  SHUTOFF (fuzzproj)
+        fz-resized  VERIFY_RESIZE fz-small -> fz-big (fuzzproj; on either host)
+
+      provider fz-root  VCPU 8, MEMORY_MB 4096    traits HW_CPU_X86_AVX2, CUSTOM_FUZZ_TRAIT
+        └─ fz-child     CUSTOM_FUZZ 10            aggregate AGG on both
+      provider fz-empty (nothing)
+      consumer A holds VCPU 2 on fz-root and CUSTOM_FUZZ 1 on fz-child
+
+      flavors fz-small 1/512/1 (extra spec hw:cpu_policy), fz-big 2/1024/2,
+              fz-private (access: fuzzproj)
+      image fz-image (public)
+
+`refs` names every id (`server.active`, `rp.root`, `gen.rp.root`, ...); a
+request refers to them by name so that a reseeded world (new uuids) still
+answers the same generated example the same way.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+
+from stowage.compute import tables as compute_tables
+from stowage.compute.hosts import HostConfig
+from stowage.image import tables as image_tables
+from stowage.placement import changes
+from stowage.placement import tables as placement_tables
+from tests.functional.conftest import LiveServer, api_client, reset_cloud
+from tests.functional.fuzz_values import Ref
+
+__all__ = ["World", "Dump", "dump", "difference", "PROJECT", "TOKENS"]
+
+PROJECT = "fuzzproj"
+# who -> (token, X-Roles or None): the callers every request is tried as.
+TOKENS: dict[str, tuple[str, str | None]] = {
+    "admin": ("admin", None),
+    "service": ("nova:service", "service"),
+    "member": (f"fuzzer:{PROJECT}", "member"),
+    "reader": (f"fuzzer:{PROJECT}", "reader"),
+    "no-role": (f"fuzzer:{PROJECT}", None),
+    "other-member": ("intruder:otherproj", "member"),
+}
+# Fixed ids that exist in no world: creating one succeeds, naming one is a 404.
+_FIXED = {
+    "uuid.new": "6c1f6b59-3b1e-4f0a-9d8e-000000000001",
+    "uuid.other": "6c1f6b59-3b1e-4f0a-9d8e-000000000002",
+    "agg.new": "6c1f6b59-3b1e-4f0a-9d8e-000000000003",
+    "agg.1": "6c1f6b59-3b1e-4f0a-9d8e-0000000000a1",
+    "rc.custom": "CUSTOM_FUZZ", "rc.new": "CUSTOM_FUZZ_NEW", "rc.std": "VCPU",
+    "trait.custom": "CUSTOM_FUZZ_TRAIT", "trait.new": "CUSTOM_FUZZ_NEW_TRAIT",
+    "trait.std": "HW_CPU_X86_AVX2", "project": PROJECT, "user": "fuzzer",
+    "flavor.small": "fz-small", "flavor.big": "fz-big", "flavor.private": "fz-private",
+    "flavor.new": "fz-new", "spec.key": "hw:cpu_policy", "spec.new": "hw:mem_page_size",
+    "host.1": "host1", "host.2": "host2", "svc.enable": "enable", "svc.disable": "disable",
+    "svc.disable-log-reason": "disable-log-reason", "svc.force-down": "force-down",
+}
+# Where each service's routes start, below its mount point.
+_ROOTS = {"compute": "/v2.1"}
+# The provider change log only grows (snapshots replay it); every other row must hold.
+_SKIPPED_TABLES = {"resource_provider_changes"}
+# Where the simulated driver persists its guests (read back when an agent starts).
+_GUESTS = "simulated_guests"
+
+
+class World:
+    """The seeded cloud on one live server; `refs` resolves names to ids."""
+
+    def __init__(self, live: LiveServer) -> None:
+        self.live = live
+        self.refs: dict[str, Any] = dict(_FIXED)
+        self._rows: Rows = {}
+
+    def resolve(self, ref: Ref) -> Any:
+        return self.refs[ref.name]
+
+    def client(self, service: str, who: str = "admin", version: str | None = None
+               ) -> httpx.Client:
+        token, roles = TOKENS[who]
+        headers = {"x-roles": roles} if roles else {}
+        if version:
+            headers["openstack-api-version"] = version
+        return api_client(f"{self.live.url}/{service}{_ROOTS.get(service, '')}", token=token,
+                          headers=headers)
+
+    def settle(self) -> None:
+        plane = self.live.plane
+        assert plane is not None and plane.drain(60), "control plane still busy after 60 s"
+
+    def seed(self) -> None:
+        """Empty every table and build the world of the module docstring."""
+        plane = reset_cloud(self.live)
+        self.refs = dict(_FIXED)
+        for name in ("host1", "host2"):
+            agent = plane.add_host(HostConfig(name=name, vcpus=16, memory_mb=16384))
+            self.refs[f"rp.{name}"] = str(agent.node_uuid)
+        with self.client("placement", version="placement latest") as placement:
+            self._seed_placement(placement)
+        with self.client("compute", version="compute latest") as admin, \
+                self.client("compute", "member", "compute latest") as member, \
+                self.client("image") as image:
+            self._seed_compute(admin, member, image)
+        self.settle()
+        with self.client("placement", version="placement latest") as placement, \
+                self.client("compute", version="compute latest") as admin:
+            self._read_ids(placement, admin)
+        self._rows = _rows(self.live)
+
+    def restore(self) -> None:
+        """Put every table back as `seed()` left it, and restart the agents to reread it.
+
+        Much faster than seeding again (no boots, no resize): a request that
+        changed something (a 2xx) is followed by a restore, not a reseed.
+        Sequences are not rewound, so rows created later get fresh ids.
+        """
+        plane = self.live.plane
+        assert plane is not None
+        self.settle()
+        # The simulated driver keeps its guests in memory too: restart the agents
+        # (they read the guests back) only when a request changed them.
+        guests = _GUESTS in self._rows and (sorted(map(repr, _rows(self.live, _GUESTS)[_GUESTS]))
+                                            != sorted(map(repr, self._rows[_GUESTS])))
+        if guests:
+            for name in list(plane.agents):
+                plane.stop_host(name)
+        with self.live.db.write() as conn:
+            _put_back(conn, self._rows)
+        if guests:
+            for name in ("host1", "host2"):
+                plane.add_host(HostConfig(name=name, vcpus=16, memory_mb=16384))
+            self.settle()
+
+    def _seed_placement(self, placement: httpx.Client) -> None:
+        refs = self.refs
+        ok(placement.post("/resource_classes", json={"name": refs["rc.custom"]}))
+        ok(placement.put(f"/traits/{refs['trait.custom']}"))
+        for name, parent in (("root", None), ("child", "root"), ("empty", None)):
+            body: dict[str, Any] = {"name": f"fz-{name}"}
+            if parent:
+                body["parent_provider_uuid"] = refs[f"rp.{parent}"]
+            refs[f"rp.{name}"] = ok(placement.post("/resource_providers", json=body))["uuid"]
+        inventories = {"root": {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 4096}},
+                       "child": {refs["rc.custom"]: {"total": 10}}}
+        for name, inventory in inventories.items():
+            ok(placement.put(f"/resource_providers/{refs[f'rp.{name}']}/inventories",
+                             json={"resource_provider_generation": 0,
+                                   "inventories": inventory}))
+            ok(placement.put(f"/resource_providers/{refs[f'rp.{name}']}/traits",
+                             json={"resource_provider_generation": 1,
+                                   "traits": [refs["trait.std"], refs["trait.custom"]]}))
+            ok(placement.put(f"/resource_providers/{refs[f'rp.{name}']}/aggregates",
+                             json={"resource_provider_generation": 2,
+                                   "aggregates": [refs["agg.1"]]}))
+        refs["consumer.a"] = str(uuid.uuid4())
+        ok(placement.put(f"/allocations/{refs['consumer.a']}", json={
+            "allocations": {refs["rp.root"]: {"resources": {"VCPU": 2}},
+                            refs["rp.child"]: {"resources": {refs["rc.custom"]: 1}}},
+            "project_id": PROJECT, "user_id": "fuzzer", "consumer_generation": None,
+            "consumer_type": "INSTANCE"}))
+
+    def _seed_compute(self, admin: httpx.Client, member: httpx.Client,
+                      image: httpx.Client) -> None:
+        refs = self.refs
+        for key, (vcpus, ram, disk, public) in {"small": (1, 512, 1, True),
+                                                "big": (2, 1024, 2, True),
+                                                "private": (1, 256, 1, False)}.items():
+            ok(admin.post("/flavors", json={"flavor": {
+                "name": refs[f"flavor.{key}"], "id": refs[f"flavor.{key}"], "vcpus": vcpus,
+                "ram": ram, "disk": disk, "os-flavor-access:is_public": public}}))
+        ok(admin.post(f"/flavors/{refs['flavor.small']}/os-extra_specs",
+                      json={"extra_specs": {refs["spec.key"]: "shared"}}))
+        ok(admin.post(f"/flavors/{refs['flavor.private']}/action",
+                      json={"addTenantAccess": {"tenant": PROJECT}}))
+        refs["image.1"] = ok(image.post("/v2/images", json={
+            "name": "fz-image", "disk_format": "qcow2", "container_format": "bare",
+            "visibility": "public"}))["id"]
+        refs["group.anti"] = ok(member.post("/os-server-groups", json={
+            "server_group": {"name": "fz-anti", "policy": "anti-affinity"}}))["server_group"]["id"]
+        for name in ("active", "stopped", "resized"):
+            body: dict[str, Any] = {"server": {
+                "name": f"fz-{name}", "flavorRef": refs["flavor.small"],
+                "imageRef": refs["image.1"], "networks": "none"}}
+            if name == "active":
+                body["os:scheduler_hints"] = {"group": refs["group.anti"]}
+            refs[f"server.{name}"] = ok(member.post("/servers", json=body))["server"]["id"]
+        self.settle()
+        ok(member.post(f"/servers/{refs['server.stopped']}/action", json={"os-stop": None}))
+        ok(member.post(f"/servers/{refs['server.resized']}/action",
+                       json={"resize": {"flavorRef": refs["flavor.big"]}}))
+
+    def _read_ids(self, placement: httpx.Client, admin: httpx.Client) -> None:
+        """Generations and service ids, read once the control plane is idle."""
+        refs = self.refs
+        for key in ("root", "child", "empty", "host1", "host2"):
+            found = ok(placement.get(f"/resource_providers/{refs[f'rp.{key}']}"))
+            refs[f"gen.rp.{key}"] = found["generation"]
+        for key in ("consumer.a", "server.active"):
+            refs[f"gen.{key}"] = ok(placement.get(f"/allocations/{refs[key]}")).get(
+                "consumer_generation")
+        services = ok(admin.get("/os-services", params={"host": "host1"}))["services"]
+        refs["service.uuid"] = services[0]["id"]
+        old = ok(admin.get("/os-services", params={"host": "host2"},
+                           headers={"openstack-api-version": "compute 2.52"}))["services"]
+        refs["service.id"] = str(old[0]["id"])
+        for name in ("active", "stopped", "resized"):
+            server = ok(admin.get(f"/servers/{refs[f'server.{name}']}"))["server"]
+            assert server["status"] == {"active": "ACTIVE", "stopped": "SHUTOFF",
+                                        "resized": "VERIFY_RESIZE"}[name], server
+
+
+def ok(resp: httpx.Response) -> Any:
+    """The JSON of a 2xx answer (None when empty); anything else stops the seeding."""
+    assert resp.status_code < 300, f"{resp.request.method} {resp.request.url}: {resp.text}"
+    return resp.json() if resp.content else None
+
+
+Dump = dict[str, list[str]]
+Rows = dict[str, list[dict[str, Any]]]
+
+
+def _tables() -> list[sa.Table]:
+    """Every table but the change log, parents before children."""
+    return [table for metadata in (placement_tables.metadata, compute_tables.metadata,
+                                   image_tables.metadata)
+            for table in metadata.sorted_tables if table.name not in _SKIPPED_TABLES]
+
+
+def _rows(live: LiveServer, only: str | None = None) -> Rows:
+    with live.db.engine.connect() as conn:
+        return {table.name: [dict(row) for row in conn.execute(sa.select(table)).mappings()]
+                for table in _tables() if only in (None, table.name)}
+
+
+def _put_back(conn: sa.Connection, rows: Rows) -> None:
+    """Replace every row by `rows`; providers go in unlinked, then get their tree back."""
+    tables = _tables()
+    providers = placement_tables.resource_providers
+    conn.execute(providers.update().values(parent_provider_id=None, root_provider_id=None))
+    for table in reversed(tables):
+        conn.execute(table.delete())
+    for table in tables:
+        saved = rows[table.name]
+        if table is providers:
+            saved = [{**row, "parent_provider_id": None, "root_provider_id": None}
+                     for row in saved]
+        if saved:
+            conn.execute(table.insert(), saved)
+    for row in rows[providers.name]:
+        conn.execute(providers.update().where(providers.c.id == row["id"]).values(
+            parent_provider_id=row["parent_provider_id"],
+            root_provider_id=row["root_provider_id"]))
+    changes.record_all(conn)
+
+
+def dump(live: LiveServer) -> Dump:
+    """Every row of every table (but the change log), as sorted text, per table."""
+    with live.db.engine.connect() as conn:
+        return {table.name: sorted(repr(tuple(row)) for row in conn.execute(sa.select(table)))
+                for table in _tables()}
+
+
+def difference(before: Dump, after: Dump, limit: int = 6) -> str:
+    """Rows gone and rows new, per table, for a failure message ('' when equal)."""
+    lines: list[str] = []
+    for name in sorted(set(before) | set(after)):
+        old, new = set(before.get(name, ())), set(after.get(name, ()))
+        for sign, rows in (("-", sorted(old - new)), ("+", sorted(new - old))):
+            lines.extend(f"  {name} {sign} {row[:300]}" for row in rows[:limit])
+    return "\n".join(lines)

@@ -1,0 +1,38 @@
+"""Each operation journals exactly the steps its module lists, which the crash tests
+enumerate: a step added without being listed would escape them.
+
+    host1, host2: vm (small <-> large), resized, reverted, confirmed, stopped, started, deleted
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from stowage.compute import tables as t
+from tests.functional.conftest import Cloud
+from tests.functional.servers import action, boot, flavor, image, server, settle
+from tests.functional.test_crash_recovery import OPERATIONS
+
+
+def test_each_operation_journals_exactly_its_listed_steps(cloud: Cloud) -> None:
+    for host in ("host1", "host2"):
+        cloud.add_host(host, vcpus=8, memory_mb=4096, disk_gb=100)
+    small, large = flavor(cloud, "small", 1, 512, 5), flavor(cloud, "large", 2, 1024, 10)
+    vm = boot(cloud, "vm", small, image(cloud))
+    for body in ({"resize": {"flavorRef": large}}, {"revertResize": None},
+                 {"migrate": None}, {"confirmResize": None}, {"os-stop": None},
+                 {"os-start": None}, {"resize": {"flavorRef": large}}):
+        action(cloud, vm, body, status=204 if "confirmResize" in body else 202)
+    assert server(cloud, vm)["status"] == "VERIFY_RESIZE"
+    assert cloud.compute.delete(f"/servers/{vm}").status_code == 204
+    settle(cloud)
+    j = t.operation_steps
+    with cloud.live.db.read() as conn:
+        rows = conn.execute(sa.select(j.c.operation, j.c.step, j.c.state)).all()
+    journaled: dict[str, set[str]] = {}
+    for row in rows:
+        journaled.setdefault(row.operation, set()).add(row.step)
+        assert row.state in ("done", "executing") or row.step == "end", row
+    assert set(journaled) == set(OPERATIONS)
+    for operation, steps in journaled.items():
+        assert steps == {"accepted", "end", *OPERATIONS[operation]}, operation
