@@ -25,6 +25,7 @@ from stowage.compute.audit import audit
 from stowage.db import Database
 from stowage.placement.client import PlacementClient
 from tests.functional.conftest import free_port
+from tests.functional.servers import image_at
 
 TRANSIENT = {"BUILD", "RESIZE", "REVERT_RESIZE"}
 SMALL = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 5}
@@ -143,16 +144,7 @@ class Stowage:
         return ids[0], ids[1]
 
     def image(self) -> str:
-        with httpx.Client(base_url=f"{self.base}/image", timeout=30,
-                          headers={"x-auth-token": "admin"}) as client:
-            resp = client.post("/v2/images", json={"name": "cirros", "disk_format": "qcow2",
-                                                    "container_format": "bare"})
-            assert resp.status_code == 201, resp.text
-            image_id = str(resp.json()["id"])
-            resp = client.put(f"/v2/images/{image_id}/file", content=b"x",
-                              headers={"content-type": "application/octet-stream"})
-            assert resp.status_code in (201, 204), resp.text
-        return image_id
+        return image_at(self.base)
 
     def boot_request(self, flavor_id: str, image_id: str) -> httpx.Response:
         return self.compute.post("/servers", json={"server": {

@@ -31,7 +31,12 @@ def flavor(cloud: Cloud, name: str, vcpus: int, ram: int, disk: int,
 
 
 def image(cloud: Cloud, name: str = "cirros") -> str:
-    with httpx.Client(base_url=f"{cloud.live.url}/image", timeout=30,
+    return image_at(cloud.live.url, name)
+
+
+def image_at(base_url: str, name: str = "cirros") -> str:
+    """An active image (one byte uploaded) on the stowage served at `base_url`."""
+    with httpx.Client(base_url=f"{base_url}/image", timeout=30,
                       headers={"x-auth-token": "admin"}) as client:
         resp = client.post("/v2/images", json={"name": name, "disk_format": "qcow2",
                                                 "container_format": "bare"})

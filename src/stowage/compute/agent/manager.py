@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import logging
 import uuid as uuidlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from stowage.compute import instances, migrations, server_groups, services, states
@@ -179,18 +181,9 @@ class ComputeAgent:
         failed spawn gives the PCI claim back; the conductor clears the host
         and tries an alternate.
         """
-        key = (instance_uuid, "")
-        self.driver.checkpoint("claim")
-        created = self.pci.claim(key, pci_requests(flavor))
-        try:
+        with self._pci_claim((instance_uuid, ""), flavor):
             self._claim_host(instance_uuid)
             self.driver.spawn(instance_uuid, flavor)
-        except Exception:
-            if created:
-                self.pci.drop(key)
-            raise
-        finally:
-            self._save_pci()
 
     def terminate_instance(self, instance_uuid: str) -> None:
         """Destroy the guest and everything it holds here; an unknown guest is fine."""
@@ -217,17 +210,8 @@ class ComputeAgent:
                     new_flavor: dict[str, Any]) -> None:
         """Destination: claim the new flavor's PCI devices under the migration's key, then
         this host as the migration's destination, after the late check of the group policy."""
-        key = (instance_uuid, migration_uuid)
-        self.driver.checkpoint("claim")
-        created = self.pci.claim(key, pci_requests(new_flavor))
-        try:
+        with self._pci_claim((instance_uuid, migration_uuid), new_flavor):
             self._claim_destination(instance_uuid, migration_uuid)
-        except Exception:
-            if created:
-                self.pci.drop(key)
-            raise
-        finally:
-            self._save_pci()
 
     # --- the late check of server group policies ------------------------------------
     def _claim_host(self, instance_uuid: str) -> None:
@@ -322,6 +306,21 @@ class ComputeAgent:
             except NotFound:
                 return False
         return mig.source_compute == mig.dest_compute == self.host.name
+
+    @contextmanager
+    def _pci_claim(self, key: ClaimKey, flavor: dict[str, Any]) -> Iterator[None]:
+        """Claim the flavor's PCI devices for the step inside; a step that fails gives a
+        claim it created back (a claim that existed already, a retried step's, stays)."""
+        self.driver.checkpoint("claim")
+        created = self.pci.claim(key, pci_requests(flavor))
+        try:
+            yield
+        except Exception:
+            if created:
+                self.pci.drop(key)
+            raise
+        finally:
+            self._save_pci()
 
     def _save_pci(self) -> None:
         """Write the PCI counts at once: the scheduler reads them before the next period."""
