@@ -30,16 +30,19 @@ def flavor(cloud: Cloud, name: str, vcpus: int, ram: int, disk: int,
     return flavorid
 
 
-def image(cloud: Cloud, name: str = "cirros") -> str:
-    return image_at(cloud.live.url, name)
+def image(cloud: Cloud, name: str = "cirros", visibility: str | None = None) -> str:
+    return image_at(cloud.live.url, name, visibility)
 
 
-def image_at(base_url: str, name: str = "cirros") -> str:
-    """An active image (one byte uploaded) on the stowage served at `base_url`."""
+def image_at(base_url: str, name: str = "cirros", visibility: str | None = None) -> str:
+    """An active image (one byte uploaded) on the stowage served at `base_url`;
+    `visibility="public"` lets every project boot it."""
+    body = {"name": name, "disk_format": "qcow2", "container_format": "bare"}
+    if visibility is not None:
+        body["visibility"] = visibility
     with httpx.Client(base_url=f"{base_url}/image", timeout=30,
                       headers={"x-auth-token": "admin"}) as client:
-        resp = client.post("/v2/images", json={"name": name, "disk_format": "qcow2",
-                                                "container_format": "bare"})
+        resp = client.post("/v2/images", json=body)
         assert resp.status_code == 201, resp.text
         image_id = str(resp.json()["id"])
         resp = client.put(f"/v2/images/{image_id}/file", content=b"x",

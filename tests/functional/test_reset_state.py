@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from tests.functional.conftest import MEMBER, Cloud
@@ -23,14 +22,7 @@ from tests.functional.servers import (
 def vm(cloud: Cloud) -> str:
     cloud.add_host("host1", vcpus=8, memory_mb=4096, disk_gb=100)
     owner = cloud.client("demo:p1", roles=MEMBER)
-    image_id = image(cloud)
-    with httpx.Client(base_url=f"{cloud.live.url}/image", timeout=30,
-                      headers={"x-auth-token": "admin"}) as glance:
-        patch = "application/openstack-images-v2.1-json-patch"
-        resp = glance.patch(f"/v2/images/{image_id}",
-                            json=[{"op": "replace", "path": "/visibility", "value": "public"}],
-                            headers={"content-type": patch})
-        assert resp.status_code == 200, resp.text
+    image_id = image(cloud, visibility="public")
     return boot(cloud, "vm", flavor(cloud, "small", 1, 512, 5), image_id, client=owner)
 
 

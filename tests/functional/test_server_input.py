@@ -33,8 +33,8 @@ from stowage.compute import actions
 from stowage.compute import tables as t
 from stowage.compute.api import server_create
 from stowage.placement import tables as pt
-from tests.functional.conftest import MEMBER, Cloud, api_client
-from tests.functional.servers import boot, flavor, host_of, server, settle
+from tests.functional.conftest import MEMBER, Cloud
+from tests.functional.servers import boot, flavor, host_of, image, server, settle
 
 CATASTROPHIC = "(a+)+$"
 UUID = "0f5c5a0e-43f0-4bb4-9d1e-2ba1c1b35a11"
@@ -46,16 +46,8 @@ def world(cloud: Cloud) -> dict[str, str]:
     cloud.add_host("host1", vcpus=64, memory_mb=131072)
     cloud.add_host("host2")
     cloud.add_host("host3")
-    with api_client(f"{cloud.live.url}/image") as images:
-        resp = images.post("/v2/images", json={"name": "cirros", "disk_format": "qcow2",
-                                                "container_format": "bare",
-                                                "visibility": "public"})
-        assert resp.status_code == 201, resp.text
-        image_id = str(resp.json()["id"])
-        resp = images.put(f"/v2/images/{image_id}/file", content=b"x",
-                          headers={"content-type": "application/octet-stream"})
-        assert resp.status_code in (201, 204), resp.text
-    return {"flavor": flavor(cloud, "small", 1, 512, 1), "image": image_id}
+    return {"flavor": flavor(cloud, "small", 1, 512, 1),
+            "image": image(cloud, visibility="public")}
 
 
 def member(cloud: Cloud, project: str = "p1") -> httpx.Client:
