@@ -1,6 +1,7 @@
 """Time the in-memory allocation-candidates engine (search + render + JSON), no database.
 
-    python bench/engine_profile.py [--repeat N] [--profile WORKLOAD]
+    python bench/engine_profile.py [--repeat N] [--mode cold|warm|churn|schedule]
+        [--profile WORKLOAD]
 
 Snapshots are built directly, the way the per-process snapshot cache will
 hand them to the engine, so the figures isolate what search.py and render.py
@@ -30,7 +31,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from stowage.placement.candidates import query, render, search
+from stowage.placement.candidates import loading, query, render, search
 from stowage.placement.candidates.memo import Memo
 from stowage.placement.candidates.snapshot import Inventory, Provider, Snapshot
 from stowage.web.http import Request
@@ -111,6 +112,33 @@ def churn(snap: Snapshot) -> Snapshot:
     return new
 
 
+# bench/schedule.py's flavors: (VCPU, MEMORY_MB, DISK_GB)
+FLAVORS = ((1, 512, 1), (2, 2048, 20), (4, 4096, 40), (8, 16384, 80))
+
+
+def flavored(qs: str, flavor: tuple[int, int, int]) -> str:
+    vcpu, ram, disk = flavor
+    return (qs.replace("VCPU:1", f"VCPU:{vcpu}").replace("MEMORY_MB:256", f"MEMORY_MB:{ram}")
+            .replace("DISK_GB:10", f"DISK_GB:{disk}"))
+
+
+def pick(snap: Snapshot, body: bytes, rng: random.Random) -> dict[int, Provider]:
+    """The scheduler's claim on one of the first five candidates, as the cache sees it.
+
+    Returns the claimed providers with their usage grown (as cache.py
+    reloads them); `snap.with_changes` of that is the snapshot after the claim.
+    """
+    requests = json.loads(body)["allocation_requests"]
+    if not requests or not isinstance(requests[0]["allocations"], dict):
+        return {}
+    usage: dict[int, dict[str, int]] = {}
+    for uuid, entry in rng.choice(requests[:5])["allocations"].items():
+        pid = snap.by_uuid[uuid]
+        usage[pid] = {rc: inv.used + entry["resources"].get(rc, 0)
+                      for rc, inv in snap.providers[pid].inventories.items()}
+    return loading.with_usage(snap.providers, usage, usage)
+
+
 def cases() -> list[tuple[str, Callable[[], Snapshot], str, int]]:
     out: list[tuple[str, Callable[[], Snapshot], str, int]] = []
     for n in (1000, 10_000):
@@ -119,8 +147,9 @@ def cases() -> list[tuple[str, Callable[[], Snapshot], str, int]]:
     out.append(("flat-1000 1.10", lambda: flat(1000), FLAT_QS.split("&member_of")[0], 10))
     out.append(("flat-1000 1.12", lambda: flat(1000), FLAT_QS.split("&member_of")[0], 12))
     out.append(("flat-1000 1.28", lambda: flat(1000), FLAT_QS, 28))
-    for suffix, extra in (("", ""), (" limit=50", "&limit=50")):
-        out.append((f"nested-1000{suffix}", lambda: nested(1000), NESTED_QS + extra, 39))
+    for n in (1000, 10_000):
+        for suffix, extra in (("", ""), (" limit=50", "&limit=50")):
+            out.append((f"nested-{n}{suffix}", lambda n=n: nested(n), NESTED_QS + extra, 39))
     return out
 
 
@@ -130,16 +159,27 @@ def timeit(snap: Snapshot, qs: str, minor: int, repeat: int,
 
     mode "cold": no memo, every request computes everything; "warm": the
     worker's memo and an unchanged snapshot; "churn": the memo, with one
-    provider changed (as by a claim) before every request.
+    provider changed (as by a claim) before every request; "schedule": the
+    scheduler's loop (bench/schedule.py), a flavor picked at random from four
+    per request and a claim on one of the first candidates after it, the
+    claim's successor snapshot timed with the request.
     """
     memo = None if mode == "cold" else Memo()
     body = one_request(snap, qs, minor, memo)  # warm up (and build the snapshot's index)
     times = []
+    rng = random.Random(1)
     for _ in range(repeat):
         if mode == "churn":
             snap = churn(snap)
+        claimed = pick(snap, body, rng) if mode == "schedule" else {}
         start = time.perf_counter()
-        one_request(snap, qs, minor, memo)
+        if mode == "schedule":
+            known = snap.known_classes, snap.known_traits
+            snap = snap.with_changes(claimed, in_place=True)  # as the cache does
+            snap.known_classes, snap.known_traits = known
+            body = one_request(snap, flavored(qs, rng.choice(FLAVORS)), minor, memo)
+        else:
+            one_request(snap, qs, minor, memo)
         times.append((time.perf_counter() - start) * 1000)
     return statistics.median(times), min(times), len(json.loads(body)["allocation_requests"])
 
@@ -148,7 +188,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--profile", help="workload name to run under cProfile")
-    parser.add_argument("--mode", choices=("cold", "warm", "churn"), default="cold",
+    parser.add_argument("--mode", choices=("cold", "warm", "churn", "schedule"), default="cold",
                         help="memo use, see timeit()")
     parser.add_argument("--no-freeze", action="store_true",
                         help="leave snapshots to the cyclic GC (the server freezes them)")

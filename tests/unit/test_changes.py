@@ -32,8 +32,8 @@ def test_poll_returns_new_changes_once(db: Database) -> None:
     with db.write() as conn:
         changes.record(conn, [3, 1, 3])
     with db.read() as conn:
-        assert sorted(i for i in cursor.poll(conn) or [] if i) == [1, 3]
-        assert cursor.poll(conn) == []
+        assert cursor.poll(conn) == changes.Changes(full=frozenset({1, 3}))
+        assert not cursor.poll(conn)
 
 
 def test_a_late_commit_below_the_cursor_is_still_seen(db: Database) -> None:
@@ -41,11 +41,11 @@ def test_a_late_commit_below_the_cursor_is_still_seen(db: Database) -> None:
     _insert(db, 1, 10)
     _insert(db, 3, 30)  # id 2 belongs to a transaction that has not committed yet
     with db.read() as conn:
-        assert cursor.poll(conn) == [10, 30]
+        assert cursor.poll(conn) == changes.Changes(full=frozenset({10, 30}))
     assert cursor.upto == 1 and cursor.pending == {3}
     _insert(db, 2, 20)
     with db.read() as conn:
-        assert cursor.poll(conn) == [20]
+        assert cursor.poll(conn) == changes.Changes(full=frozenset({20}))
     assert cursor.upto == 3 and not cursor.pending
 
 
@@ -59,8 +59,18 @@ def test_a_rolled_back_id_is_skipped_after_the_timeout(db: Database,
     monkeypatch.setattr(changes, "GAP_TIMEOUT", -1.0)
     _insert(db, 4, 40)
     with db.read() as conn:
-        assert cursor.poll(conn) == [40]
+        assert cursor.poll(conn) == changes.Changes(full=frozenset({40}))
     assert cursor.upto == 4 and not cursor.pending
+
+
+def test_usage_only_changes_are_told_apart(db: Database) -> None:
+    cursor = changes.ChangeCursor()
+    with db.write() as conn:
+        changes.record(conn, [1, 2], usage_only=True)
+        changes.record(conn, [2, 3])
+    with db.read() as conn:
+        assert cursor.poll(conn) == changes.Changes(full=frozenset({2, 3}),
+                                                    usage=frozenset({1}))
 
 
 def test_record_all_asks_for_a_full_reload(db: Database) -> None:

@@ -4,15 +4,20 @@
 /allocations and the reshaper all use it). Inside the caller's transaction it
 
 1. locks the consumers (uuid order) and ensures each one (generation check,
-   auto-created project/user/type);
+   auto-created project/user/type; a new one is created at its final
+   generation);
 2. locks every touched provider row (``SELECT ... FOR UPDATE``, in id order,
    always after the consumer locks, so that writers never deadlock; SQLite's
    writer lock already serializes);
 3. deletes the consumers' current allocations and checks the new ones against
    each inventory: used + requested <= (total - reserved) * allocation_ratio,
    and min_unit <= requested <= max_unit, requested % step_size == 0;
-4. inserts the new rows, bumps provider and consumer generations with
-   compare-and-swap, and forgets consumers left with nothing.
+4. inserts the new rows, bumps the (locked) provider generations and the
+   consumer generations (compare-and-swap), logs the providers as a usage-only
+   change, and forgets consumers left with nothing.
+
+A claim is a scheduler's every decision, so its statements are hand-written
+`Sql` and few: about ten for a new consumer.
 
 Any failure raises and the caller's transaction rolls everything back, so a
 failing request changes nothing. Errors carry upstream's bare messages; the
@@ -29,6 +34,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from stowage.db.statements import Sql
 from stowage.errors import Conflict, Invalid, NotFound
 from stowage.placement import bulk, changes, providers
 from stowage.placement import consumers as cons
@@ -43,7 +49,6 @@ __all__ = ["ConsumerAllocations", "UnknownProvider", "UnknownClass", "InventoryP
 
 _A = t.allocations
 _RP = t.resource_providers
-_INV = t.inventories
 
 
 class UnknownProvider(Invalid):
@@ -84,42 +89,57 @@ class _Item:
     used: int  # 0 marks an allocation being removed (its provider is still touched)
 
 
+_PROVIDERS = "SELECT id, uuid, generation FROM resource_providers WHERE {} IN :values ORDER BY id"
+_BY_UUID = Sql(_PROVIDERS.format("uuid"))
+_LOCK_BY_UUID = Sql(_PROVIDERS.format("uuid") + " FOR UPDATE")
+_IDS_BY_UUID = Sql("SELECT id FROM resource_providers WHERE uuid IN :values")
+_LOCK_BY_ID = Sql(_PROVIDERS.format("id") + " FOR UPDATE")
+
+
 def lock_providers(conn: Connection, uuids: Iterable[str]) -> dict[str, _Locked]:
     """Lock the providers named by `uuids` (unknown ones are left out), in id order.
 
-    Ids first, without locks; then the rows chunk by chunk in ascending id
-    order, so that every writer takes its provider locks in one global order.
+    Every writer takes its provider locks in one global order, ascending id.
+    PostgreSQL locks the rows of ``... ORDER BY id FOR UPDATE`` after sorting
+    them, so one statement does when the list fits one chunk. MySQL locks
+    rows as it reads them (by the uuid index), and a long list comes in
+    several chunks: there the ids come first, without locks, then the rows
+    are locked by id, chunk by chunk. SQLite's writer lock already serializes.
     """
-    # SELECT id FROM resource_providers WHERE uuid IN (:chunk)
-    ids = [row.id for row in bulk.rows_in(
-        conn, lambda part: sa.select(_RP.c.id).where(_RP.c.uuid.in_(part)), set(uuids))]
-    # SELECT id, uuid, generation FROM resource_providers WHERE id IN (:chunk)
-    # ORDER BY id FOR UPDATE
-    rows = bulk.rows_in(conn, lambda part: sa.select(_RP.c.id, _RP.c.uuid, _RP.c.generation)
-                        .where(_RP.c.id.in_(part)).order_by(_RP.c.id).with_for_update(),
-                        set(ids))
-    return {row.uuid: _Locked(row.id, row.uuid, row.generation) for row in rows}
+    wanted = set(uuids)
+    backend = conn.dialect.name
+    if backend == "sqlite" or (backend == "postgresql" and len(wanted) <= bulk.CHUNK):
+        query = _BY_UUID if backend == "sqlite" else _LOCK_BY_UUID
+        rows = [row for part in bulk.chunks(wanted) for row in query.rows(conn, values=part)]
+    else:
+        ids = {row[0] for part in bulk.chunks(wanted)
+               for row in _IDS_BY_UUID.rows(conn, values=part)}
+        rows = [row for part in bulk.chunks(ids) for row in _LOCK_BY_ID.rows(conn, values=part)]
+    return {uuid: _Locked(row_id, uuid, generation) for row_id, uuid, generation in rows}
+
+
+_CURRENT = Sql(
+    "SELECT a.consumer_id, rp.uuid, rc.name FROM allocations a "
+    "JOIN resource_providers rp ON a.resource_provider_id = rp.id "
+    "JOIN resource_classes rc ON a.resource_class_id = rc.id "
+    "WHERE a.consumer_id IN :uuids ORDER BY a.id")
 
 
 def _current(conn: Connection, consumer_uuids: Iterable[str]) -> dict[str, list[tuple[str, str]]]:
     """(provider uuid, class name) of what each consumer holds now."""
-    rc = t.resource_classes
-    # SELECT a.consumer_id, rp.uuid, rc.name FROM allocations a JOIN resource_providers rp ...
-    # JOIN resource_classes rc ... WHERE a.consumer_id IN (:chunk) ORDER BY a.id
-    rows = bulk.rows_in(conn, lambda part: sa.select(_A.c.consumer_id, _RP.c.uuid, rc.c.name)
-                        .select_from(_A.join(_RP, _A.c.resource_provider_id == _RP.c.id)
-                                     .join(rc, _A.c.resource_class_id == rc.c.id))
-                        .where(_A.c.consumer_id.in_(part)).order_by(_A.c.id), consumer_uuids)
     held: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for consumer_uuid, rp_uuid, rc_name in rows:
-        held[consumer_uuid].append((rp_uuid, rc_name))
+    for part in bulk.chunks(consumer_uuids):
+        for consumer_uuid, rp_uuid, rc_name in _CURRENT.rows(conn, uuids=part):
+            held[consumer_uuid].append((rp_uuid, rc_name))
     return held
 
 
 def _plan(conn: Connection, wanted: Sequence[ConsumerAllocations],
           ensured: Mapping[str, cons.Consumer]) -> list[_Item]:
     """Every (consumer, provider, class, amount) the write touches, providers locked."""
-    removed = _current(conn, [w.consumer.uuid for w in wanted if not w.allocations])
+    # A consumer created by this write holds nothing yet.
+    removed = _current(conn, [w.consumer.uuid for w in wanted
+                              if not w.allocations and ensured[w.consumer.uuid].id is not None])
     uuids = {rp for w in wanted for rp in w.allocations}
     uuids |= {rp for pairs in removed.values() for rp, _ in pairs}
     locked = lock_providers(conn, uuids)
@@ -145,45 +165,55 @@ def _class_ids(conn: Connection, items: Sequence[_Item]) -> dict[str, int]:
     return ids
 
 
-def _usage(conn: Connection, provider_ids: set[int],
-           class_ids: set[int]) -> dict[tuple[int, int], int]:
-    # SELECT resource_provider_id, resource_class_id, SUM(used) FROM allocations
-    # WHERE resource_provider_id IN (...) AND resource_class_id IN (...)
-    # GROUP BY resource_provider_id, resource_class_id
-    rows = bulk.rows_in(conn, lambda part: sa.select(
-        _A.c.resource_provider_id, _A.c.resource_class_id, sa.func.sum(_A.c.used))
-        .where(_A.c.resource_provider_id.in_(part), _A.c.resource_class_id.in_(sorted(class_ids)))
-        .group_by(_A.c.resource_provider_id, _A.c.resource_class_id), provider_ids)
-    return {(rp, rc): int(used) for rp, rc, used in rows}
+@dataclass(frozen=True)
+class _Inventory:
+    total: int
+    reserved: int
+    min_unit: int
+    max_unit: int
+    step_size: int
+    allocation_ratio: float
+    used: int | None  # None: nothing allocated against it
+
+
+# Each inventory the write touches, with what is allocated against it (the
+# covering index on allocations (provider, class, used) answers the sum).
+_INVENTORY_AND_USAGE = Sql(
+    "SELECT i.resource_provider_id, i.resource_class_id, i.total, i.reserved, i.min_unit, "
+    "i.max_unit, i.step_size, i.allocation_ratio, "
+    "(SELECT SUM(a.used) FROM allocations a WHERE a.resource_provider_id = "
+    "i.resource_provider_id AND a.resource_class_id = i.resource_class_id) "
+    "FROM inventories i "
+    "WHERE i.resource_provider_id IN :providers AND i.resource_class_id IN :classes")
 
 
 def _inventories(conn: Connection, provider_ids: set[int],
-                 class_ids: set[int]) -> dict[tuple[int, int], sa.Row[tuple[object, ...]]]:
-    rows = bulk.rows_in(conn, lambda part: sa.select(
-        _INV.c.resource_provider_id, _INV.c.resource_class_id, _INV.c.total, _INV.c.reserved,
-        _INV.c.min_unit, _INV.c.max_unit, _INV.c.step_size, _INV.c.allocation_ratio)
-        .where(_INV.c.resource_provider_id.in_(part),
-               _INV.c.resource_class_id.in_(sorted(class_ids))), provider_ids)
-    return {(row.resource_provider_id, row.resource_class_id): row for row in rows}
+                 class_ids: set[int]) -> dict[tuple[int, int], _Inventory]:
+    found: dict[tuple[int, int], _Inventory] = {}
+    for providers_part in bulk.chunks(provider_ids):
+        for classes_part in bulk.chunks(class_ids):
+            for rp, rc, total, reserved, low, high, step, ratio, used in _INVENTORY_AND_USAGE.rows(
+                    conn, providers=providers_part, classes=classes_part):
+                found[(rp, rc)] = _Inventory(total, reserved, low, high, step, ratio,
+                                             None if used is None else int(used))
+    return found
 
 
 def _check_capacity(conn: Connection, items: Sequence[_Item], class_ids: Mapping[str, int],
-                    before: Mapping[tuple[int, int], int]) -> None:
-    """Upstream's rules, run after the consumers' old allocations were deleted.
+                    freed: Mapping[tuple[int, int], int]) -> None:
+    """Upstream's rules, run after the consumers' old allocations (`freed`) were deleted.
 
-    Over capacity is tolerated when the write makes it no worse than `before`
+    Over capacity is tolerated when the write makes it no worse than before
     (e.g. an operator lowered the inventory, and a consumer now shrinks).
     """
-    provider_ids = {i.provider.id for i in items}
-    wanted_ids = {class_ids[i.resource_class] for i in items}
-    inventory = _inventories(conn, provider_ids, wanted_ids)
+    inventory = _inventories(conn, {i.provider.id for i in items},
+                             {class_ids[i.resource_class] for i in items})
     with_inventory = {rp for rp, _ in inventory}
     missing = sorted(i.provider.uuid for i in items if i.provider.id not in with_inventory)
     if missing:
         names = ", ".join(sorted({i.resource_class for i in items}))
         raise InventoryProblem(f"Inventory for '{names}' on resource provider "
                                f"'{', '.join(dict.fromkeys(missing))}' invalid.")
-    used = _usage(conn, provider_ids, wanted_ids)
     asked: dict[tuple[int, int], int] = defaultdict(int)
     for item in items:
         key = (item.provider.id, class_ids[item.resource_class])
@@ -199,10 +229,11 @@ def _check_capacity(conn: Connection, items: Sequence[_Item], class_ids: Mapping
             raise InventoryProblem(f"Unable to create allocation for {where}. The requested "
                                    "amount would violate inventory constraints.")
         capacity = (inv.total - inv.reserved) * inv.allocation_ratio
-        now = used.get(key, 0)
+        now = inv.used or 0
         if capacity < now + item.used or capacity < now + asked[key]:
-            previous = before.get(key)
-            if previous is None or now + asked[key] > previous:
+            # Tolerated when it was in use before and the write asks no more than it freed.
+            held_before = inv.used is not None or key in freed
+            if not held_before or asked[key] > freed.get(key, 0):
                 raise InventoryProblem(f"Unable to create allocation for {where}. The "
                                        "requested amount would exceed the capacity.")
 
@@ -218,27 +249,44 @@ class PreparedWrite:
 def prepare_allocations(conn: Connection, wanted: Sequence[ConsumerAllocations],
                         rules: cons.ConsumerRules) -> PreparedWrite:
     """Steps 1 and 2: consumer generation checks first, then unknown providers (as upstream)."""
-    cons.lock_consumers(conn, [w.consumer.uuid for w in wanted])
-    ensured = cons.ensure_consumers(conn, [w.consumer for w in wanted], rules)
+    claiming = {w.consumer.uuid for w in wanted
+                if any(used > 0 for resources in w.allocations.values()
+                       for used in resources.values())}
+    ensured = cons.ensure_consumers(conn, [w.consumer for w in wanted], rules, claiming)
     return PreparedWrite(ensured, _plan(conn, wanted, ensured))
 
 
+_INSERT = Sql("INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, "
+              "used, created_at) VALUES (:provider_id, :consumer_id, :class_id, :used, :now)")
+
+
 def apply_allocations(conn: Connection, prepared: PreparedWrite) -> None:
-    """Steps 3 and 4; provider generations are re-read, as the reshaper changes them meanwhile."""
+    """Steps 3 and 4.
+
+    Provider generations are bumped relative to their current value, as the
+    reshaper changes them between the two steps (the rows stay locked).
+    """
     items = prepared.items
     class_ids = _class_ids(conn, items)
-    provider_ids = {i.provider.id for i in items}
-    before = _usage(conn, provider_ids, set(class_ids.values()))
-    _forget(conn, prepared.consumers)
+    freed = _forget(conn, [c.uuid for c in prepared.consumers.values() if c.id is not None])
     if items:
-        _check_capacity(conn, items, class_ids, before)
-    rows = [{"resource_provider_id": i.provider.id, "consumer_id": i.consumer.uuid,
-             "resource_class_id": class_ids[i.resource_class], "used": i.used,
-             "created_at": _now()} for i in items if i.used > 0]
-    if rows:
-        conn.execute(_A.insert(), rows)
-    _bump_generations(conn, items)
-    cons.delete_if_no_allocations(conn, prepared.consumers)
+        _check_capacity(conn, items, class_ids, freed)
+    now = _now()
+    rows = [{"provider_id": i.provider.id, "consumer_id": i.consumer.uuid,
+             "class_id": class_ids[i.resource_class], "used": i.used, "now": now}
+            for i in items if i.used > 0]
+    _INSERT.run_many(conn, rows)
+    touched = {i.provider.id for i in items}
+    try:
+        providers.increment_locked_generations(conn, touched)
+    except Conflict as exc:
+        raise cons.ConcurrentUpdate(exc.detail) from None
+    changes.record(conn, touched | {rp for rp, _ in freed}, usage_only=True)
+    # A consumer left with nothing is deleted just below: no generation to bump.
+    holding = {row["consumer_id"] for row in rows}
+    cons.increment_generations(conn, {i.consumer.uuid: i.consumer for i in items
+                                      if i.consumer.uuid in holding}.values())
+    cons.delete_if_no_allocations(conn, [u for u in prepared.consumers if u not in holding])
 
 
 def replace_allocations(conn: Connection, wanted: Sequence[ConsumerAllocations],
@@ -247,28 +295,30 @@ def replace_allocations(conn: Connection, wanted: Sequence[ConsumerAllocations],
     apply_allocations(conn, prepare_allocations(conn, wanted, rules))
 
 
-def _bump_generations(conn: Connection, items: Sequence[_Item]) -> None:
-    touched = lock_providers(conn, {i.provider.uuid for i in items})
-    for provider in sorted(touched.values(), key=lambda p: p.id):
-        try:
-            providers.increment_generation(conn, provider.id, provider.generation)
-        except Conflict as exc:
-            raise cons.ConcurrentUpdate(exc.detail) from None
-    cons.increment_generations(conn, {i.consumer.id: i.consumer for i in items}.values())
+_HELD = Sql("SELECT resource_provider_id, resource_class_id, used FROM allocations "
+            "WHERE consumer_id IN :uuids")
+_DELETE_HELD = Sql("DELETE FROM allocations WHERE consumer_id IN :uuids")
+# One round trip where the database can return what it deleted.
+_DELETE_HELD_RETURNING = Sql("DELETE FROM allocations WHERE consumer_id IN :uuids "
+                             "RETURNING resource_provider_id, resource_class_id, used")
 
 
-def _forget(conn: Connection, consumer_uuids: Iterable[str]) -> int:
-    """Delete the consumers' allocations, logging the providers whose usage drops."""
-    wanted = set(consumer_uuids)
-    # SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id IN (:chunk)
-    held = {row[0] for row in bulk.rows_in(conn, lambda part: sa.select(
-        _A.c.resource_provider_id).distinct().where(_A.c.consumer_id.in_(part)), wanted)}
-    if not held:
-        return 0
-    changes.record(conn, sorted(held))
-    # DELETE FROM allocations WHERE consumer_id IN (:chunk)
-    return bulk.delete_in(conn, lambda part: _A.delete().where(_A.c.consumer_id.in_(part)),
-                          wanted)
+def _forget(conn: Connection, consumer_uuids: Iterable[str]) -> dict[tuple[int, int], int]:
+    """Delete the consumers' allocations; returns what they held per (provider id, class id).
+
+    The caller logs the providers whose usage drops.
+    """
+    freed: dict[tuple[int, int], int] = defaultdict(int)
+    for part in bulk.chunks(set(consumer_uuids)):
+        if conn.dialect.delete_returning:
+            rows = _DELETE_HELD_RETURNING.rows(conn, uuids=part)
+        else:
+            rows = _HELD.rows(conn, uuids=part)
+            if rows:
+                _DELETE_HELD.run(conn, uuids=part)
+        for rp, rc, used in rows:
+            freed[(rp, rc)] += int(used)
+    return dict(freed)
 
 
 def delete_allocations(conn: Connection, consumer_uuid: str) -> None:
@@ -277,8 +327,14 @@ def delete_allocations(conn: Connection, consumer_uuid: str) -> None:
     As upstream, provider generations are not bumped: removing allocations
     can never overcommit, so it need not invalidate anyone's view.
     """
-    if not _forget(conn, [consumer_uuid]):
+    # The consumer's row first, as every allocation writer locks it: a DELETE
+    # racing a POST /allocations that replaces the same consumer's rows would
+    # otherwise lock allocations then consumer, the POST consumer then allocations.
+    cons.lock_consumers(conn, [consumer_uuid])
+    freed = _forget(conn, [consumer_uuid])
+    if not freed:
         raise NotFound(f"No allocations for consumer '{consumer_uuid}'")
+    changes.record(conn, {rp for rp, _ in freed}, usage_only=True)
     cons.delete_if_no_allocations(conn, [consumer_uuid])
 
 

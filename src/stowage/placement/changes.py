@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from stowage.db.statements import Sql
 from stowage.placement import tables as t
 from stowage.timeutil import utcnow as _now
 
-__all__ = ["record", "record_all", "ChangeCursor", "KEEP_FOR"]
+__all__ = ["record", "record_all", "ChangeCursor", "Changes", "KEEP_FOR"]
 
 _LOG = t.provider_changes
 # Rows older than this are pruned; a reader idle for longer reloads everything.
@@ -34,12 +35,18 @@ FULL_RELOAD_EVERY = 300.0
 
 
 
-def record(conn: Connection, provider_ids: Iterable[int]) -> None:
+_INSERT = Sql("INSERT INTO resource_provider_changes (provider_id, created_at, usage_only) "
+              "VALUES (:provider_id, :created_at, :usage_only)")
+
+
+def record(conn: Connection, provider_ids: Iterable[int], *, usage_only: bool = False) -> None:
+    """Log the providers; `usage_only` when nothing but their usage changed (a claim)."""
     ids = sorted(set(provider_ids))
     if not ids:
         return
     now = _now()
-    conn.execute(_LOG.insert(), [{"provider_id": i, "created_at": now} for i in ids])
+    _INSERT.run_many(conn, [{"provider_id": i, "created_at": now, "usage_only": usage_only}
+                            for i in ids])
     if random.random() < _PRUNE_PROBABILITY:
         # Keep the newest row so that the id sequence has a floor on every backend.
         # (Two statements: MySQL cannot DELETE with a subquery on the same table.)
@@ -51,6 +58,26 @@ def record(conn: Connection, provider_ids: Iterable[int]) -> None:
 def record_all(conn: Connection) -> None:
     """Something every provider's view depends on changed (a class was renamed)."""
     conn.execute(_LOG.insert().values(provider_id=None, created_at=_now()))
+
+
+# Every entry above what a reader has applied, in log order. (Raw driver values:
+# usage_only is 0/1 on SQLite and MySQL, a boolean on PostgreSQL.)
+_POLL = Sql("SELECT id, provider_id, usage_only FROM resource_provider_changes "
+            "WHERE id > :upto ORDER BY id")
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What one poll found: providers to reload fully, and those whose usage alone changed.
+
+    A provider logged both ways counts as a full change only.
+    """
+
+    full: frozenset[int] = frozenset()
+    usage: frozenset[int] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.full or self.usage)
 
 
 @dataclass
@@ -70,20 +97,22 @@ class ChangeCursor:
         """Time for a full reload: the log may have been pruned, or a gap misjudged."""
         return time.monotonic() - self.loaded_at > FULL_RELOAD_EVERY
 
-    def poll(self, conn: Connection) -> list[int | None] | None:
-        """Provider ids changed since the last poll; None means 'reload everything'.
+    def poll(self, conn: Connection) -> Changes | None:
+        """Providers changed since the last poll; None means 'reload everything'.
 
-        An empty list means nothing changed.
+        An empty `Changes` means nothing changed.
         """
-        # SELECT id, provider_id FROM resource_provider_changes WHERE id > :upto ORDER BY id
-        rows = conn.execute(sa.select(_LOG.c.id, _LOG.c.provider_id)
-                            .where(_LOG.c.id > self.upto).order_by(_LOG.c.id)).all()
-        fresh = [(i, p) for i, p in rows if i not in self.pending]
-        self.pending.update(i for i, _ in fresh)
+        rows = _POLL.rows(conn, upto=self.upto)
+        fresh = [row for row in rows if row[0] not in self.pending]
+        self.pending.update(row[0] for row in fresh)
         self._advance()
-        if any(p is None for _, p in fresh):
-            return None
-        return [p for _, p in fresh]
+        full: set[int] = set()
+        usage: set[int] = set()
+        for _, provider_id, usage_only in fresh:
+            if provider_id is None:
+                return None
+            (usage if usage_only else full).add(provider_id)
+        return Changes(frozenset(full), frozenset(usage - full))
 
     def _advance(self) -> None:
         while self.upto + 1 in self.pending:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from stowage.db.statements import Sql
 from stowage.errors import Conflict, Invalid, NotFound
 from stowage.placement import bulk, changes, codes
 from stowage.placement import tables as t
@@ -26,7 +27,8 @@ from stowage.timeutil import utcnow as _now
 
 __all__ = ["Provider", "get_provider", "get_providers_by_uuid", "list_providers",
            "create_provider", "update_provider", "delete_provider",
-           "increment_generation", "CONCURRENT_UPDATE_MESSAGE", "UNSET"]
+           "increment_generation", "increment_locked_generations", "CONCURRENT_UPDATE_MESSAGE",
+           "UNSET"]
 
 _RP = t.resource_providers
 
@@ -142,6 +144,26 @@ def increment_generation(conn: Connection, provider_id: int, expected: int) -> i
         raise Conflict(CONCURRENT_UPDATE_MESSAGE, codes.CONCURRENT_UPDATE)
     changes.record(conn, [provider_id])
     return expected + 1
+
+
+_BUMP_LOCKED = Sql("UPDATE resource_providers SET generation = generation + 1, "
+                   "updated_at = :now WHERE id IN :ids")
+
+
+def increment_locked_generations(conn: Connection, provider_ids: Iterable[int]) -> None:
+    """Bump the generations of providers whose rows this transaction holds locked.
+
+    No compare-and-swap: the row locks (SQLite: the writer lock) keep every
+    other writer out from the lock to this update, and a change this
+    transaction made meanwhile (the reshaper's inventories) is simply counted
+    on. A row not matched (the provider vanished) still raises
+    Conflict(placement.concurrent_update). The caller logs the change: an
+    allocation write logs it as usage only.
+    """
+    now = _now()
+    for part in bulk.chunks(set(provider_ids)):
+        if _BUMP_LOCKED.run(conn, now=now, ids=part) != len(part):
+            raise Conflict(CONCURRENT_UPDATE_MESSAGE, codes.CONCURRENT_UPDATE)
 
 
 def _duplicates(conn: Connection, uuid: str | None, name: str,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime
+import weakref
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Row
+from sqlalchemy.engine import Connection, Engine, Row
 
+from stowage.db.statements import Sql
 from stowage.errors import Conflict, Invalid, NotFound
 from stowage.placement import bulk, changes
 from stowage.placement import tables as t
@@ -36,13 +38,26 @@ def get_class(conn: Connection, name: str) -> Row[tuple[int, str, datetime.datet
     return row
 
 
+_IDS = Sql("SELECT name, id FROM resource_classes WHERE name IN :names")
+# Ids of the standard classes seen in each engine's database. A standard class
+# is never renamed nor deleted, and is (re)synced under its os-resource-classes
+# index, so a remembered id cannot go stale. Custom classes are always read.
+_STANDARD_IDS: weakref.WeakKeyDictionary[Engine, dict[str, int]] = weakref.WeakKeyDictionary()
+
+
 def ids_by_name(conn: Connection, names: set[str] | None = None) -> dict[str, int]:
     """Ids of the named classes (all when `names` is None); a client's long list is chunked."""
-    query = sa.select(_RC.c.name, _RC.c.id)
     if names is None:
+        query = sa.select(_RC.c.name, _RC.c.id)
         return {name: rc_id for name, rc_id in conn.execute(query)}
-    rows = bulk.rows_in(conn, lambda part: query.where(_RC.c.name.in_(part)), names)
-    return {name: rc_id for name, rc_id in rows}
+    standard = _STANDARD_IDS.setdefault(conn.engine, {})
+    found = {name: standard[name] for name in names if name in standard}
+    for part in bulk.chunks(names - set(found)):
+        for name, rc_id in _IDS.rows(conn, names=part):
+            found[name] = int(rc_id)
+            if not is_custom(name):
+                standard[name] = int(rc_id)
+    return found
 
 
 def _next_custom_id(conn: Connection) -> int:

@@ -159,6 +159,8 @@ provider_changes = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("provider_id", sa.Integer, nullable=True),
     sa.Column("created_at", sa.DateTime, nullable=False, index=True),
+    # True when only the provider's usage changed (an allocation write).
+    sa.Column("usage_only", sa.Boolean, nullable=False, server_default=sa.false()),
     # Ids must never be reused, even after pruning empties the table.
     sqlite_autoincrement=True,
 )

@@ -10,6 +10,7 @@ accepted (and validated, never stored) from 1.34.
 from __future__ import annotations
 
 import copy
+import functools
 import uuid as uuidlib
 from collections.abc import Mapping
 from typing import Any, NoReturn
@@ -90,6 +91,9 @@ def _dict_schema(version_minor: int, *, deletable: bool) -> dict[str, Any]:
     return schema
 
 
+# Schemas are built once per microversion (never mutate them): the compiled
+# validator is cached per schema object.
+@functools.cache
 def put_schema(minor: int) -> dict[str, Any]:
     if minor < 8:
         return LIST_SCHEMA
@@ -101,6 +105,7 @@ def put_schema(minor: int) -> dict[str, Any]:
     return _dict_schema(minor, deletable=minor >= 28)
 
 
+@functools.cache
 def post_schema(minor: int, *, min_consumers: int = 1) -> dict[str, Any]:
     """POST /allocations: consumer uuid -> that consumer's body (empty allocations allowed)."""
     return {"type": "object", "minProperties": min_consumers, "additionalProperties": False,

@@ -73,5 +73,6 @@ def provider_filter(req: Request, conn: Connection) -> set[int] | None:
         if rc not in snap.known_classes:
             raise Invalid("Invalid resource class in resources parameter: "
                           f"No such resource class {rc}.")
-        ids &= {p.id for p in snap.by_class.get(rc, ()) if p.inventories[rc].fits(amount)}
+        ids &= {p for p in snap.by_class.get(rc, ())
+                if snap.providers[p].inventories[rc].fits(amount)}
     return ids

@@ -10,7 +10,8 @@ JSON) off the request path::
 
     request -> sync the table with the snapshot (drop what changed)
             -> body of the same cut, if still valid           (whole answer)
-            -> else blocks of BLOCK consecutive roots          (one join each)
+            -> else blocks of BLOCK consecutive roots          (lists of fragments)
+               (the block where a `limit` cuts is walked tree by tree, as far as needed)
             -> a block rebuilt from its trees' fragments       (per tree version)
             -> a tree re-encoded from the engine's candidates  (only if changed)
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 from stowage.placement.candidates.versions import Lineage
 
-__all__ = ["EncodedTable", "Fragment", "TreeEncoder", "BLOCK"]
+__all__ = ["Block", "EncodedTable", "Fragment", "TreeEncoder", "BLOCK"]
 
 # Roots per block: small enough that a claim re-joins little, large enough
 # that a warm 10,000-tree answer is a few hundred joins, not thousands.
@@ -42,16 +43,48 @@ _TAIL = b"}}"
 
 @dataclass(slots=True)
 class Fragment:
-    """Encoded candidates (`requests`) and summaries of one tree or one block."""
+    """Encoded candidates (`requests`) and summaries of one tree."""
 
     count: int
     requests: bytes
     summaries: bytes
-    version: int = 0  # of the tree; unused for blocks
+    version: int = 0  # of the tree
+
+
+@dataclass(slots=True)
+class Block:
+    """The non-empty fragments of consecutive trees, separators included, not joined.
+
+    Lists rather than joined bytes: the answer is joined once, from these
+    lists, so a block rebuilt after a claim copies no bytes, and the table
+    holds each tree's bytes once.
+    """
+
+    count: int
+    requests: list[bytes]
+    summaries: list[bytes]
+
+    @classmethod
+    def of(cls, frags: list[Fragment]) -> Block:
+        requests: list[bytes] = []
+        summaries: list[bytes] = []
+        for frag in frags:
+            if frag.count:
+                if requests:
+                    requests.append(b",")
+                    summaries.append(b",")
+                requests.append(frag.requests)
+                summaries.append(frag.summaries)
+        return cls(sum(f.count for f in frags), requests, summaries)
 
 
 # (root, how many candidates at most or None for all) -> the tree's fragment
 TreeEncoder = Callable[[int, int | None], Fragment]
+
+# Whole answers larger than this are not kept: joining one again costs a few
+# milliseconds, far less than its transfer, and keeping it would double the
+# table's memory.
+_MAX_BODY = 4 << 20
 
 
 class EncodedTable:
@@ -61,7 +94,7 @@ class EncodedTable:
         self.lock = threading.Lock()
         self.block_size = block
         self.trees: dict[int, Fragment] = {}
-        self.blocks: dict[int, Fragment] = {}
+        self.blocks: dict[int, Block] = {}
         self.roots: list[int] | None = None
         self.lineage: Lineage | None = None
         self.seq = 0
@@ -70,8 +103,8 @@ class EncodedTable:
 
     @property
     def nbytes(self) -> int:
-        """Roughly what the table holds (trees, blocks, body), for the memo's budget."""
-        return 2 * self._tree_bytes + (len(self.body[1]) if self.body else 0)
+        """Roughly what the table holds (trees and body), for the memo's budget."""
+        return self._tree_bytes + (len(self.body[1]) if self.body else 0)
 
     def sync(self, lineage: Lineage, seq: int, roots: list[int]) -> None:
         """Drop the blocks (and body) that the publishes since the last request changed."""
@@ -103,15 +136,11 @@ class EncodedTable:
             self._tree_bytes += len(frag.requests) + len(frag.summaries)
         return frag
 
-    def block(self, number: int, versions: dict[int, int], encode: TreeEncoder) -> Fragment:
+    def block(self, number: int, versions: dict[int, int], encode: TreeEncoder) -> Block:
         found = self.blocks.get(number)
         if found is None:
-            assert self.roots is not None
-            frags = [self.tree(root, versions[root], encode) for root in self.block_roots(number)]
-            frags = [f for f in frags if f.count]
-            found = self.blocks[number] = Fragment(
-                sum(f.count for f in frags), b",".join(f.requests for f in frags),
-                b",".join(f.summaries for f in frags))
+            found = self.blocks[number] = Block.of(
+                [self.tree(root, versions[root], encode) for root in self.block_roots(number)])
         return found
 
 
@@ -122,54 +151,64 @@ def assemble(table: EncodedTable, lineage: Lineage, seq: int, versions: dict[int
         table.sync(lineage, seq, roots)
         if table.body is not None and table.body[0] == need:
             return table.body[1]
-        parts: list[Fragment] = []
+        parts: list[Block] = []
         left = need
         for number in range((len(roots) + table.block_size - 1) // table.block_size):
-            block = table.block(number, versions, encode)
-            if not block.count:
+            block = table.blocks.get(number)
+            if left is not None and (block is None or block.count >= left):
+                # The cut may fall in this block: visit its trees only as far as needed.
+                taken, left = _take(table, number, left, versions, encode)
+                parts.append(taken)
+                if not left:
+                    break
                 continue
-            if left is None or block.count < left:
+            block = block or table.block(number, versions, encode)
+            if block.count:
                 parts.append(block)
                 left = None if left is None else left - block.count
-                continue
-            if block.count == left:
-                parts.append(block)
-            else:
-                parts.extend(_cut(table, number, left, versions, encode))
-            break
         body = _join(parts)
-        table.body = (need, body)
+        table.body = (need, body) if len(body) <= _MAX_BODY else None
         return body
 
 
-def _cut(table: EncodedTable, number: int, left: int, versions: dict[int, int],
-         encode: TreeEncoder) -> list[Fragment]:
-    """The trees of block `number` up to the `left`-th candidate, the last one cut short."""
-    out: list[Fragment] = []
+def _take(table: EncodedTable, number: int, left: int, versions: dict[int, int],
+          encode: TreeEncoder) -> tuple[Block, int]:
+    """The trees of block `number` up to the `left`-th candidate, and how many are missing.
+
+    The last tree is cut short when it has more than needed. When the whole
+    block was taken (the missing ones are beyond it), it is kept for the next
+    request.
+    """
+    frags: list[Fragment] = []
     for root in table.block_roots(number):
         frag = table.tree(root, versions[root], encode)
         if not frag.count:
             continue
-        if frag.count > left:
-            frag = encode(root, left)
-        out.append(frag)
+        if frag.count >= left:
+            frags.append(frag if frag.count == left else encode(root, left))
+            return Block.of(frags), 0
+        frags.append(frag)
         left -= frag.count
-        if left <= 0:
-            break
-    return out
+    block = table.blocks.setdefault(number, Block.of(frags))
+    return block, left
 
 
-def _join(parts: list[Fragment]) -> bytes:
+def _join(parts: list[Block]) -> bytes:
     """`{"allocation_requests":[...],"provider_summaries":{...}}` in one copy."""
     pieces = [_HEAD]
-    for i, part in enumerate(parts):
-        if i:
+    for part in parts:
+        if not part.count:
+            continue
+        if len(pieces) > 1:
             pieces.append(b",")
-        pieces.append(part.requests)
+        pieces.extend(part.requests)
     pieces.append(_MID)
-    for i, part in enumerate(parts):
-        if i:
+    first = len(pieces)
+    for part in parts:
+        if not part.count:
+            continue
+        if len(pieces) > first:
             pieces.append(b",")
-        pieces.append(part.summaries)
+        pieces.extend(part.summaries)
     pieces.append(_TAIL)
     return b"".join(pieces)

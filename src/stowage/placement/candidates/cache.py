@@ -2,9 +2,15 @@
 
 A request no longer reloads inventories, usages, traits and aggregates: it
 polls the change log (one indexed query) and reloads only the providers that
-changed since its worker last looked. The cache only ever proposes
-candidates; every claim is still checked in a database transaction, so a
-briefly stale view can cost a retry, never an overcommit.
+changed since its worker last looked; for those whose usage alone changed
+(claims), only their usage. The cache only ever proposes candidates; every
+claim is still checked in a database transaction, so a briefly stale view can
+cost a retry, never an overcommit.
+
+A change publishes a successor snapshot. Requests still holding the previous
+one keep an unchanged view of it; when none does (the usual case between two
+requests), the successor takes over the previous one's provider mapping and
+updates it in place rather than copying tens of thousands of entries.
 """
 
 from __future__ import annotations
@@ -12,16 +18,20 @@ from __future__ import annotations
 import copy
 import gc
 import threading
+import weakref
 
 from sqlalchemy.engine import Connection
 
-from stowage.placement import tables as t
-from stowage.placement.candidates import snapshot
+from stowage.placement.candidates import loading
 from stowage.placement.candidates.memo import Memo
-from stowage.placement.candidates.snapshot import Snapshot
-from stowage.placement.changes import ChangeCursor
+from stowage.placement.candidates.snapshot import Provider, Snapshot
+from stowage.placement.changes import ChangeCursor, Changes
 
 __all__ = ["SnapshotCache"]
+
+
+# Beyond this many changed providers, loading every provider beats long IN lists.
+_MAX_CHANGED = 500
 
 
 class SnapshotCache:
@@ -29,50 +39,82 @@ class SnapshotCache:
         self._lock = threading.Lock()
         self._cursor = ChangeCursor()
         self._snapshot: Snapshot | None = None
+        # The views of the published snapshot that requests still hold: while
+        # there are none, the next change may update its mappings in place
+        # instead of copying them (copying is O(providers)).
+        self._lent: list[weakref.ref[Snapshot]] = []
         # Per-tree candidates and per-provider summaries of recent requests.
         self.memo = Memo()
 
     def view(self, conn: Connection, classes: set[str], traits: set[str]) -> Snapshot:
-        """The current snapshot, with which of the request's names exist."""
-        view = copy.copy(self._current(conn))  # shallow: shares the read-only indexes
-        view.known_classes = snapshot._known(conn, t.resource_classes, classes)
-        view.known_traits = snapshot._known(conn, t.traits, traits)
+        """The current snapshot, with which of the request's names exist.
+
+        Each request gets a shallow copy of the published snapshot (sharing
+        its mappings), lent out and tracked until the request drops it.
+        """
+        with self._lock:
+            self._refresh(conn)
+            assert self._snapshot is not None
+            view = copy.copy(self._snapshot)
+            if len(self._lent) >= 32:
+                self._lent = [ref for ref in self._lent if ref() is not None]
+            self._lent.append(weakref.ref(view))
+        view.known_classes, view.known_traits = loading.known_names(conn, classes, traits)
         return view
 
-    def _current(self, conn: Connection) -> Snapshot:
-        with self._lock:
-            if self._snapshot is None or self._cursor.stale():
-                self._reload(conn)
-            else:
-                changed = self._cursor.poll(conn)
-                if changed is None:
-                    self._reload(conn)
-                elif changed:
-                    self._apply(conn, {i for i in changed if i is not None})
-            assert self._snapshot is not None
-            return self._snapshot
+    def _refresh(self, conn: Connection) -> None:
+        if self._snapshot is None or self._cursor.stale():
+            self._reload(conn)
+            return
+        changed = self._cursor.poll(conn)
+        if changed is None:
+            self._reload(conn)
+        elif changed:
+            self._apply(conn, changed)
+
+    def _unused(self) -> bool:
+        """Does no request hold a view of the published snapshot any more?"""
+        return all(ref() is None for ref in self._lent)
+
+    def _publish(self, snap: Snapshot) -> None:
+        self._snapshot = snap
+        self._lent = []
 
     def _reload(self, conn: Connection) -> None:
         """Load everything; trees whose providers did not change keep their versions."""
         self._cursor.reset(conn)
-        providers, trait_ids = snapshot.load_providers(conn, None)
+        providers, trait_ids = loading.load_providers(conn, None)
         old = self._snapshot
         if old is None:
-            self._snapshot = Snapshot(providers, set(), set(), trait_ids)
+            self._publish(Snapshot(providers, set(), set(), trait_ids))
         else:
-            self._snapshot = old.with_changes(providers, old.providers.keys() - providers,
-                                              trait_ids)
+            self._publish(old.with_changes(providers, old.providers.keys() - providers,
+                                           trait_ids, in_place=self._unused()))
         _freeze_heap()
 
-    def _apply(self, conn: Connection, ids: set[int]) -> None:
+    def _apply(self, conn: Connection, changed: Changes) -> None:
         """Swap in fresh copies of the changed providers; deleted ones drop out.
 
-        A new Snapshot object is published, so requests still using the old
-        one are unaffected.
+        Providers whose usage alone changed (claims) get their usage reloaded,
+        one grouped sum; the others are reloaded whole. A new Snapshot object
+        is published, so requests still using the old one are unaffected.
         """
-        assert self._snapshot is not None
-        loaded, trait_ids = snapshot.load_providers(conn, ids)
-        self._snapshot = self._snapshot.with_changes(loaded, ids - loaded.keys(), trait_ids)
+        snap = self._snapshot
+        assert snap is not None
+        usage_only = {pid for pid in changed.usage if pid in snap.providers}
+        full = set(changed.full | (changed.usage - usage_only))
+        if len(full) + len(usage_only) > _MAX_CHANGED:
+            # Everything, without restarting the cursor (unlike _reload); providers
+            # that did not change keep their objects and their trees' versions.
+            full, usage_only = set(snap.providers) | full, set()
+        loaded, trait_ids = loading.load_providers(
+            conn, None if len(full) > _MAX_CHANGED else full) if full else ({}, {})
+        updated: dict[int, Provider] = {pid: loaded[pid] for pid in full if pid in loaded}
+        if usage_only:
+            updated.update(loading.with_usage(snap.providers, usage_only,
+                                              loading.load_usage(conn, usage_only)))
+        self._publish(snap.with_changes(updated, full - updated.keys(), trait_ids,
+                                        in_place=self._unused()))
 
 
 def _freeze_heap() -> None:

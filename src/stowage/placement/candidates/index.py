@@ -4,13 +4,18 @@ The search visits anchor roots one at a time, so it needs to know, without
 scanning every provider, which roots could possibly anchor a group (by
 resource class), which providers a root's visit looks at (its tree plus the
 sharing providers that share into it), the tree of each root in id order, and
-each provider's ancestors (for same_subtree). None of that depends on usage,
-so an index stays valid for as long as the snapshot's structure does.
+each provider's ancestors (for same_subtree).
 
-The per-worker snapshot cache hands each request a shallow copy of one
-published `Snapshot`; copies share the `index_box` that `Snapshot.reindex()`
-creates, so the index hangs on the published snapshot and dies with it. A
-reindexed or newly published snapshot has a new box and gets a fresh index.
+None of that depends on usage, so one index serves every snapshot of one
+`Structure` (structure.py): a claim publishes a new snapshot but keeps the
+structure, and the next request finds the index already filled. The
+per-worker snapshot cache hands each request a shallow copy of one published
+`Snapshot`; copies share the structure's `index_box`, so the index hangs on
+the structure and dies with it. A change of structure starts a fresh index.
+
+An index reads structural fields only (parents, roots, aggregates, which
+classes a provider has) through the snapshot that first asked for it: every
+snapshot sharing the structure agrees on those.
 """
 
 from __future__ import annotations
@@ -21,20 +26,18 @@ __all__ = ["TreeIndex", "index_of"]
 
 
 class TreeIndex:
-    """Lookups derived lazily, per key, so a snapshot that changes often stays cheap.
+    """Lookups derived lazily, per key, so a structure that changes often stays cheap.
 
-    A write publishes a new snapshot and so a new index; building every table
-    up front would put a pass over all providers on the next request's path.
+    A change of structure starts a new index; building every table up front
+    would put a pass over all providers on the next request's path.
     """
 
     def __init__(self, snap: Snapshot) -> None:
         self._snap = snap
         self._roots: list[int] | None = None
-        self._trees: dict[int, list[int]] = {}
         self._pools: dict[int, list[int]] = {}
         self._by_class: dict[str, frozenset[int]] = {}
         self._by_classes: dict[tuple[str, ...], frozenset[int]] = {}
-        self._with_class: dict[str, frozenset[int]] = {}
         self._lines: dict[int, frozenset[int]] = {}
         self._sharing: dict[int, frozenset[int]] | None = None
         self._shared_into: dict[int, list[int]] = {}
@@ -47,11 +50,8 @@ class TreeIndex:
         return self._roots
 
     def tree(self, root: int) -> list[int]:
-        """The ids of the tree of `root`, ascending."""
-        found = self._trees.get(root)
-        if found is None:
-            found = self._trees[root] = sorted(self._snap.trees[root])
-        return found
+        """The ids of the tree of `root`, ascending (shared: do not modify)."""
+        return self._snap.trees[root]
 
     def sharing_anchors(self) -> dict[int, frozenset[int]]:
         """Sharing provider -> every root it may anchor (its own included)."""
@@ -88,22 +88,18 @@ class TreeIndex:
 
     def with_class(self, rc: str) -> frozenset[int]:
         """Providers with an inventory of `rc`."""
-        found = self._with_class.get(rc)
-        if found is None:
-            found = frozenset(p.id for p in self._snap.by_class.get(rc, []))
-            self._with_class[rc] = found
-        return found
+        return self._snap.by_class.get(rc, frozenset())
 
     def anchors_by_class(self, rc: str) -> frozenset[int]:
         """Roots whose tree has `rc`, or into which a sharing provider shares it."""
         found = self._by_class.get(rc)
         if found is None:
-            providers = self._snap.by_class.get(rc, [])
-            roots = {p.root_id for p in providers}
+            ids = self._snap.by_class.get(rc, frozenset())
+            providers = self._snap.providers
+            roots = {providers[pid].root_id for pid in ids}
             sharing = self.sharing_anchors()
-            for p in providers:
-                if p.id in sharing:
-                    roots |= sharing[p.id]
+            for pid in ids & sharing.keys():
+                roots |= sharing[pid]
             found = self._by_class[rc] = frozenset(roots)
         return found
 

@@ -53,8 +53,8 @@ class GroupPlan:
     resources: tuple[tuple[str, int], ...]
     required: list[frozenset[str]]
     forbidden: frozenset[str]
-    in_aggs: set[int] | None  # None: no member_of
-    bad_aggs: set[int]
+    in_aggs: frozenset[int] | None  # None: no member_of
+    bad_aggs: frozenset[int]
     tree_root: int | None
 
 
@@ -64,9 +64,11 @@ def check_traits(snap: Snapshot, names: Iterable[str]) -> None:
             raise Invalid(f"No such trait(s): {name}.")
 
 
-def _members(snap: Snapshot, member_of: list[set[str]]) -> set[int]:
+def _members(snap: Snapshot, member_of: list[set[str]]) -> frozenset[int]:
     """Providers in at least one aggregate of every any-of set."""
     ordered = sorted((snap.in_aggregates(aggs) for aggs in member_of), key=len)
+    if len(ordered) == 1:
+        return ordered[0]  # shared with the snapshot, not copied: read only
     return ordered[0].intersection(*ordered[1:])
 
 
@@ -76,7 +78,7 @@ def plan(snap: Snapshot, group: RequestGroup) -> GroupPlan:
         if rc not in snap.known_classes:
             raise Invalid("Invalid resource class in resources parameter: "
                           f"No such resource class {rc}.")
-    in_aggs: set[int] | None = None
+    in_aggs: frozenset[int] | None = None
     if group.member_of:
         in_aggs = _members(snap, group.member_of)
         if not in_aggs:

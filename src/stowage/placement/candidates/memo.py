@@ -55,9 +55,9 @@ class Memo:
     def encoded(self, request_key: str) -> EncodedTable:
         """The encoded-fragment table of one request shape, within a memory budget.
 
-        Each table holds about three copies of its answer (per tree, per
-        block, whole), so tables are dropped, least recently used first,
-        once their sizes add up to more than the budget.
+        Each table holds its answer's bytes per tree, and the whole answer
+        when it is small (assemble.py), so tables are dropped, least recently
+        used first, once their sizes add up to more than the budget.
         """
         with self._lock:
             table = _lru(self._encoded, request_key, lambda: EncodedTable(self._block),

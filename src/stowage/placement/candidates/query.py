@@ -58,6 +58,8 @@ class CandidateRequest:
     # The requesting microversion's minor number: the engine and the views
     # change behaviour with it (nested awareness, summaries).
     minor: int = 10
+    # The request's shape without `limit`, for the memo (search.py fills it once).
+    shape: str = field(default="", repr=False, compare=False)
 
 
 def _schemas() -> dict[int, dict[str, Any]]:
@@ -206,8 +208,29 @@ def _check_forbidden(groups: dict[str, RequestGroup]) -> None:
                              "following traits keys: " + ", ".join(sorted(conflicts)))
 
 
+# (minor, query string) -> what it parsed to, for the query strings seen last.
+_PARSED: dict[tuple[int, str], CandidateRequest] = {}
+_PARSED_MAX = 256
+
+
 def parse_request(req: Request) -> CandidateRequest:
-    """Validate the whole query string; raise HTTPError(400) with upstream's message."""
+    """Validate the whole query string; raise HTTPError(400) with upstream's message.
+
+    A scheduler sends the same few query strings over and over, and parsing
+    (the JSON-schema check above all) depends on nothing else, so a valid one
+    is parsed once. The result is shared: callers must not modify it.
+    """
+    key = (req.version.minor, req.query_string)
+    found = _PARSED.get(key)
+    if found is None:
+        found = _parse(req)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = found
+    return found
+
+
+def _parse(req: Request) -> CandidateRequest:
     minor = req.version.minor
     validate_query(req, schema_for(minor))
     out = _request_wide(req, minor)

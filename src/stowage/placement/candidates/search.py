@@ -112,11 +112,17 @@ def _plans(snap: Snapshot, index: TreeIndex, req: CandidateRequest,
 
 def _ordered_anchors(snap: Snapshot, index: TreeIndex, plans: list[GroupPlan],
                      anchors: set[int] | None) -> list[int]:
-    """Roots where every group may match, ascending: the order candidates come in."""
+    """Roots where every group may match, ascending: the order candidates come in.
+
+    Every set here holds roots of the snapshot, so one as large as the list
+    of roots is all of them and narrows nothing: skipping it spares the
+    common case (every tree has every class) two passes over every root.
+    """
     common: AbstractSet[int] | None = anchors
+    everything = len(index.roots)
     for gp in plans:
         roots = possible_anchors(snap, index, gp)
-        if roots is not None:
+        if roots is not None and len(roots) < everything:
             common = roots if common is None else common & roots
     if common is None:
         return index.roots
@@ -346,7 +352,9 @@ def _cap(req: CandidateRequest, max_candidates: int, nested_aware: bool,
 
 def _memo_key(req: CandidateRequest) -> str:
     """The request shape: `limit` only decides where the answer is cut."""
-    return repr(dataclasses.replace(req, limit=None))
+    if not req.shape:
+        req.shape = repr(dataclasses.replace(req, limit=None))
+    return req.shape
 
 
 def _collect(snap: Snapshot, req: CandidateRequest, max_candidates: int,

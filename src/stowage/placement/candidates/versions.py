@@ -63,8 +63,11 @@ class Lineage:
         with self._lock:
             if not self._log or self._log[0][0] > low + 1:
                 return None
+            # Publishes are numbered consecutively: skip straight to the first one after `low`.
+            first = low + 1 - self._log[0][0]
             out: set[int] = set()
-            for seq, roots in self._log:
-                if low < seq <= high:
-                    out |= roots
+            for seq, roots in itertools.islice(self._log, first, None):
+                if seq > high:
+                    break
+                out |= roots
             return out
