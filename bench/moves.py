@@ -1,8 +1,8 @@
 """Benchmark the move operations: boot N servers on M simulated hosts, then
-resize+confirm and migrate+revert every one of them.
+resize+confirm and migrate+revert every one of them, then resize+confirm pairs.
 
-    python bench/moves.py [--servers 50] [--hosts 10] [--clients 4]
-        [--backend sqlite|postgresql] [--json FILE]
+    python bench/moves.py [--servers 50] [--hosts 10] [--clients 4] [--rounds 2]
+        [--backend sqlite|postgresql] [--json FILE] [--no-counts]
 
 A real `stowage serve --sim-hosts M` process on a loopback port and a fresh
 database; `--clients` threads each issue an operation and poll
@@ -10,14 +10,24 @@ database; `--clients` threads each issue an operation and poll
 VERIFY_RESIZE). With one client the latency is the operation's own; with
 several, operations queue on the one process (and on SQLite's one writer).
 Prints, per operation, the median and 90th percentile latency (request to
-settled state) and the throughput (operations per second of wall time), then
-audits that no allocation leaked. Asserts nothing.
+settled state), the throughput (operations per second of wall time), and the
+CPU the server process spent per operation (its status polls included),
+which other load on the machine disturbs less than the throughput.
+
+The `resize+confirm` phase is what a user pays for a resize: each client
+resizes a server, waits for VERIFY_RESIZE, confirms, waits for ACTIVE; it
+runs `--rounds` times over every server (between two flavors of the same
+disk) and reports pairs per second. Then it audits that no allocation
+leaked, and (unless `--no-counts`) counts the SQL statements and
+transactions of one resize+confirm per phase in this process
+(`move_counts.py`). Asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -30,6 +40,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import move_counts  # noqa: E402
 import servers  # noqa: E402
 
 SETTLED = {"ACTIVE", "VERIFY_RESIZE", "ERROR", "SHUTOFF"}
@@ -45,7 +56,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--servers", type=int, default=50)
     p.add_argument("--hosts", type=int, default=10)
     p.add_argument("--clients", type=int, default=4, help="concurrent API clients")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="resize+confirm pairs per server in the pair phase")
     p.add_argument("--backend", default="sqlite", help="sqlite|postgresql")
+    p.add_argument("--no-counts", action="store_true",
+                   help="skip counting SQL statements in this process")
     p.add_argument("--json", help="write raw numbers to this file")
     return p.parse_args(argv)
 
@@ -96,8 +111,10 @@ def _phase(url: str, clients: int, jobs: list[tuple[str, str, Any, str, str, int
     return latencies, time.perf_counter() - start, created
 
 
-def _setup(client: httpx.Client, image_url: str) -> tuple[str, str, str]:
-    for name, vcpus, ram, disk in (("small", 1, 512, 5), ("large", 2, 1024, 10)):
+def setup(client: httpx.Client, image_url: str) -> tuple[str, str, str]:
+    # "large2" differs from "large" by its memory only, so pairs can go back and forth.
+    for name, vcpus, ram, disk in (("small", 1, 512, 5), ("large", 2, 1024, 10),
+                                   ("large2", 2, 1536, 10)):
         client.post("/flavors", json={"flavor": {"name": name, "vcpus": vcpus, "ram": ram,
                                                  "disk": disk, "id": name}})
     with httpx.Client(base_url=image_url, headers={"x-auth-token": "admin"}) as img:
@@ -108,13 +125,44 @@ def _setup(client: httpx.Client, image_url: str) -> tuple[str, str, str]:
     return "small", "large", image_id
 
 
-def _report(name: str, latencies: list[float], wall: float) -> dict[str, float]:
+def _pairs(url: str, clients: int, ids: list[str], flavors: list[str]
+           ) -> tuple[list[float], float]:
+    """Each server: resize to the next flavor, wait, confirm, wait; latency per pair."""
+    def run(job: tuple[str, str]) -> float:
+        server_id, flavor = job
+        path = f"/servers/{server_id}/action"
+        with httpx.Client(base_url=url, headers=HEADERS, timeout=120) as client:
+            start = time.perf_counter()
+            _timed(client, "POST", path, {"resize": {"flavorRef": flavor}}, server_id,
+                   "VERIFY_RESIZE", 202)
+            _timed(client, "POST", path, {"confirmResize": None}, server_id, "ACTIVE", 204)
+            return time.perf_counter() - start
+
+    jobs = [(i, flavor) for flavor in flavors for i in ids]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        latencies = list(pool.map(run, jobs))
+    return latencies, time.perf_counter() - start
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU the server process used so far (Linux; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _report(name: str, latencies: list[float], wall: float,
+            unit: str = "ops/s", cpu: float = 0.0) -> dict[str, float]:
     ordered = sorted(latencies)
     row = {"median_ms": statistics.median(ordered) * 1000,
            "p90_ms": ordered[int(len(ordered) * 0.9) - 1 if len(ordered) > 1 else 0] * 1000,
-           "ops_per_s": len(ordered) / wall}
+           "ops_per_s": len(ordered) / wall, "server_cpu_ms": cpu * 1000 / len(ordered)}
     print(f"{name:<16} n={len(ordered):<5} median {row['median_ms']:8.1f} ms   "
-          f"p90 {row['p90_ms']:8.1f} ms   {row['ops_per_s']:7.1f} ops/s", flush=True)
+          f"p90 {row['p90_ms']:8.1f} ms   {row['ops_per_s']:7.1f} {unit}   "
+          f"server CPU {row['server_cpu_ms']:6.1f} ms each", flush=True)
     return row
 
 
@@ -129,6 +177,37 @@ def _usage_total(url: str) -> dict[str, int]:
     return total
 
 
+def _operations(url: str, args: argparse.Namespace, pid: int, large: str, boot: Any,
+                results: dict[str, Any]) -> list[str]:
+    """Boot, then resize, confirm, migrate and revert every server; returns their ids."""
+    cpu = _cpu_seconds(pid)
+    lat, wall, ids = _phase(url, args.clients, [("POST", "/servers", boot, "", "ACTIVE", 202)]
+                            * args.servers)
+    results["boot"] = _report("boot", lat, wall, cpu=_cpu_seconds(pid) - cpu)
+    plan = [("resize", {"resize": {"flavorRef": large}}, "VERIFY_RESIZE", 202),
+            ("confirm", {"confirmResize": None}, "ACTIVE", 204),
+            ("migrate", {"migrate": None}, "VERIFY_RESIZE", 202),
+            ("revert", {"revertResize": None}, "ACTIVE", 202)]
+    for name, body, want, expect in plan:
+        jobs = [("POST", f"/servers/{i}/action", body, i, want, expect) for i in ids]
+        cpu = _cpu_seconds(pid)
+        lat, wall, _ = _phase(url, args.clients, jobs)
+        results[name] = _report(name, lat, wall, cpu=_cpu_seconds(pid) - cpu)
+    return ids
+
+
+def _audit(placement_url: str, servers_count: int, last_flavor: str,
+           results: dict[str, Any]) -> None:
+    """Every server holds its flavor once, and nothing else holds anything."""
+    results["usage_total"] = _usage_total(placement_url)
+    ram = {"large": 1024, "large2": 1536}[last_flavor]
+    expected = {"DISK_GB": 10 * servers_count, "MEMORY_MB": ram * servers_count,
+                "VCPU": 2 * servers_count}
+    leaked = results["usage_total"] != expected
+    print(f"placement usage after all moves: {results['usage_total']} "
+          f"(expected {expected}){' LEAKED' if leaked else ''}", flush=True)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"servers": args.servers, "hosts": args.hosts,
                                "clients": args.clients, "backend": args.backend}
@@ -137,25 +216,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             servers.serve_all(db_url, Path(tmp), sim_hosts=args.hosts) as server:
         url = f"{server.url}/compute/v2.1"
         with httpx.Client(base_url=url, headers=HEADERS, timeout=60) as client:
-            small, large, image_id = _setup(client, f"{server.url}/image")
+            small, large, image_id = setup(client, f"{server.url}/image")
         boot = {"server": {"name": "vm", "flavorRef": small, "imageRef": image_id,
                            "networks": "none"}}
         print(f"moves: {args.servers} servers on {args.hosts} simulated hosts, "
               f"{args.clients} clients, {args.backend}", flush=True)
-        lat, wall, ids = _phase(url, args.clients, [("POST", "/servers", boot, "", "ACTIVE", 202)]
-                                * args.servers)
-        results["boot"] = _report("boot", lat, wall)
-        plan = [("resize", {"resize": {"flavorRef": large}}, "VERIFY_RESIZE", 202),
-                ("confirm", {"confirmResize": None}, "ACTIVE", 204),
-                ("migrate", {"migrate": None}, "VERIFY_RESIZE", 202),
-                ("revert", {"revertResize": None}, "ACTIVE", 202)]
-        for name, body, want, expect in plan:
-            jobs = [("POST", f"/servers/{i}/action", body, i, want, expect) for i in ids]
-            lat, wall, _ = _phase(url, args.clients, jobs)
-            results[name] = _report(name, lat, wall)
-        results["usage_total"] = _usage_total(f"{server.url}/placement")
-        print(f"placement usage after all moves: {results['usage_total']} "
-              f"(expected {args.servers} x large = VCPU {2 * args.servers})", flush=True)
+        pid = server.process.pid
+        ids = _operations(url, args, pid, large, boot, results)
+        flavors = [("large2", "large")[r % 2] for r in range(args.rounds)]
+        cpu = _cpu_seconds(pid)
+        lat, wall = _pairs(url, args.clients, ids, flavors)
+        results["resize+confirm"] = _report("resize+confirm", lat, wall, unit="pairs/s",
+                                            cpu=_cpu_seconds(pid) - cpu)
+        _audit(f"{server.url}/placement", args.servers, flavors[-1] if flavors else large,
+               results)
+        if not args.no_counts:
+            with servers.database(args.backend, Path(tmp), "counts") as count_url:
+                results["sql"] = move_counts.report(
+                    move_counts.count_resize_confirm(count_url, setup))
     return results
 
 

@@ -83,7 +83,7 @@ def test_a_move_cut_off_by_a_restart_gives_the_source_back(cloud: Cloud,
                            "admin", "admin", "INSTANCE")})
     journal = Journal(cloud.live.db, "resize", server_id)
     journal.record("create_migration", "done", json.dumps({"migration_uuid": migration.uuid}))
-    for step in ("source_allocation_to_migration", "claim_destination", "prep_resize"):
+    for step in ("claim_destination", "prep_resize"):
         journal.record(step, "done")
     journal.record("resize_instance", "executing")
 

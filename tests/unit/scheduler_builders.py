@@ -131,3 +131,25 @@ class FakePlacement:
     def delete_allocations(self, consumer: str) -> bool:
         self.calls.append(("DELETE", consumer))
         return self.held.pop(consumer, None) is not None
+
+    def write_many(self, holdings: Mapping[str, Holding]) -> None:
+        """All or nothing, like POST /allocations: every generation checked first."""
+        self.calls.append(("POST", ",".join(holdings)))
+        for consumer, h in holdings.items():
+            current = self.held.get(consumer)
+            if (current.generation if current else None) != h.generation:
+                raise PlacementConflict(409, "placement.concurrent_update", "consumer generation")
+        lost = self.lose_on & {rp for h in holdings.values() for rp in h.allocations}
+        if lost:
+            self.lose_on -= lost
+            raise PlacementConflict(409, "placement.concurrent_update",
+                                    "resource provider generation conflict")
+        for consumer, h in holdings.items():
+            if not h.allocations:
+                self.held.pop(consumer, None)
+                continue
+            current = self.held.get(consumer)
+            generation = 0 if current is None or current.generation is None \
+                else current.generation + 1
+            self.held[consumer] = Holding({rp: dict(r) for rp, r in h.allocations.items()},
+                                          generation, h.project_id, h.user_id, h.consumer_type)

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
+from stowage.compute import tables as t
 from stowage.compute.conductor.tasks import (
     Journal,
     Step,
@@ -21,10 +25,41 @@ from stowage.compute.conductor.tasks import (
 from stowage.db import Database, schema
 
 
+def count_writes(db: Database) -> list[int]:
+    """Counts the write transactions `db` begins from now on (in a one-item list)."""
+    count = [0]
+    real = db.write
+
+    @contextmanager
+    def write() -> Iterator[Connection]:
+        count[0] += 1
+        with real() as conn:
+            yield conn
+
+    db.write = write  # type: ignore[method-assign]
+    return count
+
+
+def states_of(db: Database) -> dict[str, str]:
+    with db.read() as conn:
+        rows = conn.execute(sa.select(t.operation_steps.c.step, t.operation_steps.c.state))
+        return {row.step: row.state for row in rows}
+
+
 class Recorder(Step):
     def __init__(self, name: str, log: list[str], fail: bool = False,
-                 fail_undo: bool = False) -> None:
+                 fail_undo: bool = False, acts: bool = True, fail_before: bool = False,
+                 fail_after: bool = False) -> None:
         self.name, self.log, self.fail, self.fail_undo = name, log, fail, fail_undo
+        self.acts, self.fail_before, self.fail_after = acts, fail_before, fail_after
+
+    def before(self, conn: Connection) -> None:
+        if self.fail_before:
+            raise RuntimeError(f"{self.name} cannot start")
+
+    def after(self, conn: Connection) -> None:
+        if self.fail_after:
+            raise RuntimeError(f"{self.name} cannot record")
 
     def execute(self) -> None:
         if self.fail:
@@ -109,3 +144,41 @@ def test_the_crash_hook_matches_one_point() -> None:
     assert hook is not None
     hook("resize", "prep_resize", "executing")  # another point: the process goes on
     hook("migrate", "prep_resize", "done")
+
+
+def test_journal_rows_share_one_transaction_per_action() -> None:
+    """a (no action) | b acts | c acts | end: three transactions, not one per row."""
+    database = Database("sqlite://")
+    schema.upgrade(database)
+    log: list[str] = []
+    journal = Journal(database, "op", None, existing=())
+    writes = count_writes(database)
+    steps = [Recorder("a", log, acts=False), Recorder("b", log), Recorder("c", log)]
+    run_steps(steps, journal, last=lambda batch: batch.end())
+    assert writes[0] == 3
+    assert journal.closed
+    journal.close()  # already ended with the last transaction: nothing more
+    assert writes[0] == 3
+    assert states_of(database) == {"a": "done", "b": "done", "c": "done", "end": "done"}
+    database.dispose()
+
+
+def test_a_step_that_cannot_record_what_it_did_undoes_itself(db: Database) -> None:
+    log: list[str] = []
+    steps = [Recorder("a", log), Recorder("b", log, fail_after=True), Recorder("c", log)]
+    with pytest.raises(StepFailed) as info:
+        run_steps(steps, Journal(db, "op", None, existing=()))
+    assert info.value.step.name == "b"
+    assert log == ["do a", "do b", "undo b", "undo a"]
+    assert states_of(db) == {"a": "rolled_back", "b": "failed"}
+
+
+def test_a_step_that_cannot_start_leaves_the_one_before_it_done_then_undone(
+        db: Database) -> None:
+    log: list[str] = []
+    steps = [Recorder("a", log), Recorder("b", log, fail_before=True)]
+    with pytest.raises(StepFailed) as info:
+        run_steps(steps, Journal(db, "op", None, existing=()))
+    assert (info.value.step.name, str(info.value.cause)) == ("b", "b cannot start")
+    assert log == ["do a", "undo a"]
+    assert states_of(db) == {"a": "rolled_back", "b": "failed"}

@@ -12,8 +12,13 @@ from typing import Any
 import pytest
 
 from stowage.compute.scheduler import NoValidHost
-from stowage.compute.scheduler.manager import Rejection, Scheduler, merge_move_allocations
-from stowage.compute.scheduler.request import GroupState
+from stowage.compute.scheduler.manager import (
+    MoveConflict,
+    Rejection,
+    Scheduler,
+    merge_move_allocations,
+)
+from stowage.compute.scheduler.request import GroupState, MoveSource
 from stowage.config import ComputeSettings
 from tests.unit.scheduler_builders import INSTANCE, FakePlacement, Host, host_states, request
 
@@ -46,8 +51,8 @@ def test_first_choice_is_claimed_and_alternates_are_not() -> None:
     assert held.allocations == {Host("b").uuid: AMOUNTS}
     assert (held.project_id, held.user_id, held.consumer_type) == ("p1", "u1", "INSTANCE")
     assert list(fake.held) == [INSTANCE]
-    # The consumer generation was read before the write.
-    assert fake.calls == [("GET", INSTANCE), ("PUT", INSTANCE)]
+    # A new consumer's claim: no read of its generation first.
+    assert fake.calls == [("PUT", INSTANCE)]
 
 
 def test_a_lost_claim_falls_back_to_the_next_host() -> None:
@@ -122,6 +127,51 @@ def test_evacuation_keeps_the_source_allocation() -> None:
     req = request()
     scheduler(fake).place(req, host_states([Host("a")], req))
     assert fake.held[INSTANCE].allocations == {"source-rp": AMOUNTS, Host("a").uuid: AMOUNTS}
+    # The claim as a new consumer's was refused, so the generation was read.
+    assert fake.calls[-3:] == [("PUT", INSTANCE), ("GET", INSTANCE), ("PUT", INSTANCE)]
+
+
+MIGRATION = "44444444-4444-4444-4444-444444444444"
+
+
+def moving_request(fake: FakePlacement) -> Any:
+    """The instance holds AMOUNTS on "source-rp"; its migration is to take them over."""
+    fake.claim(INSTANCE, {"source-rp": AMOUNTS}, "p1", "u1", None)
+    req = request()
+    req.move_source = MoveSource(MIGRATION, {"source-rp": dict(AMOUNTS)},
+                                 fake.held[INSTANCE].generation)
+    return req
+
+
+def test_a_move_hands_its_source_over_in_the_claim_write() -> None:
+    fake = FakePlacement()
+    req = moving_request(fake)
+    [selections] = scheduler(fake).place(req, host_states([Host("a"), Host("b")], req))
+    assert hosts_of(selections) == ["a", "b"]
+    assert fake.held[MIGRATION].allocations == {"source-rp": AMOUNTS}
+    assert fake.held[MIGRATION].consumer_type == "MIGRATION"
+    assert fake.held[INSTANCE].allocations == {Host("a").uuid: AMOUNTS}
+    assert fake.calls[-1] == ("POST", f"{MIGRATION},{INSTANCE}")
+
+
+def test_a_move_losing_a_host_tries_the_next_and_keeps_the_source_whole() -> None:
+    fake = FakePlacement()
+    req = moving_request(fake)
+    fake.lose_on = {Host("a").uuid}
+    [selections] = scheduler(fake).place(req, host_states([Host("a"), Host("b")], req))
+    assert hosts_of(selections) == ["b"]
+    assert fake.held[MIGRATION].allocations == {"source-rp": AMOUNTS}
+    assert fake.held[INSTANCE].allocations == {Host("b").uuid: AMOUNTS}
+
+
+def test_a_move_whose_instance_changed_meanwhile_stops() -> None:
+    fake = FakePlacement()
+    req = moving_request(fake)
+    fake.claim(INSTANCE, {"source-rp": AMOUNTS}, "p1", "u1", 0)  # someone wrote it again
+    with pytest.raises(MoveConflict):
+        scheduler(fake).place(req, host_states([Host("a"), Host("b")], req))
+    assert fake.held[INSTANCE].allocations == {"source-rp": AMOUNTS}
+    assert MIGRATION not in fake.held
 
 
 def test_merge_move_allocations() -> None:

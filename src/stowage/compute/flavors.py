@@ -20,7 +20,9 @@ from sqlalchemy.engine import Connection
 
 from stowage.compute import extra_specs as specs_rules
 from stowage.compute import tables as t
+from stowage.compute.records import Columns
 from stowage.context import RequestContext
+from stowage.db.statements import Sql
 from stowage.errors import Conflict, Invalid, NotFound
 from stowage.timeutil import utcnow as _now
 
@@ -126,9 +128,44 @@ def _find(conn: Connection, flavorid: str, ctx: RequestContext | None) -> Flavor
     return _row_to_flavor(row)
 
 
+# `get` runs on every resize and server create: hand-written, per dialect (`key` is
+# reserved on MySQL).
+_RECORD = Columns(_F, ("id", "flavorid", "name", "memory_mb", "vcpus", "root_gb",
+                       "ephemeral_gb", "swap", "rxtx_factor", "is_public", "disabled",
+                       "description", "created_at", "updated_at"))
+_GET: dict[tuple[str, bool], tuple[Sql, Sql]] = {}
+
+
+def _get_sql(dialect: Any, visible_only: bool) -> tuple[Sql, Sql]:
+    found = _GET.get((dialect.name, visible_only))
+    if found is None:
+        quote = dialect.identifier_preparer.quote
+        # SELECT ... FROM flavors WHERE flavorid = :flavorid AND deleted = 0
+        #   [AND (is_public = :public OR EXISTS (SELECT 1 FROM flavor_projects p
+        #         WHERE p.flavor_id = flavors.id AND p.project_id = :project))]
+        visible = (" AND (is_public = :public OR EXISTS (SELECT 1 FROM flavor_projects p "
+                   "WHERE p.flavor_id = flavors.id AND p.project_id = :project))")
+        found = _GET[(dialect.name, visible_only)] = (
+            Sql(f"SELECT {_RECORD.select_list} FROM flavors WHERE flavorid = :flavorid "
+                f"AND deleted = 0{visible if visible_only else ''}"),
+            Sql(f"SELECT {quote('key')}, value FROM flavor_extra_specs "
+                "WHERE flavor_id = :flavor_id"))
+    return found
+
+
 def get(conn: Connection, flavorid: str, ctx: RequestContext | None = None) -> Flavor:
-    flavor = _find(conn, flavorid, ctx)
-    _load_specs(conn, [flavor])
+    """The live flavor with its extra specs, as `ctx` may see it (None: as the system)."""
+    visible_only = ctx is not None and not ctx.is_admin
+    flavor_sql, specs_sql = _get_sql(conn.dialect, visible_only)
+    row = flavor_sql.first(conn, flavorid=flavorid,
+                           public=_RECORD.dump(conn, {"is_public": True})["is_public"],
+                           project=(ctx.project_id or "") if ctx is not None else "")
+    if row is None:
+        raise NotFound(f"Flavor {flavorid} could not be found.")
+    values = _RECORD.load(conn, row)
+    flavor = Flavor(**{**values, "is_public": bool(values["is_public"]),
+                       "disabled": bool(values["disabled"])})
+    flavor.extra_specs = {str(k): str(v) for k, v in specs_sql.rows(conn, flavor_id=flavor.id)}
     return flavor
 
 

@@ -18,12 +18,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.compute import tables as t
+from stowage.compute.records import Columns
+from stowage.db.statements import Sql
 from stowage.errors import Conflict, NotFound
 from stowage.timeutil import utcnow
 
-__all__ = ["Instance", "UnexpectedTaskState", "create", "get", "update", "soft_delete",
-           "list_instances", "add_fault", "latest_faults", "save_request_spec",
-           "request_spec", "ANY"]
+__all__ = ["Instance", "UnexpectedTaskState", "create", "get", "update", "save",
+           "task_state", "soft_delete", "list_instances", "add_fault", "latest_faults",
+           "save_request_spec", "request_spec", "ANY", "RECORD", "from_raw"]
 
 _I = t.instances
 ANY = object()  # expected_task_state that accepts whatever is there
@@ -70,12 +72,28 @@ class Instance:
 
 
 _COLUMNS = tuple(f.name for f in fields(Instance) if f.name not in ("deleted",))
+# Reads and writes of one instance run on every step of every operation and on
+# every GET /servers/{id}: hand-written SQL, typed as Core would type it.
+_RECORD = RECORD = Columns(_I, (*_COLUMNS, "deleted"))
+_SELECT = f"SELECT {_RECORD.select_list} FROM instances WHERE uuid = :uuid"
+_GET = {(deleted, project): Sql(_SELECT + ("" if deleted else " AND deleted = 0")
+                                + (" AND project_id = :project_id" if project else ""))
+        for deleted in (False, True) for project in (False, True)}
+_TASK_STATE = Sql("SELECT task_state FROM instances WHERE uuid = :uuid AND deleted = 0")
+_SAVES: dict[tuple[Any, ...], Sql] = {}
 
 
 def _from_row(row: Any) -> Instance:
     mapping = row._mapping
     values = {name: mapping[name] for name in _COLUMNS}
     return Instance(deleted=bool(mapping["deleted"]), **values)
+
+
+def from_raw(conn: Connection, row: Sequence[Any]) -> Instance:
+    """An instance from a raw row that starts with `RECORD`'s columns."""
+    values = _RECORD.load(conn, row[:len(_RECORD.names)])
+    values["deleted"] = bool(values["deleted"])
+    return Instance(**values)
 
 
 def create(conn: Connection, inst: Instance) -> Instance:
@@ -90,15 +108,19 @@ def create(conn: Connection, inst: Instance) -> Instance:
 def get(conn: Connection, uuid: str, read_deleted: bool = False,
         project_id: str | None = None) -> Instance:
     """The instance; NotFound when missing, deleted (unless asked) or in another project."""
-    query = sa.select(_I).where(_I.c.uuid == uuid)
-    if not read_deleted:
-        query = query.where(_I.c.deleted == 0)
-    if project_id is not None:
-        query = query.where(_I.c.project_id == project_id)
-    row = conn.execute(query).first()
+    row = _GET[read_deleted, project_id is not None].first(conn, uuid=uuid,
+                                                           project_id=project_id)
     if row is None:
         raise NotFound(f"Instance {uuid} could not be found.")
-    return _from_row(row)
+    return from_raw(conn, row)
+
+
+def task_state(conn: Connection, uuid: str) -> str | None:
+    """The live instance's task_state; NotFound when it is missing or deleted."""
+    row = _TASK_STATE.first(conn, uuid=uuid)
+    if row is None:
+        raise NotFound(f"Instance {uuid} could not be found.")
+    return None if row[0] is None else str(row[0])
 
 
 def update(conn: Connection, uuid: str, expected_task_state: Any = ANY,
@@ -107,28 +129,44 @@ def update(conn: Connection, uuid: str, expected_task_state: Any = ANY,
 
     `expected_task_state` may be a value or a tuple of accepted values (None included).
     """
-    query = _I.update().where(_I.c.uuid == uuid, _I.c.deleted == 0)
-    query = _expect(query, _I.c.task_state, expected_task_state)
-    query = _expect(query, _I.c.vm_state, expected_vm_state)
-    result = conn.execute(query.values(updated_at=utcnow(), **values))
-    if result.rowcount != 1:
+    save(conn, uuid, expected_task_state, expected_vm_state, **values)
+    return get(conn, uuid)
+
+
+def save(conn: Connection, uuid: str, expected_task_state: Any = ANY,
+         expected_vm_state: Any = ANY, **values: Any) -> None:
+    """`update` without reading the record back (Nova's `instance.save()`)."""
+    expect_task, task_params = _expected("task_state", expected_task_state)
+    expect_vm, vm_params = _expected("vm_state", expected_vm_state)
+    names = tuple(sorted(values))
+    key = (names, expect_task, expect_vm)
+    statement = _SAVES.get(key)
+    if statement is None:
+        # UPDATE instances SET <names>, updated_at = :updated_at
+        #  WHERE uuid = :uuid AND deleted = 0 [AND (task_state IN :task_state_in
+        #  OR task_state IS NULL)] [AND (vm_state ...)]
+        sets = ", ".join(f"{name} = :{name}" for name in (*names, "updated_at"))
+        statement = _SAVES[key] = Sql(f"UPDATE instances SET {sets} WHERE uuid = :uuid "
+                                      f"AND deleted = 0{expect_task}{expect_vm}")
+    params = _RECORD.dump(conn, {**values, "updated_at": utcnow()})
+    if statement.run(conn, uuid=uuid, **params, **task_params, **vm_params) != 1:
         current = get(conn, uuid)
         raise UnexpectedTaskState(
             f"Instance {uuid} is in vm_state {current.vm_state}, task_state "
             f"{current.task_state}; expected {_shown(expected_vm_state)}/"
             f"{_shown(expected_task_state)}.")
-    return get(conn, uuid)
 
 
-def _expect(query: Any, column: Any, expected: Any) -> Any:
+def _expected(column: str, expected: Any) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause accepting `expected` values of `column`, and its parameters."""
     if expected is ANY:
-        return query
+        return "", {}
     accepted = expected if isinstance(expected, tuple) else (expected,)
     values = [v for v in accepted if v is not None]
-    clause = column.in_(values) if values else sa.false()
+    clauses = [f"{column} IN :{column}_in"] if values else []
     if None in accepted:
-        clause = sa.or_(clause, column.is_(None))
-    return query.where(clause)
+        clauses.append(f"{column} IS NULL")
+    return f" AND ({' OR '.join(clauses) or '1 = 0'})", {f"{column}_in": values} if values else {}
 
 
 def _shown(expected: Any) -> str:

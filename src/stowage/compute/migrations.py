@@ -17,10 +17,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.compute import tables as t
+from stowage.compute.records import Columns
+from stowage.db.statements import Sql
 from stowage.errors import NotFound
 from stowage.timeutil import utcnow
 
-__all__ = ["Migration", "FINAL_STATUSES", "create", "get", "update", "in_progress",
+__all__ = ["Migration", "FINAL_STATUSES", "create", "get", "update", "save", "in_progress",
            "for_instance", "list_migrations"]
 
 _M = t.migrations
@@ -55,6 +57,18 @@ class Migration:
 
 
 _COLUMNS = tuple(f.name for f in fields(Migration))
+# A move writes its migration at every step: hand-written SQL, typed as Core would type it.
+_RECORD = Columns(_M, _COLUMNS)
+_GET = Sql(f"SELECT {_RECORD.select_list} FROM migrations WHERE uuid = :uuid")
+_INSERT_NAMES = (*(name for name in _COLUMNS if name != "id"), "deleted")
+_INSERT = Sql(f"INSERT INTO migrations ({', '.join(_INSERT_NAMES)}) "
+              f"VALUES ({', '.join(':' + name for name in _INSERT_NAMES)}) RETURNING id")
+_SAVES: dict[tuple[str, ...], Sql] = {}
+_NEWEST_FIRST = " ORDER BY created_at DESC, id DESC"
+_FOR_INSTANCE = Sql(f"SELECT {_RECORD.select_list} FROM migrations "
+                    f"WHERE instance_uuid = :uuid{_NEWEST_FIRST}")
+_FOR_INSTANCE_IN = Sql(f"SELECT {_RECORD.select_list} FROM migrations "
+                       f"WHERE instance_uuid = :uuid AND status IN :statuses{_NEWEST_FIRST}")
 
 
 def _from_row(row: Any) -> Migration:
@@ -63,33 +77,49 @@ def _from_row(row: Any) -> Migration:
 
 def create(conn: Connection, mig: Migration) -> Migration:
     now = utcnow()
-    values = {name: getattr(mig, name) for name in _COLUMNS if name != "id"}
+    values = {name: getattr(mig, name) for name in _INSERT_NAMES if name != "deleted"}
     values.update(created_at=now, updated_at=None, deleted=0)
-    mig.id = int(conn.execute(_M.insert().values(**values)).inserted_primary_key[0])  # type: ignore[index]
+    if conn.dialect.insert_returning:
+        mig.id = int(_INSERT.scalar(conn, **_RECORD.dump(conn, values)))
+    else:  # MySQL: no RETURNING
+        key = conn.execute(_M.insert().values(**values)).inserted_primary_key
+        assert key is not None
+        mig.id = int(key[0])
     mig.created_at = now
     return mig
 
 
 def get(conn: Connection, uuid: str) -> Migration:
-    row = conn.execute(sa.select(_M).where(_M.c.uuid == uuid)).first()
+    row = _GET.first(conn, uuid=uuid)
     if row is None:
         raise NotFound(f"Migration {uuid} could not be found.")
-    return _from_row(row)
+    return Migration(**_RECORD.load(conn, row))
 
 
 def update(conn: Connection, uuid: str, **values: Any) -> Migration:
-    conn.execute(_M.update().where(_M.c.uuid == uuid).values(updated_at=utcnow(), **values))
+    save(conn, uuid, **values)
     return get(conn, uuid)
+
+
+def save(conn: Connection, uuid: str, **values: Any) -> bool:
+    """Change columns without reading the record back; False when there is no such record."""
+    names = tuple(sorted(values))
+    statement = _SAVES.get(names)
+    if statement is None:
+        sets = ", ".join(f"{name} = :{name}" for name in (*names, "updated_at"))
+        statement = _SAVES[names] = Sql(f"UPDATE migrations SET {sets} WHERE uuid = :uuid")
+    params = _RECORD.dump(conn, {**values, "updated_at": utcnow()})
+    return statement.run(conn, uuid=uuid, **params) > 0
 
 
 def for_instance(conn: Connection, instance_uuid: str,
                  statuses: Sequence[str] | None = None) -> list[Migration]:
     """The instance's migrations, newest first, optionally only in `statuses`."""
-    query = (sa.select(_M).where(_M.c.instance_uuid == instance_uuid)
-             .order_by(_M.c.created_at.desc(), _M.c.id.desc()))
-    if statuses is not None:
-        query = query.where(_M.c.status.in_(list(statuses)))
-    return [_from_row(row) for row in conn.execute(query)]
+    if statuses is None:
+        rows = _FOR_INSTANCE.rows(conn, uuid=instance_uuid)
+    else:
+        rows = _FOR_INSTANCE_IN.rows(conn, uuid=instance_uuid, statuses=list(statuses))
+    return [Migration(**_RECORD.load(conn, row)) for row in rows]
 
 
 def in_progress(conn: Connection, host: str | None = None) -> list[Migration]:

@@ -33,11 +33,13 @@ from sqlalchemy.engine import Connection
 
 from stowage.compute import tables as t
 from stowage.compute.migrations import FINAL_STATUSES
+from stowage.db.statements import Sql
 from stowage.errors import NotFound
 from stowage.timeutil import utcnow
 
 __all__ = ["ServerGroup", "POLICIES", "HARD_POLICIES", "create", "get", "list_groups",
            "delete", "add_member", "remove_member", "members", "group_of_instance",
+           "group_uuids_of",
            "member_hosts", "max_server_per_host", "PolicyViolated", "check_host",
            "ANTI_AFFINITY_VIOLATED", "AFFINITY_VIOLATED"]
 
@@ -180,6 +182,16 @@ def group_of_instance(conn: Connection, instance_uuid: str) -> ServerGroup | Non
     if row is None:
         return None
     return _from_row(row, _live_members(conn, [row.id])[row.id])
+
+
+# Every server view (2.71) asks this: hand-written.
+_GROUP_UUIDS = Sql("SELECT g.uuid FROM server_group_members m JOIN server_groups g "
+                   "ON g.id = m.group_id WHERE m.instance_uuid = :uuid ORDER BY g.id")
+
+
+def group_uuids_of(conn: Connection, instance_uuid: str) -> list[str]:
+    """The uuids of the groups the instance is a member of (one at most, by Nova's rule)."""
+    return [str(row[0]) for row in _GROUP_UUIDS.rows(conn, uuid=instance_uuid)]
 
 
 def member_hosts(conn: Connection, group_uuid: str) -> dict[str, str]:

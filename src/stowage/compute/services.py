@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime
 import uuid as uuidlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -21,14 +21,18 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.compute import tables as t
+from stowage.compute.records import Columns
 from stowage.config import ComputeSettings
 from stowage.db import Database
+from stowage.db.statements import Sql
 from stowage.errors import NotFound
 from stowage.timeutil import utcnow
 
 __all__ = ["Service", "ComputeNode", "COMPUTE", "CONDUCTOR", "SCHEDULER", "INTERNAL_ZONE",
            "ensure_service", "heartbeat", "is_up", "list_services", "get_service",
-           "service_by_host", "update_service", "delete_service", "compute_nodes_of_host",
+           "service_by_host", "compute_service", "service_from_raw", "SERVICE",
+           "update_service", "delete_service",
+           "compute_nodes_of_host",
            "register_controller_services", "ensure_compute_node", "compute_node_of_host",
            "update_compute_node", "list_compute_nodes", "get_compute_node", "workloads"]
 
@@ -164,6 +168,29 @@ def service_by_host(conn: Connection, host: str, binary: str) -> Service:
     if row is None:
         raise NotFound(f"Service {binary} on host {host} could not be found.")
     return _service(row)
+
+
+_SERVICE = SERVICE = Columns(_S, [f.name for f in fields(Service)])
+_BY_HOST: dict[str, Sql] = {}
+
+
+def service_from_raw(conn: Connection, row: Sequence[Any]) -> Service:
+    """A service from a raw row of `SERVICE`'s columns."""
+    return Service(**_SERVICE.load(conn, row))
+
+
+def compute_service(conn: Connection, host: str) -> Service | None:
+    """The host's live nova-compute service, or None (every server view asks this)."""
+    statement = _BY_HOST.get(conn.dialect.name)
+    if statement is None:
+        # `binary` is a reserved word on MySQL: quoted as the dialect quotes it.
+        quote = conn.dialect.identifier_preparer.quote
+        names = ", ".join(quote(name) for name in _SERVICE.names)
+        statement = _BY_HOST[conn.dialect.name] = Sql(
+            f"SELECT {names} FROM services WHERE host = :host AND {quote('binary')} = :binary "
+            "AND deleted = 0")
+    row = statement.first(conn, host=host, binary=COMPUTE)
+    return None if row is None else service_from_raw(conn, row)
 
 
 _UPDATABLE = frozenset({"disabled", "disabled_reason", "forced_down", "availability_zone"})

@@ -2,8 +2,12 @@
 
 Both ways speak the Placement API itself (latest microversion, admin token),
 so the compute side is tested against exactly what a remote Placement would
-answer. `LocalTransport` hands requests straight to the placement ServiceApp
-in this process; `PlacementClient.over_http` goes through a real socket.
+answer. `PlacementClient.local` hands each request straight to the placement
+ServiceApp in this process (its whole pipeline: auth, microversion, routing,
+schemas), without building HTTP messages: a request is a `Request`, an
+answer the app's `Response`. `PlacementClient.over_http` goes through a real
+socket. `LocalTransport` is the same in-process hand-over as an httpx
+transport, for callers that want an httpx client.
 
 Consumer and provider generations are the caller's business for claims (a
 stale one is a `PlacementConflict`); provider-side writes that the API lets
@@ -13,9 +17,10 @@ us retry (inventories, traits, aggregates) re-read the generation and retry.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import httpx
 
@@ -26,6 +31,7 @@ __all__ = ["PlacementClient", "PlacementError", "PlacementConflict", "LocalTrans
 
 MICROVERSION = "1.39"
 _RETRIES = 5
+_CONCURRENT_UPDATE = "placement.concurrent_update"
 
 
 class PlacementError(Exception):
@@ -38,6 +44,11 @@ class PlacementError(Exception):
 
 class PlacementConflict(PlacementError):
     """409: a stale generation, too little capacity, or an in-use inventory."""
+
+    @property
+    def stale(self) -> bool:
+        """A generation (consumer's or provider's) changed: the write may be tried again."""
+        return self.code == _CONCURRENT_UPDATE
 
 
 @dataclass
@@ -66,49 +77,92 @@ class LocalTransport(httpx.BaseTransport):
         return httpx.Response(resp.status, headers=resp.headers, content=resp.body)
 
 
-def _error(resp: httpx.Response) -> PlacementError:
+def _error(status: int, body: bytes) -> PlacementError:
     try:
-        err = resp.json()["errors"][0]
-        code, detail = err.get("code"), err.get("detail", resp.text)
+        err = json.loads(body)["errors"][0]
+        code, detail = err.get("code"), err.get("detail", body.decode(errors="replace"))
     except (ValueError, KeyError, IndexError, TypeError):
-        code, detail = None, resp.text
-    cls = PlacementConflict if resp.status_code == 409 else PlacementError
-    return cls(resp.status_code, code, detail)
+        code, detail = None, body.decode(errors="replace")
+    cls = PlacementConflict if status == 409 else PlacementError
+    return cls(status, code, detail)
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+# (method, path, JSON body or None, query parameters or None) -> the answer
+Send = Callable[[str, str, bytes | None, Sequence[tuple[str, str]] | None], Answer]
+
+
+def _over_http(http: httpx.Client) -> Send:
+    def send(method: str, path: str, content: bytes | None,
+             params: Sequence[tuple[str, str]] | None) -> Answer:
+        headers = {"content-type": "application/json"} if content is not None else {}
+        resp = http.request(method, path, content=content, headers=headers,
+                            params=list(params) if params is not None else None)
+        return Answer(resp.status_code, resp.content)
+    return send
+
+
+def _in_process(app: Any) -> Send:
+    """The placement app's pipeline called directly: no HTTP message is built or parsed."""
+    base = {k.lower(): v for k, v in _headers().items()}
+    with_body = {**base, "content-type": "application/json"}
+
+    def send(method: str, path: str, content: bytes | None,
+             params: Sequence[tuple[str, str]] | None) -> Answer:
+        headers = dict(with_body if content is not None else base)
+        if content is not None:
+            headers["content-length"] = str(len(content))
+        req = Request(method=method, path=path, body=content or b"", headers=headers,
+                      query_string=urlencode(list(params), quote_via=quote) if params else "",
+                      base_url="http://placement.local", app=app.state)
+        resp = app.respond(req)
+        return Answer(resp.status, resp.body)
+    return send
 
 
 class PlacementClient:
     """Placement calls the resource tracker, scheduler and conductor need."""
 
-    def __init__(self, http: httpx.Client) -> None:
+    def __init__(self, http: httpx.Client | None = None, send: Send | None = None) -> None:
         self.http = http
+        if send is None:
+            assert http is not None, "an httpx client or a send function"
+            send = _over_http(http)
+        self._transport = send
 
     @classmethod
     def local(cls, app: Any) -> PlacementClient:
-        return cls(httpx.Client(transport=LocalTransport(app), base_url="http://placement.local",
-                                headers=_headers()))
+        return cls(send=_in_process(app))
 
     @classmethod
     def over_http(cls, url: str, timeout: float = 30.0) -> PlacementClient:
         return cls(httpx.Client(base_url=url.rstrip("/"), headers=_headers(), timeout=timeout))
 
     def close(self) -> None:
-        self.http.close()
+        if self.http is not None:
+            self.http.close()
 
     def _send(self, method: str, path: str, body: Any = None,
               params: Sequence[tuple[str, str]] | None = None,
-              ok: Sequence[int] = (200, 201, 204)) -> httpx.Response:
+              ok: Sequence[int] = (200, 201, 204)) -> Answer:
         content = None if body is None else json.dumps(body).encode()
-        headers = {"content-type": "application/json"} if content is not None else {}
-        resp = self.http.request(method, path, content=content, headers=headers,
-                                 params=list(params) if params is not None else None)
-        if resp.status_code not in ok:
-            raise _error(resp)
+        resp = self._transport(method, path, content, params)
+        if resp.status not in ok:
+            raise _error(resp.status, resp.body)
         return resp
 
     # --- providers -----------------------------------------------------------
     def provider(self, uuid: str) -> dict[str, Any] | None:
         resp = self._send("GET", f"/resource_providers/{uuid}", ok=(200, 404))
-        return None if resp.status_code == 404 else dict(resp.json())
+        return None if resp.status == 404 else dict(resp.json())
 
     def ensure_provider(self, uuid: str, name: str,
                         parent_uuid: str | None = None) -> dict[str, Any]:
@@ -120,10 +174,10 @@ class PlacementClient:
         if parent_uuid:
             body["parent_provider_uuid"] = parent_uuid
         resp = self._send("POST", "/resource_providers", body, ok=(200, 409))
-        if resp.status_code == 409:
+        if resp.status == 409:
             found = self.provider(uuid)
             if found is None:
-                raise _error(resp)
+                raise _error(resp.status, resp.body)
             return found
         return dict(resp.json())
 
@@ -144,11 +198,11 @@ class PlacementClient:
                 raise PlacementError(404, None, f"no resource provider {uuid}")
             body = {"resource_provider_generation": provider["generation"], key: value}
             resp = self._send("PUT", f"/resource_providers/{uuid}/{path}", body, ok=(200, 409))
-            if resp.status_code == 200:
+            if resp.status == 200:
                 return dict(resp.json())
-            if _error(resp).code != "placement.concurrent_update":
-                raise _error(resp)
-        raise _error(resp)
+            if _error(resp.status, resp.body).code != _CONCURRENT_UPDATE:
+                raise _error(resp.status, resp.body)
+        raise _error(resp.status, resp.body)
 
     def set_inventories(self, uuid: str, inventories: Mapping[str, Mapping[str, Any]]
                         ) -> dict[str, Any]:
@@ -206,7 +260,7 @@ class PlacementClient:
 
     def delete_allocations(self, consumer: str) -> bool:
         """Drop everything the consumer holds; False when it held nothing (404)."""
-        return self._send("DELETE", f"/allocations/{consumer}", ok=(204, 404)).status_code == 204
+        return self._send("DELETE", f"/allocations/{consumer}", ok=(204, 404)).status == 204
 
 
 def _headers() -> dict[str, str]:

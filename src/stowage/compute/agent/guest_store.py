@@ -16,11 +16,19 @@ from typing import Any
 import sqlalchemy as sa
 
 from stowage.compute import tables as t
+from stowage.compute.records import Columns
 from stowage.db import Database
+from stowage.db.statements import Sql
 
 __all__ = ["GuestStore", "StoredGuest"]
 
 _G = t.simulated_guests
+# Every step of a move rewrites a guest: hand-written SQL.
+_ROW = Columns(_G, ("host", "instance_uuid", "migration_uuid", "flavor", "power_state",
+                    "incoming"))
+_DELETE = Sql("DELETE FROM simulated_guests WHERE host = :host AND instance_uuid = :instance_uuid")
+_INSERT = Sql(f"INSERT INTO simulated_guests ({_ROW.select_list}) VALUES "
+              f"({', '.join(':' + name for name in _ROW.names)})")
 
 
 @dataclass(frozen=True)
@@ -49,11 +57,8 @@ class GuestStore:
     def save(self, instance_uuid: str, guests: Mapping[str, StoredGuest]) -> None:
         """Replace what this host holds of `instance_uuid` by `guests` (by migration uuid)."""
         with self.db.write() as conn:
-            # DELETE FROM simulated_guests WHERE host = :host AND instance_uuid = :uuid
-            conn.execute(_G.delete().where(_G.c.host == self.host,
-                                           _G.c.instance_uuid == instance_uuid))
-            if guests:
-                conn.execute(_G.insert(), [
-                    {"host": self.host, "instance_uuid": instance_uuid,
-                     "migration_uuid": key, "flavor": g.flavor, "power_state": g.power_state,
-                     "incoming": g.incoming} for key, g in guests.items()])
+            _DELETE.run(conn, host=self.host, instance_uuid=instance_uuid)
+            _INSERT.run_many(conn, [_ROW.dump(conn, {
+                "host": self.host, "instance_uuid": instance_uuid, "migration_uuid": key,
+                "flavor": g.flavor, "power_state": g.power_state, "incoming": g.incoming})
+                for key, g in guests.items()])

@@ -232,8 +232,8 @@ class ComputeAgent:
         """A move's claim becomes real: the migration's destination is this host, if allowed."""
         with self.db.write() as conn:
             server_groups.check_host(conn, instance_uuid, self.host.name)
-            migrations.update(conn, migration_uuid, dest_compute=self.host.name,
-                              dest_node=self.host.name, dest_host=self.host.name)
+            migrations.save(conn, migration_uuid, dest_compute=self.host.name,
+                            dest_node=self.host.name, dest_host=self.host.name)
 
     def abort_prep_resize(self, instance_uuid: str, migration_uuid: str) -> None:
         self.pci.drop((instance_uuid, migration_uuid))

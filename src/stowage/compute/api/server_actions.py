@@ -49,6 +49,7 @@ from stowage.compute.api.server_common import (
 )
 from stowage.compute.conductor import tasks
 from stowage.compute.rpc import ConductorAPI
+from stowage.compute.services import Service
 from stowage.compute.states import TASK
 from stowage.errors import NotFound
 from stowage.web.errors import HTTPError
@@ -121,7 +122,14 @@ def _cast(req: Request, instance: inst.Instance, cast: Cast, undo: dict[str, Any
         raise
 
 
-def _check_host_up(req: Request, conn: Connection, instance: inst.Instance) -> None:
+def _moving_server(req: Request, conn: Connection) -> tuple[inst.Instance, Service | None]:
+    """The server to move and its host's compute service, read in one statement."""
+    project = None if req.context.is_admin else req.context.project_id
+    instance, service, _ = queries.server_with_host(conn, req.params["server_id"], project)
+    return instance, service
+
+
+def _check_host_up(req: Request, instance: inst.Instance, service: Service | None) -> None:
     """409 unless the server's own compute service is up (Nova's check_instance_host(True)).
 
     A disabled service still counts (MAINTENANCE): only new servers avoid it.
@@ -130,7 +138,6 @@ def _check_host_up(req: Request, conn: Connection, instance: inst.Instance) -> N
     """
     if not instance.host:
         raise HTTPError(409, f"Instance {instance.uuid} is not ready")
-    service = queries.host_services(conn, [instance.host]).get(instance.host)
     status = queries.host_status(service, instance.host, req.app.settings.compute)
     if status not in ("UP", "MAINTENANCE"):
         raise HTTPError(409, "Service is unavailable at this time.")
@@ -140,10 +147,10 @@ def _resize(req: Request, body: Any) -> Response:
     flavorid = str(validate_body(body, _RESIZE_SCHEMA)["resize"]["flavorRef"])
     flavorid = flavorid.rstrip("/").split("/")[-1]
     with req.app.db.write() as conn:
-        instance = get_server(req, conn, req.params["server_id"])
+        instance, service = _moving_server(req, conn)
         authorize(req, "os_compute_api:servers:resize", target(instance))
         check_state(instance, "resize", (states.ACTIVE, states.STOPPED))
-        _check_host_up(req, conn, instance)
+        _check_host_up(req, instance, service)
         try:
             flavor = flv.get(conn, flavorid, req.context)
         except NotFound:
@@ -157,12 +164,12 @@ def _resize(req: Request, body: Any) -> Response:
         if not instance.volume_backed and flavor.root_gb == 0 and current.get("root_gb"):
             raise HTTPError(400, "Resize to zero disk flavor is not allowed.")
         _start(conn, req, instance, "resize")
-        moved = move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0)
+        move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0)
         snapshot = flv.snapshot(flavor)
-        op = _accept(conn, req, moved, "resize", new_flavor=snapshot, host=None)
-    _cast(req, moved, lambda c: c.migrate_server(moved.uuid, req.context.request_id,
-                                                 new_flavor=snapshot, host=None,
-                                                 operation_uuid=op),
+        op = _accept(conn, req, instance, "resize", new_flavor=snapshot, host=None)
+    _cast(req, instance, lambda c: c.migrate_server(instance.uuid, req.context.request_id,
+                                                    new_flavor=snapshot, host=None,
+                                                    operation_uuid=op),
           {"task_state": None}, ("resize", op))
     return empty_response(202)
 
@@ -173,21 +180,21 @@ def _migrate(req: Request, body: Any) -> Response:
         migrate = validate_body(body, _MIGRATE_SCHEMA_2_56)["migrate"]
         host = (migrate or {}).get("host")
     with req.app.db.write() as conn:
-        instance = get_server(req, conn, req.params["server_id"])
+        instance, service = _moving_server(req, conn)
         rule = "os_compute_api:os-migrate-server:migrate" + (":host" if host else "")
         authorize(req, rule, {"project_id": instance.project_id})
         check_state(instance, "migrate", (states.ACTIVE, states.STOPPED))
-        _check_host_up(req, conn, instance)
+        _check_host_up(req, instance, service)
         if host is not None:
             if host == instance.host:
                 raise HTTPError(400, "Cannot migrate to the host where the server exists.")
             if not queries.compute_host_exists(conn, host):
                 raise HTTPError(400, f"Compute host {host} could not be found.")
         _start(conn, req, instance, "migrate")
-        moved = move_state(conn, instance, "migrate", task_state=TASK.RESIZE_PREP, progress=0)
-        op = _accept(conn, req, moved, "migrate", new_flavor=None, host=host)
-    _cast(req, moved, lambda c: c.migrate_server(moved.uuid, req.context.request_id,
-                                                 new_flavor=None, host=host, operation_uuid=op),
+        move_state(conn, instance, "migrate", task_state=TASK.RESIZE_PREP, progress=0)
+        op = _accept(conn, req, instance, "migrate", new_flavor=None, host=host)
+    _cast(req, instance, lambda c: c.migrate_server(instance.uuid, req.context.request_id,
+                                                    new_flavor=None, host=host, operation_uuid=op),
           {"task_state": None}, ("migrate", op))
     return empty_response(202)
 
@@ -208,11 +215,11 @@ def _confirm_resize(req: Request, body: Any) -> Response:
         migration = _finished_migration(conn, instance)
         _start(conn, req, instance, "confirmResize")
         # As the conductor's automatic confirm does: one confirm at a time.
-        moved = move_state(conn, instance, "confirmResize",
-                           task_state=TASK.RESIZE_CONFIRMING)
-        op = _accept(conn, req, moved, "confirm_resize", migration_uuid=migration.uuid)
-    _cast(req, moved, lambda c: c.confirm_resize(moved.uuid, migration.uuid,
-                                                 req.context.request_id, op),
+        move_state(conn, instance, "confirmResize",
+                   task_state=TASK.RESIZE_CONFIRMING)
+        op = _accept(conn, req, instance, "confirm_resize", migration_uuid=migration.uuid)
+    _cast(req, instance, lambda c: c.confirm_resize(instance.uuid, migration.uuid,
+                                                    req.context.request_id, op),
           {"task_state": None}, ("confirm_resize", op))
     return empty_response(204)
 
@@ -225,10 +232,10 @@ def _revert_resize(req: Request, body: Any) -> Response:
         check_state(instance, "revertResize", (states.RESIZED,))
         migration = _finished_migration(conn, instance)
         _start(conn, req, instance, "revertResize")
-        moved = move_state(conn, instance, "revertResize", task_state=TASK.RESIZE_REVERTING)
-        op = _accept(conn, req, moved, "revert_resize", migration_uuid=migration.uuid)
-    _cast(req, moved, lambda c: c.revert_resize(moved.uuid, migration.uuid,
-                                                req.context.request_id, op),
+        move_state(conn, instance, "revertResize", task_state=TASK.RESIZE_REVERTING)
+        op = _accept(conn, req, instance, "revert_resize", migration_uuid=migration.uuid)
+    _cast(req, instance, lambda c: c.revert_resize(instance.uuid, migration.uuid,
+                                                   req.context.request_id, op),
           {"task_state": None}, ("revert_resize", op))
     return empty_response(202)
 
@@ -247,10 +254,10 @@ def _power(req: Request, on: bool) -> Response:
         values: dict[str, Any] = {"task_state": task}
         if not on:
             values["progress"] = 0
-        moved = move_state(conn, instance, action, **values)
-        op = _accept(conn, req, moved, action)
-    _cast(req, moved, lambda c: c.power(moved.uuid, req.context.request_id, on=on,
-                                        operation_uuid=op),
+        move_state(conn, instance, action, **values)
+        op = _accept(conn, req, instance, action)
+    _cast(req, instance, lambda c: c.power(instance.uuid, req.context.request_id, on=on,
+                                           operation_uuid=op),
           {"task_state": None}, (action, op))
     return empty_response(202)
 

@@ -48,15 +48,15 @@ def check_state(instance: inst.Instance, action: str, vm_states: Collection[str]
 
 
 def move_state(conn: Connection, instance: inst.Instance, action: str,
-               **values: Any) -> inst.Instance:
+               **values: Any) -> None:
     """Compare-and-swap the instance from the state just checked into `values`.
 
     A concurrent request that changed the state first wins; the loser gets
     the same 409 it would have got had it come second.
     """
     try:
-        return inst.update(conn, instance.uuid, expected_task_state=instance.task_state,
-                           expected_vm_state=instance.vm_state, **values)
+        inst.save(conn, instance.uuid, expected_task_state=instance.task_state,
+                  expected_vm_state=instance.vm_state, **values)
     except inst.UnexpectedTaskState:
         now = inst.get(conn, instance.uuid)
         if now.vm_state != instance.vm_state:

@@ -30,11 +30,12 @@ from stowage.compute import instances as inst
 from stowage.compute import server_groups, services
 from stowage.compute import tables as t
 from stowage.config import ComputeSettings
+from stowage.db.statements import Sql
 from stowage.errors import Invalid, NotFound
 
 __all__ = ["ServerQuery", "list_servers", "known_zones", "compute_host_exists",
            "hosts_of_node", "host_services", "groups_of", "host_status", "forget_instance",
-           "MAX_PATTERN_LENGTH"]
+           "server_with_host", "MAX_PATTERN_LENGTH"]
 
 _I = t.instances
 # The longest regular expression a filter takes. The columns it is matched
@@ -196,8 +197,8 @@ def host_services(conn: Connection, hosts: Iterable[str | None]) -> dict[str, se
         return {}
     if len(wanted) == 1:
         host = next(iter(wanted))
-        return {host: services.service_by_host(conn, host, services.COMPUTE)} \
-            if compute_host_exists(conn, host) else {}
+        found = services.compute_service(conn, host)
+        return {} if found is None else {host: found}
     return {s.host: s for s in services.list_services(conn, binary=services.COMPUTE)
             if s.host in wanted}
 
@@ -216,8 +217,51 @@ def host_status(service: services.Service | None, host: str | None,
 
 def groups_of(conn: Connection, instance_uuid: str) -> list[str]:
     """Uuids of the server groups the instance belongs to (2.71's `server_groups`)."""
-    group = server_groups.group_of_instance(conn, instance_uuid)
-    return [] if group is None else [group.uuid]
+    return server_groups.group_uuids_of(conn, instance_uuid)
+
+
+_WITH_HOST: dict[tuple[str, bool, bool], Sql] = {}
+
+
+def _with_host_sql(dialect: Any, read_deleted: bool, project: bool) -> Sql:
+    """The instance, its host's compute service and its groups, in one statement."""
+    key = (dialect.name, read_deleted, project)
+    statement = _WITH_HOST.get(key)
+    if statement is None:
+        quote = dialect.identifier_preparer.quote
+        service = ", ".join(f"s.{quote(name)}" for name in services.SERVICE.names)
+        record = ", ".join(f"i.{name}" for name in inst.RECORD.names)
+        # SELECT i.<instance>, s.<service>, g.uuid FROM instances i
+        #   LEFT JOIN services s ON s.host = i.host AND s.binary = 'nova-compute'
+        #                           AND s.deleted = 0
+        #   LEFT JOIN server_group_members m ON m.instance_uuid = i.uuid
+        #   LEFT JOIN server_groups g ON g.id = m.group_id
+        #  WHERE i.uuid = :uuid [AND i.deleted = 0] [AND i.project_id = :project_id]
+        statement = _WITH_HOST[key] = Sql(
+            f"SELECT {record}, {service}, g.uuid FROM instances i "
+            f"LEFT JOIN services s ON s.host = i.host AND s.{quote('binary')} = :binary "
+            "AND s.deleted = 0 "
+            "LEFT JOIN server_group_members m ON m.instance_uuid = i.uuid "
+            "LEFT JOIN server_groups g ON g.id = m.group_id WHERE i.uuid = :uuid"
+            + ("" if read_deleted else " AND i.deleted = 0")
+            + (" AND i.project_id = :project_id" if project else "") + " ORDER BY g.id")
+    return statement
+
+
+def server_with_host(conn: Connection, uuid: str, project_id: str | None = None,
+                     read_deleted: bool = False
+                     ) -> tuple[inst.Instance, services.Service | None, list[str]]:
+    """What a server's view needs in one statement (every status poll asks for it):
+    the instance as `instances.get` finds it, its host's compute service, its groups."""
+    rows = _with_host_sql(conn.dialect, read_deleted, project_id is not None).rows(
+        conn, uuid=uuid, project_id=project_id, binary=services.COMPUTE)
+    if not rows:
+        raise NotFound(f"Instance {uuid} could not be found.")
+    width = len(inst.RECORD.names)
+    service_row = rows[0][width:width + len(services.SERVICE.names)]
+    service = None if service_row[0] is None else services.service_from_raw(conn, service_row)
+    groups = [str(row[-1]) for row in rows if row[-1] is not None]
+    return inst.from_raw(conn, rows[0]), service, groups
 
 
 def forget_instance(conn: Connection, instance_uuid: str) -> None:

@@ -38,7 +38,7 @@ from stowage.compute.services import Service
 from stowage.web.http import Request
 
 __all__ = ["Shown", "isotime", "primitive_time", "host_id", "status", "basic", "show",
-           "updated", "collection", "created", "load_extras", "Extras"]
+           "updated", "collection", "created", "load_extras", "Extras", "FAULT_STATUSES"]
 
 EXTENDED_ATTRS_2_3 = 3
 LOCKED = 9
@@ -52,7 +52,7 @@ LOCKED_REASON = 73
 FULL_UPDATE_VIEW = 75
 
 _PROGRESS_STATUSES = ("ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING")
-_FAULT_STATUSES = ("ERROR", "DELETED")
+_FAULT_STATUSES = FAULT_STATUSES = ("ERROR", "DELETED")
 INSTANCE_NAME = "instance-{:08x}"
 
 

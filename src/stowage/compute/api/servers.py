@@ -52,10 +52,17 @@ _UPDATE_SCHEMA_2_19: dict[str, Any] = {
 
 
 def show_server(req: Request) -> Response:
+    """What clients poll: the server, its host's service and its groups in one statement."""
+    project = None if req.context.is_admin else req.context.project_id
     with req.app.db.read() as conn:
-        instance = get_server(req, conn, req.params["server_id"])
+        instance, service, groups = queries.server_with_host(conn, req.params["server_id"],
+                                                             project)
         authorize(req, "os_compute_api:servers:show", target(instance))
-        extras = views.load_extras(conn, [instance], with_groups=True)
+        extras = views.Extras(
+            services={instance.host: service} if service is not None and instance.host
+            else {}, groups={instance.uuid: groups})
+        if views.status(instance) in views.FAULT_STATUSES:
+            extras.faults = inst.latest_faults(conn, [instance.uuid])
     view = views.show(req, instance, views.Shown.for_request(req), extras, with_groups=True)
     return json_response({"server": view})
 

@@ -3,15 +3,19 @@
 `Ops` bundles the dependencies and the request id of the operation so that
 steps stay small; `event()` records an instance action event around a step,
 so `openstack server event show` tells the operator which step failed where.
+`ActionEvents` writes those events inside the journal's transactions: it
+looks the action up once and ends each event by its id.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, instances, states
 from stowage.compute.conductor.tasks import CrashHook, Journal
@@ -21,10 +25,78 @@ from stowage.config import ComputeSettings
 from stowage.db import Database
 from stowage.messaging import MessagingError, RemoteError
 from stowage.placement.client import Holding, PlacementClient
+from stowage.timeutil import utcnow
 
-__all__ = ["Ops", "short_reason"]
+__all__ = ["Ops", "ActionEvents", "short_reason"]
 
 LOG = logging.getLogger(__name__)
+
+
+class ActionEvents:
+    """The events of one instance's action (`request_id`), written in the caller's transaction.
+
+    An event's id is kept once the transaction that inserted it committed
+    (`committed()`), so that ending it is one UPDATE by primary key; an id
+    from a transaction that rolled back is forgotten, never reused.
+    """
+
+    def __init__(self, instance_uuid: str, request_id: str) -> None:
+        self.instance_uuid = instance_uuid
+        self.request_id = request_id
+        self._action: int | None = None
+        self._looked_up = False
+        self._open: dict[str, int] = {}
+        self._staged: dict[str, int] = {}
+        self._staged_in: Connection | None = None
+        self._touched_in: Connection | None = None
+
+    def action(self, conn: Connection) -> int | None:
+        """The action's id (None: the request started none, e.g. internal work)."""
+        if not self._looked_up:
+            self._action = actions.action_id(conn, self.instance_uuid, self.request_id)
+            self._looked_up = True
+        return self._action
+
+    def start(self, conn: Connection, event: str, host: str | None) -> None:
+        action = self.action(conn)
+        if action is None:
+            return
+        if self._staged_in is not conn:
+            self._staged, self._staged_in = {}, conn
+        now = utcnow()
+        self._staged[event] = actions.open_event(conn, action, event, host, now)
+        self._touch(conn, action, now)
+
+    def finish(self, conn: Connection, event: str, error: BaseException | None = None) -> None:
+        action = self.action(conn)
+        if action is None:
+            return
+        staged = self._staged.pop(event, None) if self._staged_in is conn else None
+        event_id = staged if staged is not None else self._open.pop(event, None)
+        reason = None if error is None else short_reason(error)
+        if event_id is None:  # started by another process (recovery): find it
+            actions.finish_event(conn, self.instance_uuid, self.request_id, event, reason)
+            return
+        now = utcnow()
+        actions.close_event(conn, event_id, reason, now)
+        self._touch(conn, action, now, error=reason is not None)
+
+    def _touch(self, conn: Connection, action: int, now: Any, error: bool = False) -> None:
+        """One `updated_at` per transaction is enough; an error is always written."""
+        if error or self._touched_in is not conn:
+            actions.touch_action(conn, action, now, error)
+            self._touched_in = conn
+
+    def committed(self, conn: Connection) -> None:
+        """The transaction `conn` ran committed: its events exist."""
+        if self._staged_in is conn:
+            self._open.update(self._staged)
+            self._staged, self._staged_in = {}, None
+
+    def finish_action(self, conn: Connection, message: str | None = None) -> None:
+        action = self.action(conn)
+        if action is not None:
+            actions.finish_action_by_id(conn, action, message)
 
 
 @dataclass
@@ -37,11 +109,21 @@ class Ops:
     request_id: str
     # Crash tests only (`[compute] crash_at`): ends the process at a journal point.
     hook: CrashHook | None = None
+    _events: dict[str, ActionEvents] = field(default_factory=dict, init=False, repr=False)
 
-    def journal(self, operation: str, instance_uuid: str | None,
-                uuid: str | None = None) -> Journal:
-        """The journal of `operation` (`uuid`: the one the API accepted, if any)."""
-        return Journal(self.db, operation, instance_uuid, uuid, self.hook)
+    def journal(self, operation: str, instance_uuid: str | None, uuid: str | None = None,
+                existing: Collection[str] | None = None) -> Journal:
+        """The journal of `operation` (`uuid`: the one the API accepted, if any;
+        `existing`: the steps it has rows for, when known)."""
+        events = self.events(instance_uuid) if instance_uuid is not None else None
+        return Journal(self.db, operation, instance_uuid, uuid, self.hook, existing, events)
+
+    def events(self, instance_uuid: str) -> ActionEvents:
+        """The events of this request's action on the instance."""
+        found = self._events.get(instance_uuid)
+        if found is None:
+            found = self._events[instance_uuid] = ActionEvents(instance_uuid, self.request_id)
+        return found
 
     def instance(self, uuid: str) -> Instance:
         with self.db.read() as conn:
@@ -63,21 +145,23 @@ class Ops:
 
     @contextmanager
     def event(self, instance_uuid: str, name: str, host: str | None = None) -> Iterator[None]:
+        """An event around the block, each end in its own transaction (steps batch theirs)."""
+        events = self.events(instance_uuid)
         with self.db.write() as conn:
-            actions.start_event(conn, instance_uuid, self.request_id, name, host)
+            events.start(conn, name, host)
+        events.committed(conn)
         try:
             yield
         except Exception as exc:
             with self.db.write() as conn:
-                actions.finish_event(conn, instance_uuid, self.request_id, name,
-                                     error=short_reason(exc))
+                events.finish(conn, name, exc)
             raise
         with self.db.write() as conn:
-            actions.finish_event(conn, instance_uuid, self.request_id, name)
+            events.finish(conn, name)
 
     def finish_action(self, instance_uuid: str, message: str | None = None) -> None:
         with self.db.write() as conn:
-            actions.finish_action(conn, instance_uuid, self.request_id, message)
+            self.events(instance_uuid).finish_action(conn, message)
 
     def call_agent(self, host: str, method: str, **kwargs: Any) -> Any:
         return self.agents.call(host, method, **kwargs)
@@ -119,9 +203,10 @@ class Ops:
         """Atomically give everything `source` holds to `target`, which loses what it held.
 
         One `POST /allocations` for both consumers, each at the generation just
-        read: instance -> migration before a move, migration -> instance on a
-        revert or a rollback. A concurrent writer makes it fail with a conflict
-        and change nothing.
+        read: migration -> instance on a revert or a rollback (a move's
+        instance -> migration is part of its destination claim, in the
+        scheduler). A concurrent writer makes it fail with a conflict and
+        change nothing.
         """
         held = self.placement.holding(source)
         before = self.placement.holding(target)

@@ -84,7 +84,9 @@ class Conductor:
              operation_uuid: str | None, work: Callable[[Ops, Journal], None]) -> None:
         """Run one accepted operation under its journal; `end` only when it returned."""
         ops = self._ops(request_id)
-        journal = ops.journal(operation, instance_uuid, operation_uuid)
+        # A fresh operation: the API wrote its `accepted` row, no other.
+        journal = ops.journal(operation, instance_uuid, operation_uuid,
+                              existing=(tasks.ACCEPTED,))
         journal.reached(tasks.ACCEPTED, "done")  # a crash here is a cast lost after the 202
         work(ops, journal)
         journal.close()
@@ -159,7 +161,8 @@ class Conductor:
         for op in tasks.interrupted(self.db):
             recover = RECOVERY.get(op.operation)
             ops = self._ops(op.request_id or new_request_id())
-            journal = ops.journal(op.operation, op.instance_uuid, op.operation_uuid)
+            journal = ops.journal(op.operation, op.instance_uuid, op.operation_uuid,
+                                  existing=op.steps)
             LOG.warning("recovering %s of %s cut off at %s", op.operation, op.instance_uuid,
                         list(op.steps.items())[-1][0])
             try:

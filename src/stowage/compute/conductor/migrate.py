@@ -1,6 +1,6 @@
 """Resize and cold migrate: the migration record owns the source while the instance moves.
 
-    create migration ─> source allocation to migration ─> schedule + claim dest
+    create migration ─> schedule, and in one write: source to the migration + claim dest
         ─> prep on dest (reschedule to alternates) ─> resize on source
         ─> finish on dest ─> VERIFY_RESIZE
 
@@ -31,9 +31,12 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from stowage.compute import instances, migrations, states
 from stowage.compute.conductor.common import Ops
 from stowage.compute.conductor.tasks import (
+    Batch,
     Interrupted,
     Journal,
     Step,
@@ -78,14 +81,16 @@ class Move:
     def gone(self) -> bool:
         """The server is being deleted (or is deleted): the move stops and gives nothing back."""
         with self.ops.db.read() as conn:
-            try:
-                now = instances.get(conn, self.instance.uuid)
-            except NotFound:
-                return True
-        return now.task_state == TASK.DELETING
+            return self.gone_in(conn)
 
-    def stop_if_deleted(self) -> None:
-        if self.gone():
+    def gone_in(self, conn: Connection) -> bool:
+        try:
+            return instances.task_state(conn, self.instance.uuid) == TASK.DELETING
+        except NotFound:
+            return True
+
+    def stop_if_deleted(self, conn: Connection) -> None:
+        if self.gone_in(conn):
             raise DeletedDuringMove(f"Instance {self.instance.uuid} was deleted during its move.")
 
 
@@ -95,6 +100,7 @@ class DeletedDuringMove(Exception):
 
 class CreateMigration(Step):
     name = "create_migration"
+    acts = False
 
     def __init__(self, move: Move) -> None:
         self.move = move
@@ -102,47 +108,69 @@ class CreateMigration(Step):
     def journal_detail(self) -> str:
         return json.dumps({"migration_uuid": self.move.migration.uuid})
 
-    def execute(self) -> None:
+    def before(self, conn: Connection) -> None:
         m, inst = self.move, self.move.instance
-        with m.ops.db.write() as conn:
-            migrations.create(conn, m.migration)
-            instances.update(conn, inst.uuid, expected_task_state=TASK.RESIZE_PREP,
-                             old_flavor=inst.flavor, new_flavor=m.new_flavor)
+        migrations.create(conn, m.migration)
+        instances.save(conn, inst.uuid, expected_task_state=TASK.RESIZE_PREP,
+                       old_flavor=inst.flavor, new_flavor=m.new_flavor)
 
     def rollback(self) -> None:
         m = self.move
         with m.ops.db.write() as conn:
-            try:
-                migrations.update(conn, m.migration.uuid, status="error")
-            except NotFound:
+            if not migrations.save(conn, m.migration.uuid, status="error"):
                 return  # a crash came before the migration was written: nothing to undo
             with contextlib.suppress(NotFound):  # deleted during the move: nothing to reset
-                instances.update(conn, m.instance.uuid, old_flavor=None, new_flavor=None)
+                instances.save(conn, m.instance.uuid, old_flavor=None, new_flavor=None)
 
 
-class SourceToMigration(Step):
-    """The migration takes over the instance's source allocation (one atomic write)."""
+class ClaimDestination(Step):
+    """The migration takes the instance's source over, the instance claims the destination.
 
-    name = "source_allocation_to_migration"
+    The scheduler picks the destination and claims it in the same atomic
+    `POST /allocations` that hands the source to the migration; the next
+    hosts are kept as unclaimed alternates.
+    """
+
+    name = "claim_destination"
+    event = "conductor_migrate_server"
 
     def __init__(self, move: Move) -> None:
         self.move = move
+        self.spec: dict[str, Any] = {}
+
+    def before(self, conn: Connection) -> None:
+        m = self.move
+        m.stop_if_deleted(conn)
+        spec = instances.request_spec(conn, m.instance.uuid)
+        resize = m.migration.migration_type == "resize"
+        same_host_ok = resize and m.ops.settings.allow_resize_to_same_host
+        spec.update(flavor=m.new_flavor, move=True,
+                    ignore_hosts=[] if same_host_ok else [m.source_host],
+                    requested_destination=({"host": m.requested_host, "node": None}
+                                           if m.requested_host else None))
+        self.spec = spec
 
     def execute(self) -> None:
         m = self.move
-        m.ops.hand_over(m.instance.uuid, m.migration.uuid, "MIGRATION",
-                        m.instance.project_id, m.instance.user_id)
+        held = m.ops.placement.holding(m.instance.uuid)
+        self.spec["move_source"] = {"migration_uuid": m.migration.uuid,
+                                    "allocations": held.allocations,
+                                    "generation": held.generation}
+        m.selections = m.ops.scheduler.select_destinations(self.spec, [m.instance.uuid])[0]
+        m.dest = m.selections.pop(0)
 
     def rollback(self) -> None:
-        """Give the source back; nothing if the migration holds nothing (not yet, or again).
+        """Give the source back, replacing the destination claim, in one write; nothing if
+        the migration holds nothing (the claim was never made, or was undone already).
 
-        A server deleted meanwhile gets nothing back: the migration's allocation
-        is dropped. Deleted while it was being given back (the delete may have
+        A server deleted meanwhile gets nothing back: both allocations are
+        dropped. Deleted while it was being given back (the delete may have
         dropped the instance's allocations already): dropped again after.
         """
         m = self.move
         if m.gone():
             m.ops.placement.delete_allocations(m.migration.uuid)
+            m.ops.placement.delete_allocations(m.instance.uuid)
             return
         if m.ops.placement.holding(m.migration.uuid).allocations:
             m.ops.hand_over(m.migration.uuid, m.instance.uuid, "INSTANCE",
@@ -151,71 +179,46 @@ class SourceToMigration(Step):
             m.ops.placement.delete_allocations(m.instance.uuid)
 
 
-class ClaimDestination(Step):
-    """The scheduler picks and claims the destination for the instance; alternates are kept."""
-
-    name = "claim_destination"
-
-    def __init__(self, move: Move) -> None:
-        self.move = move
-
-    def execute(self) -> None:
-        m = self.move
-        m.stop_if_deleted()
-        with m.ops.event(m.instance.uuid, "conductor_migrate_server"):
-            spec = self._spec()
-            m.selections = m.ops.scheduler.select_destinations(spec, [m.instance.uuid])[0]
-        m.dest = m.selections.pop(0)
-
-    def _spec(self) -> dict[str, Any]:
-        m = self.move
-        with m.ops.db.read() as conn:
-            spec = instances.request_spec(conn, m.instance.uuid)
-        resize = m.migration.migration_type == "resize"
-        same_host_ok = resize and m.ops.settings.allow_resize_to_same_host
-        spec.update(flavor=m.new_flavor, move=True,
-                    ignore_hosts=[] if same_host_ok else [m.source_host],
-                    requested_destination=({"host": m.requested_host, "node": None}
-                                           if m.requested_host else None))
-        return spec
-
-    def rollback(self) -> None:
-        m = self.move
-        m.ops.placement.delete_allocations(m.instance.uuid)
-
-
 class PrepOnDestination(Step):
-    """The destination agent claims what Placement does not track (PCI); reschedules on failure."""
+    """The destination agent claims what Placement does not track (PCI); reschedules on failure.
+
+    The agent records itself as the migration's destination once the group
+    policy allows it. Each host tried gets its own `compute_prep_resize` event.
+    """
 
     name = "prep_resize"
+    event = "compute_prep_resize"
 
     def __init__(self, move: Move) -> None:
         self.move = move
+
+    def event_host(self) -> str | None:
+        return self.move.dest_host
+
+    def before(self, conn: Connection) -> None:
+        self.move.stop_if_deleted(conn)
 
     def execute(self) -> None:
         m = self.move
         while True:
             try:
-                self._prep()
+                m.ops.call_agent(m.dest_host, "prep_resize", instance_uuid=m.instance.uuid,
+                                 migration_uuid=m.migration.uuid, new_flavor=m.new_flavor)
                 return
             except RemoteError as exc:
                 LOG.info("prep_resize on %s failed (%s); trying an alternate", m.dest_host, exc)
+                events = m.ops.events(m.instance.uuid)
+                with m.ops.db.write() as conn:
+                    events.finish(conn, "compute_prep_resize", exc)
                 if not self._next_alternate():
                     raise MaxRetriesExceeded(
                         f"Exceeded maximum number of retries. Exhausted all hosts available "
                         f"for retrying build failures for instance {m.instance.uuid}. "
                         f"Last error: {exc.message}") from exc
-
-    def _prep(self) -> None:
-        """The agent records itself as the destination once the group policy allows it."""
-        m = self.move
-        assert m.dest is not None
-        m.stop_if_deleted()
-        with m.ops.event(m.instance.uuid, "compute_prep_resize", m.dest_host):
-            m.ops.call_agent(m.dest_host, "prep_resize", instance_uuid=m.instance.uuid,
-                             migration_uuid=m.migration.uuid, new_flavor=m.new_flavor)
-        with m.ops.db.read() as conn:
-            m.migration = migrations.get(conn, m.migration.uuid)
+                with m.ops.db.write() as conn:
+                    m.stop_if_deleted(conn)
+                    events.start(conn, "compute_prep_resize", m.dest_host)
+                events.committed(conn)
 
     def _next_alternate(self) -> bool:
         """Drop the failed claim and claim the next alternate; False when none is left."""
@@ -241,32 +244,38 @@ class MaxRetriesExceeded(Exception):
 
 
 class ResizeOnSource(Step):
-    """The source powers the guest off and hands its disk over."""
+    """The source powers the guest off and hands its disk over.
+
+    A server deleted meanwhile fails the records written after: the step then
+    undoes itself (the run does), so the source guest does not stay behind.
+    """
 
     name = "resize_instance"
+    event = "compute_resize_instance"
 
     def __init__(self, move: Move) -> None:
         self.move = move
 
+    def event_host(self) -> str | None:
+        return self.move.source_host
+
+    def before(self, conn: Connection) -> None:
+        m = self.move
+        migrations.save(conn, m.migration.uuid, status="migrating")
+        instances.save(conn, m.instance.uuid, expected_task_state=TASK.RESIZE_PREP,
+                       task_state=TASK.RESIZE_MIGRATING)
+
     def execute(self) -> None:
         m = self.move
-        with m.ops.db.write() as conn:
-            migrations.update(conn, m.migration.uuid, status="migrating")
-            instances.update(conn, m.instance.uuid, expected_task_state=TASK.RESIZE_PREP,
-                             task_state=TASK.RESIZE_MIGRATING)
-        with m.ops.event(m.instance.uuid, "compute_resize_instance", m.source_host):
-            m.ops.call_agent(m.source_host, "resize_instance", instance_uuid=m.instance.uuid,
-                             migration_uuid=m.migration.uuid, dest_host=m.dest_host,
-                             new_flavor=m.new_flavor)
-        try:
-            with m.ops.db.write() as conn:
-                migrations.update(conn, m.migration.uuid, status="post-migrating")
-                instances.update(conn, m.instance.uuid,
-                                 expected_task_state=TASK.RESIZE_MIGRATING,
-                                 task_state=TASK.RESIZE_MIGRATED)
-        except (NotFound, UnexpectedTaskState):
-            _undo_own(self)  # deleted meanwhile: a failed step leaves nothing behind
-            raise
+        m.ops.call_agent(m.source_host, "resize_instance", instance_uuid=m.instance.uuid,
+                         migration_uuid=m.migration.uuid, dest_host=m.dest_host,
+                         new_flavor=m.new_flavor)
+
+    def after(self, conn: Connection) -> None:
+        m = self.move
+        migrations.save(conn, m.migration.uuid, status="post-migrating")
+        instances.save(conn, m.instance.uuid, expected_task_state=TASK.RESIZE_MIGRATING,
+                       task_state=TASK.RESIZE_MIGRATED)
 
     def rollback(self) -> None:
         """Bring the source guest back; for a server deleted meanwhile, destroy it instead."""
@@ -279,35 +288,43 @@ class ResizeOnSource(Step):
 
 
 class FinishOnDestination(Step):
-    """The destination starts the guest with the new flavor: VERIFY_RESIZE."""
+    """The destination starts the guest with the new flavor: VERIFY_RESIZE.
+
+    A server deleted meanwhile fails the records written after: the step then
+    undoes itself, so the new guest does not stay behind.
+    """
 
     name = "finish_resize"
+    event = "compute_finish_resize"
 
     def __init__(self, move: Move) -> None:
         self.move = move
 
+    @property
+    def power_on(self) -> bool:
+        return self.move.instance.vm_state != states.STOPPED
+
+    def event_host(self) -> str | None:
+        return self.move.dest_host
+
+    def before(self, conn: Connection) -> None:
+        instances.save(conn, self.move.instance.uuid, expected_task_state=TASK.RESIZE_MIGRATED,
+                       task_state=TASK.RESIZE_FINISH)
+
     def execute(self) -> None:
         m = self.move
+        m.ops.call_agent(m.dest_host, "finish_resize", instance_uuid=m.instance.uuid,
+                         migration_uuid=m.migration.uuid, new_flavor=m.new_flavor,
+                         power_on=self.power_on)
+
+    def after(self, conn: Connection) -> None:
+        m = self.move
         assert m.dest is not None
-        power_on = m.instance.vm_state != states.STOPPED
-        with m.ops.db.write() as conn:
-            instances.update(conn, m.instance.uuid, expected_task_state=TASK.RESIZE_MIGRATED,
-                             task_state=TASK.RESIZE_FINISH)
-        with m.ops.event(m.instance.uuid, "compute_finish_resize", m.dest_host):
-            m.ops.call_agent(m.dest_host, "finish_resize", instance_uuid=m.instance.uuid,
-                             migration_uuid=m.migration.uuid, new_flavor=m.new_flavor,
-                             power_on=power_on)
-        try:
-            with m.ops.db.write() as conn:
-                migrations.update(conn, m.migration.uuid, status="finished")
-                instances.update(
-                    conn, m.instance.uuid, expected_task_state=TASK.RESIZE_FINISH,
-                    host=m.dest["host"], node=m.dest["node"], flavor=m.new_flavor,
-                    vm_state=states.RESIZED, task_state=None,
-                    power_state=states.RUNNING if power_on else states.SHUTDOWN)
-        except (NotFound, UnexpectedTaskState):
-            _undo_own(self)  # deleted meanwhile: the new guest must not stay behind
-            raise
+        migrations.save(conn, m.migration.uuid, status="finished")
+        instances.save(conn, m.instance.uuid, expected_task_state=TASK.RESIZE_FINISH,
+                       host=m.dest["host"], node=m.dest["node"], flavor=m.new_flavor,
+                       vm_state=states.RESIZED, task_state=None,
+                       power_state=states.RUNNING if self.power_on else states.SHUTDOWN)
 
     def rollback(self) -> None:
         m = self.move
@@ -317,22 +334,14 @@ class FinishOnDestination(Step):
                          migration_uuid=m.migration.uuid)
 
 
-def _undo_own(step: Step) -> None:
-    """A step that failed after acting undoes itself; a failed undo is logged, not raised."""
-    try:
-        step.rollback()
-    except Exception:
-        LOG.exception("undo of %s after the server was deleted failed", step.name)
-
-
 def _steps(move: Move) -> list[Step]:
-    return [CreateMigration(move), SourceToMigration(move), ClaimDestination(move),
-            PrepOnDestination(move), ResizeOnSource(move), FinishOnDestination(move)]
+    return [CreateMigration(move), ClaimDestination(move), PrepOnDestination(move),
+            ResizeOnSource(move), FinishOnDestination(move)]
 
 
 # The journal steps of a move, in order (crash tests enumerate them).
-STEPS = ("create_migration", "source_allocation_to_migration", "claim_destination",
-         "prep_resize", "resize_instance", "finish_resize")
+STEPS = ("create_migration", "claim_destination", "prep_resize", "resize_instance",
+         "finish_resize")
 
 
 def migrate_server(ops: Ops, instance_uuid: str, new_flavor: dict[str, Any] | None,
@@ -352,12 +361,16 @@ def migrate_server(ops: Ops, instance_uuid: str, new_flavor: dict[str, Any] | No
         new_flavor_id=(new_flavor or inst.flavor).get("id"),
         project_id=inst.project_id, user_id=inst.user_id)
     move = Move(ops, inst, new_flavor or inst.flavor, host, migration)
+    events = ops.events(inst.uuid)
+
+    def last(batch: Batch) -> None:
+        events.finish_action(batch.conn)
+        batch.end()
+
     try:
-        run_steps(_steps(move), journal)
+        run_steps(_steps(move), journal, last)
     except StepFailed as failure:
         _after_failure(move, failure)
-    else:
-        ops.finish_action(inst.uuid)
 
 
 # The task states of a running move: its end state is written only from one of them.

@@ -22,10 +22,21 @@ destination step was journaled done does not ask the destination again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, states
 from stowage.compute.conductor.common import Ops
-from stowage.compute.conductor.tasks import Interrupted, Journal, Step, StepFailed, run_steps
+from stowage.compute.conductor.tasks import (
+    Batch,
+    Interrupted,
+    Journal,
+    Step,
+    StepFailed,
+    run_steps,
+)
 from stowage.compute.instances import UnexpectedTaskState
 from stowage.compute.migrations import Migration
 from stowage.compute.states import TASK
@@ -49,17 +60,26 @@ def _vm_state_after(power_state: int) -> str:
 
 
 class CleanSource(Step):
-    name = "confirm_on_source"
+    """The source forgets the old guest; an API confirm marks the migration `confirming`."""
 
-    def __init__(self, ops: Ops, migration: Migration) -> None:
-        self.ops, self.migration = ops, migration
+    name = "confirm_on_source"
+    event = "compute_confirm_resize"
+
+    def __init__(self, ops: Ops, migration: Migration, mark: bool) -> None:
+        self.ops, self.migration, self.mark = ops, migration, mark
+
+    def event_host(self) -> str | None:
+        return self.migration.source_compute
+
+    def before(self, conn: Connection) -> None:
+        if self.mark:
+            migrations.save(conn, self.migration.uuid, status="confirming")
 
     def execute(self) -> None:
         m = self.migration
         assert m.source_compute is not None
-        with self.ops.event(m.instance_uuid, "compute_confirm_resize", m.source_compute):
-            self.ops.call_agent(m.source_compute, "confirm_resize",
-                                instance_uuid=m.instance_uuid, migration_uuid=m.uuid)
+        self.ops.call_agent(m.source_compute, "confirm_resize",
+                            instance_uuid=m.instance_uuid, migration_uuid=m.uuid)
 
 
 class DropMigrationAllocation(Step):
@@ -72,32 +92,53 @@ class DropMigrationAllocation(Step):
         self.ops.placement.delete_allocations(self.migration.uuid)
 
 
+class Settle(Step):
+    """The records: migration confirmed, and the server out of VERIFY_RESIZE (unless a delete
+    confirms it, which settles the server itself)."""
+
+    name = "settle"
+    acts = False
+
+    def __init__(self, migration: Migration, settle_instance: bool) -> None:
+        self.migration, self.settle_instance = migration, settle_instance
+
+    def before(self, conn: Connection) -> None:
+        migrations.save(conn, self.migration.uuid, status="confirmed")
+        if self.settle_instance:
+            inst = instances.get(conn, self.migration.instance_uuid)
+            instances.save(conn, inst.uuid, vm_state=_vm_state_after(inst.power_state),
+                           task_state=None, old_flavor=None, new_flavor=None)
+
+
 def confirm_resize(ops: Ops, migration_uuid: str, journal: Journal) -> None:
-    with ops.db.write() as conn:
-        migration = migrations.update(conn, migration_uuid, status="confirming")
-    if confirm_migration(ops, migration, journal, settle_instance=True):
-        ops.finish_action(migration.instance_uuid)
+    with ops.db.read() as conn:
+        migration = migrations.get(conn, migration_uuid)
+    events = ops.events(migration.instance_uuid)
+
+    def last(batch: Batch) -> None:
+        events.finish_action(batch.conn)
+        batch.end()
+
+    confirm_migration(ops, migration, journal, settle_instance=True, mark_confirming=True,
+                      last=last)
 
 
 def confirm_migration(ops: Ops, migration: Migration, journal: Journal,
-                      settle_instance: bool) -> bool:
-    """The steps of a confirm under `journal` (a delete runs them under its own); False if
-    the source failed and the resize was kept open."""
+                      settle_instance: bool, mark_confirming: bool = False,
+                      last: Callable[[Batch], None] | None = None) -> bool:
+    """The steps of a confirm under `journal` (a delete runs them under its own, and
+    settles the instance itself); False if the source failed and the resize was kept
+    open. `last` writes the operation's final records with the settle."""
+    steps = [CleanSource(ops, migration, mark_confirming),
+             DropMigrationAllocation(ops, migration), Settle(migration, settle_instance)]
     try:
-        run_steps([CleanSource(ops, migration), DropMigrationAllocation(ops, migration)],
-                  journal)
+        run_steps(steps, journal, last)
     except StepFailed as failure:
+        if isinstance(failure.step, Settle):
+            raise failure.cause from failure
         LOG.warning("confirm of %s failed: %s", migration.instance_uuid, failure.cause)
         _keep_open(ops, migration, failure.cause, migration.source_compute)
         return False
-    journal.record("settle", "executing")
-    with ops.db.write() as conn:
-        migrations.update(conn, migration.uuid, status="confirmed")
-        if settle_instance:
-            inst = instances.get(conn, migration.instance_uuid)
-            instances.update(conn, inst.uuid, vm_state=_vm_state_after(inst.power_state),
-                             task_state=None, old_flavor=None, new_flavor=None)
-    journal.record("settle", "done")
     return True
 
 
@@ -111,74 +152,138 @@ def _keep_open(ops: Ops, migration: Migration, cause: BaseException, host: str |
 
 
 class DestroyOnDestination(Step):
+    """The destination destroys the new guest; the migration is marked `reverting` first."""
+
     name = "revert_on_destination"
+    event = "compute_revert_resize"
 
     def __init__(self, ops: Ops, migration: Migration) -> None:
         self.ops, self.migration = ops, migration
 
+    def event_host(self) -> str | None:
+        return self.migration.dest_compute
+
+    def before(self, conn: Connection) -> None:
+        migrations.save(conn, self.migration.uuid, status="reverting")
+
     def execute(self) -> None:
         m = self.migration
         assert m.dest_compute is not None
-        with self.ops.event(m.instance_uuid, "compute_revert_resize", m.dest_compute):
-            self.ops.call_agent(m.dest_compute, "revert_resize", instance_uuid=m.instance_uuid,
-                                migration_uuid=m.uuid)
+        self.ops.call_agent(m.dest_compute, "revert_resize", instance_uuid=m.instance_uuid,
+                            migration_uuid=m.uuid)
+
+
+_HAND_BACK = "source_allocation_to_instance"
+_START_SOURCE = "finish_revert_resize"
+_START_EVENT = "compute_finish_revert_resize"
 
 
 def revert_resize(ops: Ops, migration_uuid: str, journal: Journal,
                   destination_done: bool = False) -> None:
-    with ops.db.write() as conn:
-        migration = migrations.update(conn, migration_uuid, status="reverting")
-    inst = ops.instance(migration.instance_uuid)
-    if not destination_done:
+    """Destination, hand-back, source, records: one journal transaction before each step
+    acts and one at the end (`destination_done`: recovery found that step journaled done)."""
+    with ops.db.read() as conn:
+        migration = migrations.get(conn, migration_uuid)
+        inst = instances.get(conn, migration.instance_uuid)
+    if destination_done:
+        with journal.batch() as batch:
+            migrations.save(batch.conn, migration.uuid, status="reverting")
+            batch.record(_HAND_BACK, "executing")
+    else:
         try:
-            run_steps([DestroyOnDestination(ops, migration)], journal)
+            run_steps([DestroyOnDestination(ops, migration)], journal,
+                      last=lambda batch: batch.record(_HAND_BACK, "executing"))
         except StepFailed as failure:
             LOG.warning("revert of %s failed on the destination: %s", inst.uuid, failure.cause)
             _keep_open(ops, migration, failure.cause, migration.dest_compute)
             return
     # Past the point of no return: the destination guest is gone.
-    journal.record("source_allocation_to_instance", "executing")
     if ops.placement.holding(migration.uuid).allocations:  # not yet handed back
         ops.hand_over(migration.uuid, inst.uuid, "INSTANCE", inst.project_id, inst.user_id)
-    journal.record("source_allocation_to_instance", "done")
-    if _deleting(ops, inst.uuid):
+    power_on = _before_source(ops, journal, migration)
+    if power_on is None:
         _left_to_the_delete(ops, migration)
         return
     old_flavor = inst.old_flavor or inst.flavor
-    journal.record("finish_revert_resize", "executing")
+    assert migration.source_compute is not None
     try:
-        _start_source(ops, migration, old_flavor)
+        ops.call_agent(migration.source_compute, "finish_revert_resize",
+                       instance_uuid=inst.uuid, migration_uuid=migration.uuid,
+                       old_flavor=old_flavor, power_on=power_on)
     except Exception as exc:
-        LOG.warning("revert of %s failed on the source: %s", inst.uuid, exc)
-        journal.record("finish_revert_resize", "failed", str(exc)[:1000])
-        if _deleting(ops, inst.uuid):  # the delete destroyed the set-aside guest
-            _left_to_the_delete(ops, migration)
-            return
-        with ops.db.write() as conn:
-            migrations.update(conn, migration_uuid, status="error")
-            instances.update(conn, inst.uuid, vm_state=states.ERROR, task_state=None,
-                             host=migration.source_compute, node=migration.source_node,
-                             flavor=old_flavor, old_flavor=None, new_flavor=None)
-        ops.fault(inst.uuid, exc, migration.source_compute)
-        ops.finish_action(inst.uuid, "Error")
+        _source_failed(ops, journal, migration, old_flavor, exc)
         return
-    journal.record("finish_revert_resize", "done")
-    journal.record("settle", "executing")
+    _settle_reverted(ops, journal, migration, old_flavor)
+
+
+def _before_source(ops: Ops, journal: Journal, migration: Migration) -> bool | None:
+    """Journal the hand-back done and the source step started (with its event); whether
+    the source should power the guest on. None: the server is being deleted."""
+    events = ops.events(migration.instance_uuid)
+    with journal.batch() as batch:
+        batch.record(_HAND_BACK, "done")
+        try:
+            now = instances.get(batch.conn, migration.instance_uuid)
+        except NotFound:
+            return None
+        if now.task_state == TASK.DELETING:
+            return None
+        batch.record(_START_SOURCE, "executing")
+        events.start(batch.conn, _START_EVENT, migration.source_compute)
+    return now.power_state != states.SHUTDOWN
+
+
+def _source_failed(ops: Ops, journal: Journal, migration: Migration,
+                   old_flavor: dict[str, Any], exc: Exception) -> None:
+    """ERROR on the source with its old flavor (unless the server is being deleted)."""
+    uuid = migration.instance_uuid
+    LOG.warning("revert of %s failed on the source: %s", uuid, exc)
+    with journal.batch() as batch:
+        ops.events(uuid).finish(batch.conn, _START_EVENT, exc)
+        batch.record(_START_SOURCE, "failed", str(exc)[:1000])
+    if _deleting(ops, uuid):  # the delete destroyed the set-aside guest
+        _left_to_the_delete(ops, migration)
+        return
+    with ops.db.write() as conn:
+        migrations.save(conn, migration.uuid, status="error")
+        instances.save(conn, uuid, vm_state=states.ERROR, task_state=None,
+                       host=migration.source_compute, node=migration.source_node,
+                       flavor=old_flavor, old_flavor=None, new_flavor=None)
+    ops.fault(uuid, exc, migration.source_compute)
+    ops.finish_action(uuid, "Error")
+
+
+def _settle_reverted(ops: Ops, journal: Journal, migration: Migration,
+                     old_flavor: dict[str, Any]) -> None:
+    """Source done, the records settled, the action and the operation ended: one
+    transaction (a server deleted meanwhile is left to the delete)."""
+    uuid = migration.instance_uuid
+    events = ops.events(uuid)
     try:
-        with ops.db.write() as conn:
-            now = instances.get(conn, inst.uuid)
-            migrations.update(conn, migration.uuid, status="reverted")
-            instances.update(conn, inst.uuid, expected_task_state=TASK.RESIZE_REVERTING,
-                             host=migration.source_compute, node=migration.source_node,
-                             flavor=old_flavor, old_flavor=None, new_flavor=None,
-                             vm_state=_vm_state_after(now.power_state), task_state=None)
+        with journal.batch() as batch:
+            events.finish(batch.conn, _START_EVENT)
+            batch.record(_START_SOURCE, "done")
+            _settle_records(batch, migration, old_flavor)
+            events.finish_action(batch.conn)
+            batch.end()
     except (NotFound, UnexpectedTaskState):
-        if not _deleting(ops, inst.uuid):
+        if not _deleting(ops, uuid):
             raise
+        with journal.batch() as batch:
+            events.finish(batch.conn, _START_EVENT)
+            batch.record(_START_SOURCE, "done")
         _left_to_the_delete(ops, migration)  # the delete destroys the guest started again
-        return
-    journal.record("settle", "done")
-    ops.finish_action(inst.uuid)
+
+
+def _settle_records(batch: Batch, migration: Migration, old_flavor: dict[str, Any]) -> None:
+    batch.passed("settle", "executing")
+    now = instances.get(batch.conn, migration.instance_uuid)
+    migrations.save(batch.conn, migration.uuid, status="reverted")
+    instances.save(batch.conn, now.uuid, expected_task_state=TASK.RESIZE_REVERTING,
+                   host=migration.source_compute, node=migration.source_node,
+                   flavor=old_flavor, old_flavor=None, new_flavor=None,
+                   vm_state=_vm_state_after(now.power_state), task_state=None)
+    batch.record("settle", "done")
 
 
 def _deleting(ops: Ops, uuid: str) -> bool:
@@ -206,16 +311,6 @@ def _left_to_the_delete(ops: Ops, migration: Migration) -> None:
     with ops.db.write() as conn:
         migrations.update(conn, migration.uuid, status="error")
     ops.finish_action(uuid, "Error")
-
-
-def _start_source(ops: Ops, migration: Migration, old_flavor: dict[str, object]) -> None:
-    inst = ops.instance(migration.instance_uuid)
-    power_on = inst.power_state != states.SHUTDOWN
-    assert migration.source_compute is not None
-    with ops.event(inst.uuid, "compute_finish_revert_resize", migration.source_compute):
-        ops.call_agent(migration.source_compute, "finish_revert_resize",
-                       instance_uuid=inst.uuid, migration_uuid=migration.uuid,
-                       old_flavor=old_flavor, power_on=power_on)
 
 
 # --- crash recovery: both go forward --------------------------------------------

@@ -14,11 +14,14 @@ The journal (`operation_steps`) holds one row per step of an operation:
 
 `accepted` is written by the API in the same transaction that moves the
 instance into its task state, with the operation's arguments as JSON, so an
-operation whose cast a crash lost is still known. `end` is written when the
-operation reached a final state either way. On start the conductor reads the
-operations without `end` (`interrupted()`) and finishes or undoes each one
-(the `RECOVERY` table in `manager.py`); it writes `end` only once that has
-succeeded, so a crash during recovery leaves the work for the next start.
+operation whose cast a crash lost is still known. `run_steps` writes its
+rows in `Journal.batch()` transactions together with the records and
+instance action events that go with them: one before each step that acts,
+one at the end. `end` is written when the operation reached a final state
+either way. On start the conductor reads the operations without `end`
+(`interrupted()`) and finishes or undoes each one (the `RECOVERY` table in
+`manager.py`); it writes `end` only once that has succeeded, so a crash
+during recovery leaves the work for the next start.
 
 For crash tests only, `crash_hook("operation:step:state")` ends the process
 at once (as kill -9 would) right after the journal records that point.
@@ -30,20 +33,22 @@ import json
 import logging
 import os
 import uuid as uuidlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.compute import tables as t
 from stowage.db import Database
+from stowage.db.statements import Sql
 from stowage.timeutil import utcnow
 
-__all__ = ["Step", "StepFailed", "Journal", "Interrupted", "CrashHook", "ACCEPTED",
-           "accept", "end_accepted", "interrupted", "run_steps", "undo", "roll_back",
-           "crash_hook"]
+__all__ = ["Step", "StepFailed", "Journal", "Batch", "Events", "Interrupted", "CrashHook",
+           "ACCEPTED", "accept", "end_accepted", "interrupted", "run_steps", "undo",
+           "roll_back", "crash_hook"]
 
 LOG = logging.getLogger(__name__)
 _J = t.operation_steps
@@ -53,14 +58,53 @@ END = "end"
 _TO_UNDO = ("executing", "done", "undo_failed")
 CrashHook = Callable[[str, str, str], None]
 
+_INSERT = Sql("INSERT INTO operation_steps (operation_uuid, operation, instance_uuid, step, "
+              "state, detail, created_at) VALUES (:uuid, :operation, :instance_uuid, :step, "
+              ":state, :detail, :now)")
+_UPDATE = Sql("UPDATE operation_steps SET state = :state, updated_at = :now "
+              "WHERE operation_uuid = :uuid AND step = :step")
+_UPDATE_DETAIL = Sql("UPDATE operation_steps SET state = :state, detail = :detail, "
+                     "updated_at = :now WHERE operation_uuid = :uuid AND step = :step")
+
+
+class Events(Protocol):
+    """Instance action events of the operation's instance (`Ops.events` provides them)."""
+
+    def start(self, conn: Connection, event: str, host: str | None) -> None: ...
+
+    def finish(self, conn: Connection, event: str, error: BaseException | None = None
+               ) -> None: ...
+
+    def committed(self, conn: Connection) -> None: ...
+
 
 class Step:
-    """One unit of an operation; subclasses set `name` and override both methods."""
+    """One unit of an operation; subclasses set `name` and override what they need.
+
+    `before()` and `after()` write records in the journal's transactions:
+    `before()`'s commit with the step's `executing` row, before `execute()`
+    acts; `after()`'s with its `done` row (and the next step's `executing`).
+    A step whose `execute()` does nothing outside the database sets `acts`
+    to False and does its writes in `before()`: it is journaled executing and
+    done in that one transaction. `event` names the instance action event
+    recorded around `execute()`.
+    """
 
     name = "step"
+    acts = True
+    event: str | None = None
+
+    def event_host(self) -> str | None:
+        return None
+
+    def before(self, conn: Connection) -> None:
+        """Records that must be durable before the step acts."""
 
     def execute(self) -> None:
-        raise NotImplementedError
+        """The step's action: an agent, the scheduler or Placement (nothing if not `acts`)."""
+
+    def after(self, conn: Connection) -> None:
+        """Records of what execute() did; raising here means the step failed after acting."""
 
     def rollback(self) -> None:
         """Undo what execute() did; must be idempotent and safe if execute never ran."""
@@ -103,45 +147,70 @@ def accept(conn: Connection, operation: str, instance_uuid: str, request_id: str
            **args: Any) -> str:
     """Record an accepted operation in the caller's transaction; returns its uuid."""
     uuid = str(uuidlib.uuid4())
-    conn.execute(_J.insert().values(
-        operation_uuid=uuid, operation=operation, instance_uuid=instance_uuid, step=ACCEPTED,
-        state="done", detail=json.dumps({"request_id": request_id, "args": args}),
-        created_at=utcnow()))
+    _INSERT.run(conn, uuid=uuid, operation=operation, instance_uuid=instance_uuid,
+                step=ACCEPTED, state="done", now=utcnow(),
+                detail=json.dumps({"request_id": request_id, "args": args}))
     return uuid
 
 
 def end_accepted(conn: Connection, operation_uuid: str, operation: str) -> None:
     """An accepted operation will never run (its cast failed and the API undid it)."""
-    conn.execute(_J.insert().values(operation_uuid=operation_uuid, operation=operation,
-                                    step=END, state="done", created_at=utcnow()))
+    _INSERT.run(conn, uuid=operation_uuid, operation=operation, instance_uuid=None, step=END,
+                state="done", detail=None, now=utcnow())
 
 
 class Journal:
-    """The journal rows of one operation; `hook` is the crash tests' `crash_hook`."""
+    """The journal rows of one operation; `hook` is the crash tests' `crash_hook`.
+
+    `existing` names the steps that already have a row (None: unknown, so
+    every write is an upsert); a fresh operation passes none, and its rows
+    are inserted once and updated after. `events` records the instance
+    action events of the steps run under this journal.
+    """
 
     def __init__(self, db: Database, operation: str, instance_uuid: str | None,
-                 uuid: str | None = None, hook: CrashHook | None = None) -> None:
+                 uuid: str | None = None, hook: CrashHook | None = None,
+                 existing: Collection[str] | None = None, events: Events | None = None) -> None:
         self.db = db
         self.operation = operation
         self.instance_uuid = instance_uuid
         self.uuid = uuid or str(uuidlib.uuid4())
         self.hook = hook
+        self.events = events
+        self.closed = False
+        self._rows = set(existing) if existing is not None else None
+
+    @contextmanager
+    def batch(self) -> Iterator[Batch]:
+        """One write transaction for journal rows and the records that go with them;
+        the crash points they pass are reached once it committed."""
+        with self.db.write() as conn:
+            batch = Batch(self, conn)
+            yield batch
+        if self._rows is not None:
+            self._rows.update(batch.inserted)
+        if self.events is not None:
+            self.events.committed(batch.conn)
+        for step, state in batch.points:
+            self.closed = self.closed or step == END
+            self.reached(step, state)
 
     def record(self, step: str, state: str, detail: str | None = None) -> None:
-        """Upsert the row of `step`; a None detail keeps the one recorded before."""
-        now = utcnow()
-        values: dict[str, Any] = {"state": state, "updated_at": now}
-        if detail is not None:
-            values["detail"] = detail
-        with self.db.write() as conn:
-            done = conn.execute(_J.update().where(_J.c.operation_uuid == self.uuid,
-                                                  _J.c.step == step).values(**values))
-            if done.rowcount == 0:
-                conn.execute(_J.insert().values(
-                    operation_uuid=self.uuid, operation=self.operation,
-                    instance_uuid=self.instance_uuid, step=step, state=state, detail=detail,
-                    created_at=now))
-        self.reached(step, state)
+        """Upsert the row of `step` in its own transaction; a None detail keeps the old one."""
+        with self.batch() as batch:
+            batch.record(step, state, detail)
+
+    def _write(self, conn: Connection, step: str, state: str, detail: str | None,
+               inserted: set[str]) -> None:
+        known = self._rows is None or step in self._rows or step in inserted
+        values = {"uuid": self.uuid, "step": step, "state": state, "now": utcnow()}
+        if known:
+            update = _UPDATE if detail is None else _UPDATE_DETAIL
+            if update.run(conn, detail=detail, **values):
+                return
+        _INSERT.run(conn, operation=self.operation, instance_uuid=self.instance_uuid,
+                    detail=detail, **values)
+        inserted.add(step)
 
     def reached(self, step: str, state: str) -> None:
         """A point of the operation was passed (crash tests may end the process here)."""
@@ -150,7 +219,59 @@ class Journal:
 
     def close(self) -> None:
         """The operation ended (either way): its rows are history, not work to resume."""
+        if not self.closed:
+            self.record(END, "done")
+
+
+class Batch:
+    """The journal's part of one write transaction (`Journal.batch()`)."""
+
+    def __init__(self, journal: Journal, conn: Connection) -> None:
+        self.journal = journal
+        self.conn = conn
+        self.points: list[tuple[str, str]] = []
+        self.inserted: set[str] = set()
+
+    def record(self, step: str, state: str, detail: str | None = None) -> None:
+        self.journal._write(self.conn, step, state, detail, self.inserted)
+        self.points.append((step, state))
+
+    def end(self) -> None:
+        """The operation ends with this transaction."""
         self.record(END, "done")
+
+    def passed(self, step: str, state: str) -> None:
+        """A point with no row of its own: the step's row gets its final state in this
+        same transaction (crash tests still stop here, once it committed)."""
+        self.points.append((step, state))
+
+    def start(self, step: Step) -> None:
+        """`step` is executing: its row, its records, its event."""
+        self.record(step.name, "executing", step.journal_detail())
+        step.before(self.conn)
+        if step.event is not None and self.journal.events is not None:
+            self.journal.events.start(self.conn, step.event, step.event_host())
+
+    def at_once(self, step: Step) -> None:
+        """A step that does not act: executing and done in this transaction, one row."""
+        self.passed(step.name, "executing")
+        step.before(self.conn)
+        if step.event is not None and self.journal.events is not None:
+            self.journal.events.start(self.conn, step.event, step.event_host())
+        self.done(step, step.journal_detail())
+
+    def done(self, step: Step, detail: str | None = None) -> None:
+        """`step` completed: its records, its event, its row."""
+        step.after(self.conn)
+        if step.event is not None and self.journal.events is not None:
+            self.journal.events.finish(self.conn, step.event)
+        self.record(step.name, "done", detail)
+
+    def failed(self, step: Step, exc: BaseException, acted: bool) -> None:
+        """`step` failed; its event ends in error unless the action itself succeeded."""
+        if step.event is not None and self.journal.events is not None:
+            self.journal.events.finish(self.conn, step.event, None if acted else exc)
+        self.record(step.name, "failed", str(exc)[:1000])
 
 
 @dataclass
@@ -197,19 +318,95 @@ def interrupted(db: Database) -> list[Interrupted]:
     return list(ops.values())
 
 
-def run_steps(steps: Sequence[Step], journal: Journal) -> None:
-    """Execute in order; on failure undo the completed ones in reverse and raise StepFailed."""
+Piece = tuple[str, Step | None]  # ("start" | "done" | "once" | "last", step)
+
+
+def run_steps(steps: Sequence[Step], journal: Journal,
+              last: Callable[[Batch], None] | None = None) -> None:
+    """Execute in order; on failure undo the completed ones in reverse and raise StepFailed.
+
+    Journal rows and step records go in as few transactions as the rule
+    allows: one before each step that acts (the previous step's `done`, then
+    `executing` rows up to the next acting step) and one at the end, which
+    also runs `last` (the operation's final records, e.g. `batch.end()`).
+    """
     completed: list[Step] = []
-    for step in steps:
-        journal.record(step.name, "executing", step.journal_detail())
+    pending: Step | None = None  # acted; its `done` is not journaled yet
+    index = 0
+    while True:
+        pieces: list[Piece] = [("done", pending)] if pending is not None else []
+        acting: Step | None = None
+        while index < len(steps) and acting is None:
+            step = steps[index]
+            index += 1
+            if step.acts:
+                pieces.append(("start", step))
+                acting = step
+            else:
+                pieces.append(("once", step))
+        if acting is None and last is not None:
+            pieces.append(("last", None))
+        _commit(pieces, journal, completed, last)
+        if acting is None:
+            return
         try:
-            step.execute()
+            acting.execute()
         except Exception as exc:
-            journal.record(step.name, "failed", str(exc)[:1000])
-            errors = undo(completed, journal)
-            raise StepFailed(step, exc, errors) from exc
-        journal.record(step.name, "done")
-        completed.append(step)
+            with journal.batch() as batch:
+                batch.failed(acting, exc, acted=False)
+            raise StepFailed(acting, exc, undo(completed, journal)) from exc
+        pending = acting
+
+
+def _commit(pieces: Sequence[Piece], journal: Journal, completed: list[Step],
+            last: Callable[[Batch], None] | None) -> None:
+    """All pieces in one transaction; when that raises, one by one to learn which failed."""
+    try:
+        with journal.batch() as batch:
+            for piece in pieces:
+                _apply(batch, piece, last)
+    except Exception:  # noqa: BLE001 - replayed below, where the failure is attributed
+        LOG.debug("journal batch of %s failed; replaying it piece by piece", journal.uuid)
+    else:
+        completed.extend(step for kind, step in pieces
+                         if kind in ("done", "once") and step is not None)
+        return
+    for piece in pieces:
+        kind, step = piece
+        try:
+            with journal.batch() as batch:
+                _apply(batch, piece, last)
+        except Exception as exc:
+            if step is None:
+                raise
+            _failed(step, exc, acted=kind == "done", journal=journal)
+            raise StepFailed(step, exc, undo(completed, journal)) from exc
+        if kind in ("done", "once") and step is not None:
+            completed.append(step)
+
+
+def _apply(batch: Batch, piece: Piece, last: Callable[[Batch], None] | None) -> None:
+    kind, step = piece
+    if step is None:
+        assert last is not None
+        last(batch)
+    elif kind == "start":
+        batch.start(step)
+    elif kind == "once":
+        batch.at_once(step)
+    else:
+        batch.done(step)
+
+
+def _failed(step: Step, exc: BaseException, acted: bool, journal: Journal) -> None:
+    """Journal a failure; a step that acted but could not record it undoes itself first."""
+    if acted:
+        try:
+            step.rollback()
+        except Exception:
+            LOG.exception("undo of %s, whose outcome could not be recorded, failed", step.name)
+    with journal.batch() as batch:
+        batch.failed(step, exc, acted)
 
 
 def undo(completed: Sequence[Step], journal: Journal) -> list[str]:

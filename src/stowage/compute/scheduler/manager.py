@@ -16,10 +16,12 @@
     weighers                        free RAM / VCPU / disk (spread or pack), soft groups;
         │                           ties by host name
         ▼
-    claim                           GET /allocations/{instance} (consumer generation), then
-        │                           PUT; a 409 (another scheduler won) moves on to the next
-        │                           host; the claim is consumed in the host states before
-        │                           the next instance of the request
+    claim                           PUT /allocations/{instance} as a new consumer's (if it
+        │                           holds something after all: GET it, PUT at its
+        │                           generation); a move's is one POST /allocations where its
+        │                           migration takes the source over; a 409 (another
+        │                           scheduler won) moves on to the next host; the claim is
+        │                           consumed in the host states before the next instance
         ▼
     [selected (claimed), alternate, ...]   per instance; up to max_attempts in all
 
@@ -50,7 +52,12 @@ from stowage.compute.scheduler.host_state import (
     build_host_states,
     load_nodes,
 )
-from stowage.compute.scheduler.request import GroupState, SchedulingRequest, candidate_query
+from stowage.compute.scheduler.request import (
+    GroupState,
+    MoveSource,
+    SchedulingRequest,
+    candidate_query,
+)
 from stowage.compute.scheduler.weighers import WeighedHost, Weigher, weigh, weighers_for
 from stowage.config import ComputeSettings
 from stowage.db import Database
@@ -58,7 +65,7 @@ from stowage.errors import NotFound
 from stowage.placement.client import MICROVERSION, Holding, PlacementConflict
 from stowage.timeutil import utcnow
 
-__all__ = ["Scheduler", "SchedulerPlacement", "NoValidHost", "Rejection",
+__all__ = ["Scheduler", "SchedulerPlacement", "NoValidHost", "Rejection", "MoveConflict",
            "merge_move_allocations"]
 
 LOG = logging.getLogger(__name__)
@@ -80,6 +87,8 @@ class SchedulerPlacement(Protocol):
               consumer_type: str = "INSTANCE") -> None: ...
 
     def delete_allocations(self, consumer: str) -> bool: ...
+
+    def write_many(self, holdings: Mapping[str, Holding]) -> None: ...
 
 
 class Scheduler:
@@ -189,9 +198,27 @@ class Scheduler:
 
     # --- claims -----------------------------------------------------------------
     def _claim(self, uuid: str, req: SchedulingRequest, ar: Mapping[str, Any]) -> Holding:
-        """PUT the instance's allocation at the generation just read; returns what it held."""
-        prior = self.placement.holding(uuid)
+        """PUT the instance's allocation; returns what it held before.
+
+        A build's instance holds nothing: the PUT as a new consumer's (null
+        generation) is right the first time, without reading the consumer
+        first. A stale generation then means the consumer holds something
+        after all (it is read, and the claim made again at its generation),
+        or that another claim won the provider (the 409 stands: the next
+        host is tried). A move hands its source over in the same write.
+        """
+        if req.move_source is not None:
+            return self._claim_move(uuid, req, req.move_source, amounts_of(ar))
         wanted = amounts_of(ar)
+        try:
+            self.placement.claim(uuid, wanted, req.project_id, req.user_id, None, "INSTANCE")
+            return Holding()
+        except PlacementConflict as exc:
+            if not exc.stale:
+                raise
+            prior = self.placement.holding(uuid)
+            if prior.generation is None:
+                raise
         if prior.allocations:
             # Evacuate: the source allocation stays with the instance until the
             # source host's agent comes back and cleans up, as Nova does.
@@ -199,6 +226,28 @@ class Scheduler:
         self.placement.claim(uuid, wanted, req.project_id, req.user_id, prior.generation,
                              "INSTANCE")
         return prior
+
+    def _claim_move(self, uuid: str, req: SchedulingRequest, source: MoveSource,
+                    wanted: Allocations) -> Holding:
+        """One `POST /allocations`: the migration takes the source, the instance the destination.
+
+        The instance's generation is the one the conductor read with its
+        source: if the instance's allocations changed since, the move stops
+        (`MoveConflict`) rather than trying the other hosts.
+        """
+        try:
+            self.placement.write_many({
+                source.migration_uuid: Holding(source.allocations, None, req.project_id,
+                                               req.user_id, "MIGRATION"),
+                uuid: Holding(wanted, source.generation, req.project_id, req.user_id,
+                              "INSTANCE")})
+        except PlacementConflict as exc:
+            if exc.stale and self.placement.holding(uuid).generation != source.generation:
+                raise MoveConflict(f"The allocations of instance {uuid} changed during its "
+                                   f"move: {exc.detail}") from exc
+            raise
+        return Holding(source.allocations, source.generation, req.project_id, req.user_id,
+                       "INSTANCE")
 
     def _undo(self, claimed: list[tuple[str, Holding]], req: SchedulingRequest) -> None:
         """Give back this request's claims, newest first; a failed undo is logged, not raised."""
@@ -208,12 +257,22 @@ class Scheduler:
                     self.placement.delete_allocations(uuid)
                     continue
                 now = self.placement.holding(uuid)
-                self.placement.claim(uuid, prior.allocations,
-                                     prior.project_id or req.project_id,
-                                     prior.user_id or req.user_id, now.generation,
-                                     prior.consumer_type or "INSTANCE")
+                holdings = {uuid: Holding(prior.allocations, now.generation,
+                                          prior.project_id or req.project_id,
+                                          prior.user_id or req.user_id,
+                                          prior.consumer_type or "INSTANCE")}
+                if req.move_source is not None:  # the migration gives the source back
+                    migration = req.move_source.migration_uuid
+                    holdings[migration] = Holding(
+                        {}, self.placement.holding(migration).generation, req.project_id,
+                        req.user_id, "MIGRATION")
+                self.placement.write_many(holdings)
             except Exception:
                 LOG.exception("could not undo the scheduler's claim for %s", uuid)
+
+
+class MoveConflict(Exception):
+    """The moving instance's allocations changed between the conductor's read and the claim."""
 
 
 def merge_move_allocations(source: Mapping[str, Mapping[str, int]],

@@ -18,8 +18,8 @@ from typing import Any
 
 from stowage.compute import resources
 
-__all__ = ["SchedulingRequest", "RequestedDestination", "GroupState", "candidate_query",
-           "DISABLED_TRAIT"]
+__all__ = ["SchedulingRequest", "RequestedDestination", "GroupState", "MoveSource",
+           "candidate_query", "DISABLED_TRAIT"]
 
 # Set by the agent on its compute node provider while its service is disabled.
 DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
@@ -29,6 +29,26 @@ DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
 class RequestedDestination:
     host: str
     node: str | None = None
+
+
+@dataclass(frozen=True)
+class MoveSource:
+    """A resize or migration: what the instance holds now, which its migration takes over
+    in the same write that claims the destination (`generation`: the instance's, as read)."""
+
+    migration_uuid: str
+    allocations: dict[str, dict[str, int]]
+    generation: int | None
+
+    @classmethod
+    def from_spec(cls, raw: Mapping[str, Any] | None) -> MoveSource | None:
+        if not raw:
+            return None
+        allocations = {str(rp): {str(rc): int(n) for rc, n in res.items()}
+                       for rp, res in (raw.get("allocations") or {}).items()}
+        generation = raw.get("generation")
+        return cls(str(raw["migration_uuid"]), allocations,
+                   None if generation is None else int(generation))
 
 
 @dataclass
@@ -68,6 +88,8 @@ class SchedulingRequest:
     group: GroupState | None = None
     # A resize or migration: the moving instance does not count against its own group.
     move: bool = False
+    # The source its migration takes over when the destination is claimed (a move).
+    move_source: MoveSource | None = None
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], instance_uuids: list[str]
@@ -90,6 +112,7 @@ class SchedulingRequest:
                          if dest and dest.get("host") else None),
             group_uuid=spec.get("instance_group") or _hint(hints.get("group")),
             move=bool(spec.get("move")),
+            move_source=MoveSource.from_spec(spec.get("move_source")),
         )
 
     def amounts(self) -> dict[str, int]:
