@@ -3,8 +3,10 @@
 Every write that can change what the candidate engine sees (inventory,
 usage, traits, aggregates, tree shape, class names) records the provider ids
 in the same transaction, so a committed change is always logged and a rolled
-back one never is. Readers poll `since(last_seen)`; ids may commit out of
-order on PostgreSQL/MySQL, which `ChangeCursor` tolerates.
+back one never is. Allocation writes mark their entries `usage_only`, so a
+reader re-sums those providers' usage instead of reloading them whole.
+Readers poll with a `ChangeCursor`; ids may commit out of order on
+PostgreSQL/MySQL, which the cursor tolerates.
 """
 
 from __future__ import annotations

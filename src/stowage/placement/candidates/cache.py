@@ -50,7 +50,8 @@ class SnapshotCache:
         """The current snapshot, with which of the request's names exist.
 
         Each request gets a shallow copy of the published snapshot (sharing
-        its mappings), lent out and tracked until the request drops it.
+        its mappings), tracked until the request drops it: hold the view
+        itself for as long as its mappings are used.
         """
         with self._lock:
             self._refresh(conn)
