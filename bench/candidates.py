@@ -15,12 +15,9 @@ and asserts nothing: numbers on a shared 2-core machine are noisy.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
-import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure  # noqa: E402
 import report  # noqa: E402
 import servers  # noqa: E402
+import sweep  # noqa: E402
 import topologies  # noqa: E402
-import upstream_venv  # noqa: E402
 
 LIMITS: tuple[tuple[str, int | None], ...] = (("none", None), ("1", 1), ("50", 50))
 
@@ -125,45 +122,15 @@ def _compare(res: dict[str, Any], topo: str) -> list[str]:
     return warnings
 
 
-def _on_sigterm(_sig: int, _frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    targets = [t for t in args.targets.split(",") if t]
-    venv = upstream_venv.ensure() if "upstream" in targets else None
-    workdir = Path(tempfile.mkdtemp(prefix="stowage-bench-"))
-    print(f"bench: logs and SQLite files under {workdir}; workers={args.workers}; "
-          "absolute numbers on a shared 2-core machine are noisy", flush=True)
-    results: dict[tuple[str, str, int], dict[str, Any]] = {}
-    tables: list[str] = []
-    try:
-        for backend in args.backend.split(","):
-            for topo in args.topologies.split(","):
-                for size in (int(s) for s in args.sizes.split(",")):
-                    res = results.setdefault((backend, topo, size), {})
-                    for target in targets:
-                        res[target] = _run_target(target, backend, topo, size, args,
-                                                  workdir, venv)
-                    title = f"{backend} / {topo} / N={size} / workers={args.workers}"
-                    text = "\n".join([report.table(title, res),
-                                      *_compare(res, topo)])
-                    tables.append(text)
-                    print("\n" + text + "\n", flush=True)
-    except KeyboardInterrupt:
-        print("bench: interrupted; servers stopped, databases dropped", file=sys.stderr)
+
+    def describe(title: str, res: dict[str, Any], topo: str) -> str:
+        return "\n".join([report.table(title, res), *_compare(res, topo)])
+
+    results = sweep.run(args, "bench", "", _run_target, describe)
+    if results is None:
         return 130
-    finally:
-        for db in workdir.rglob("*.db*"):
-            with contextlib.suppress(OSError):
-                db.unlink()
-        if args.json:
-            Path(args.json).write_text(json.dumps(
-                [{"backend": b, "topology": t, "size": n, "workers": args.workers,
-                  "results": r} for (b, t, n), r in results.items()], indent=2))
-    print("\n==== all tables ====\n" + "\n\n".join(tables))
     print("\n" + report.summary(results))
     return 0
 

@@ -24,15 +24,12 @@ exit non-zero when a target lost or overcommitted.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import http.client
 import json
 import multiprocessing
 import random
-import signal
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections import defaultdict
@@ -45,8 +42,8 @@ from urllib.parse import urlsplit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import servers  # noqa: E402
+import sweep  # noqa: E402
 import topologies  # noqa: E402
-import upstream_venv  # noqa: E402
 from client import HEADERS, call, new_client, thread_client  # noqa: E402
 
 PROJECT = str(uuid.uuid5(uuid.NAMESPACE_OID, "schedule-bench-project"))
@@ -364,45 +361,14 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _on_sigterm(_sig: int, _frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    targets = [t for t in args.targets.split(",") if t]
-    venv = upstream_venv.ensure() if "upstream" in targets else None
-    workdir = Path(tempfile.mkdtemp(prefix="stowage-schedule-"))
-    print(f"schedule: logs under {workdir}; workers={args.workers}; {args.seconds:.0f} s "
-          "per phase; absolute numbers on a shared 2-core machine are noisy", flush=True)
-    results: dict[tuple[str, str, int], dict[str, Any]] = {}
-    tables, failed = [], False
-    try:
-        for backend in args.backend.split(","):
-            for topo in args.topologies.split(","):
-                for size in (int(s) for s in args.sizes.split(",")):
-                    res = results.setdefault((backend, topo, size), {})
-                    for target in targets:
-                        res[target] = run_target(target, backend, topo, size, args,
-                                                 workdir, venv)
-                        failed |= bool(res[target]["audit"])
-                    tables.append(table(f"{backend} / {topo} / N={size} / "
-                                        f"workers={args.workers}", res))
-                    print("\n" + tables[-1] + "\n", flush=True)
-    except KeyboardInterrupt:
-        print("schedule: interrupted; servers stopped, databases dropped", file=sys.stderr)
+    results = sweep.run(args, "schedule", f"{args.seconds:.0f} s per phase; ", run_target,
+                        lambda title, res, _topo: table(title, res))
+    if results is None:
         return 130
-    finally:
-        for db in workdir.rglob("*.db*"):
-            with contextlib.suppress(OSError):
-                db.unlink()
-        if args.json:
-            Path(args.json).write_text(json.dumps(
-                [{"backend": b, "topology": t, "size": n, "workers": args.workers,
-                  "results": r} for (b, t, n), r in results.items()], indent=2))
-    print("\n==== all tables ====\n" + "\n\n".join(tables))
     print("\n" + summary(results))
+    failed = any(r["audit"] for res in results.values() for r in res.values())
     if failed:
         print("schedule: AUDIT FAILED (see above)", file=sys.stderr)
     return 1 if failed else 0
