@@ -44,10 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     db = manage_sub.add_parser("db", help="database schema")
     db.add_argument("action", choices=["upgrade"])
     db.add_argument("--database", help="SQLAlchemy URL")
-    audit = manage_sub.add_parser("placement", help="accounting checks")
-    audit.add_argument("action", choices=["audit"],
-                       help="list allocations that break the accounting rules")
-    audit.add_argument("--database", help="SQLAlchemy URL")
+    from stowage.manage_placement import add_parser
+
+    add_parser(manage_sub)
     return p
 
 
@@ -178,30 +177,13 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _audit(settings: config.Settings, db: Database) -> int:
-    """Check the accounting invariants on the database, through an in-process Placement."""
-    from stowage.compute.audit import audit
-    from stowage.placement.app import build_app
-    from stowage.placement.client import PlacementClient
-
-    schema.upgrade(db)
-    client = PlacementClient.local(build_app(settings, db))
-    print("stowage: auditing allocations against instances and migrations ...",
-          file=sys.stderr, flush=True)
-    problems = audit(db, client)
-    for problem in problems:
-        print(problem)
-    print(f"stowage: {len(problems)} problem(s) found" + (
-        "; delete leaked allocations with `openstack resource provider allocation delete "
-        "<consumer>`" if problems else ""), file=sys.stderr)
-    return 1 if problems else 0
-
-
 def _manage(args: argparse.Namespace) -> int:
     settings = _settings(args, database=args.database)
     db = Database(settings.database)
     if args.area == "placement":
-        return _audit(settings, db)
+        from stowage.manage_placement import run
+
+        return run(args, settings, db)
     print(f"stowage: upgrading schema of {db.backend} database ...", file=sys.stderr)
     schema.upgrade(db)
     print("stowage: schema is at head", file=sys.stderr)

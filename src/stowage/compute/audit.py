@@ -11,6 +11,9 @@
 
 `audit()` returns the violations as sentences (empty when all hold). The
 tests call it after every operation; `stowage manage placement audit` runs it.
+`orphans()` names the consumers that break rule 1 or 3 -- allocations nobody
+owns any more, safe to delete (`audit --delete`); the other violations need
+a decision (`heal-allocations`, or an operator) and are only reported.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from stowage.compute import tables as t
 from stowage.db import Database
 from stowage.placement.client import PlacementClient
 
-__all__ = ["audit"]
+__all__ = ["audit", "orphans", "delete_orphans"]
 
 _SETTLED = (states.ACTIVE, states.STOPPED, states.ERROR)
 
@@ -71,19 +74,58 @@ def audit(db: Database, placement: PlacementClient) -> list[str]:
     providers = placement.providers()
     held = _holdings(placement, providers)
     problems = [p for rp in providers for p in _over_capacity(placement, rp)]
-    with db.read() as conn:
-        live = {i.uuid: i for i in instances.list_instances(conn)}
-        moves = {m.uuid: m for m in migrations.list_migrations(conn)}
+    live, moves = _known(db)
     in_tree = {rp["uuid"]: rp["root_provider_uuid"] for rp in providers}
     nodes = _node_uuids(db)
-    for consumer, by_rp in held.items():
-        move = moves.get(consumer)
-        if consumer not in live and (move is None or move.finished):
-            what = f"finished migration ({move.status})" if move else "unknown consumer"
-            problems.append(f"{consumer} holds {by_rp} but is a {what}")
+    for consumer, what in _orphans(held, live, moves).items():
+        problems.append(f"{consumer} holds {held[consumer]} but is a {what}")
     for inst in live.values():
         problems.extend(_instance_problems(inst, held, moves, in_tree, nodes))
     return problems
+
+
+def _orphans(held: Mapping[str, Any], live: Mapping[str, Any],
+             moves: Mapping[str, migrations.Migration]) -> dict[str, str]:
+    """consumer -> why it may hold nothing: neither a live instance nor a migration under way."""
+    found = {}
+    for consumer in held:
+        move = moves.get(consumer)
+        if consumer not in live and (move is None or move.finished):
+            found[consumer] = (f"finished migration ({move.status})" if move
+                               else "unknown consumer")
+    return found
+
+
+def _known(db: Database, uuids: list[str] | None = None
+           ) -> tuple[dict[str, Any], dict[str, migrations.Migration]]:
+    """Live instances and all migrations (only those with these uuids, if given)."""
+    where = [] if uuids is None else [t.migrations.c.uuid.in_(uuids)]
+    with db.read() as conn:
+        live = {i.uuid: i for i in instances.list_instances(conn, uuids=uuids)}
+        moves = {m.uuid: m for m in migrations.list_migrations(conn, where=where)}
+    return live, moves
+
+
+def orphans(db: Database, placement: PlacementClient) -> dict[str, str]:
+    """Consumers holding allocations that nothing owns (rules 1 and 3): consumer -> why."""
+    held = _holdings(placement, placement.providers())
+    return _orphans(held, *_known(db))
+
+
+def delete_orphans(db: Database, placement: PlacementClient) -> dict[str, str]:
+    """Delete what `orphans()` finds, each one checked again just before.
+
+    The second look keeps a consumer that became known meanwhile (a move
+    whose migration was written after the first read) from losing its claim.
+    """
+    found = orphans(db, placement)
+    deleted = {}
+    for consumer, why in sorted(found.items()):
+        live, moves = _known(db, [consumer])
+        if consumer in _orphans({consumer: None}, live, moves):
+            placement.delete_allocations(consumer)
+            deleted[consumer] = why
+    return deleted
 
 
 def _instance_problems(inst: instances.Instance, held: Mapping[str, Any],

@@ -1,0 +1,213 @@
+"""Heal allocations: every instance on a host holds what its flavor asks, on that host.
+
+The operator's repair for what the accounting rules forbid but an outage, a
+manual `openstack resource provider allocation delete` or an older release
+can leave behind: an instance that runs on a host while Placement says it
+holds nothing there (its host then looks emptier than it is and gets
+over-committed), or one whose allocation no longer matches its flavor.
+It is `nova-manage placement heal_allocations` for stowage:
+
+- an instance with no allocation gets its flavor's amounts on its host's
+  providers (created with consumer generation `null`, so a claim that races
+  in meanwhile wins and the heal reports a failure instead of doubling it);
+- an instance whose allocation differs from its flavor is reported, and
+  replaced only with `--force` (at the generation read, so a concurrent
+  move's write is never overwritten);
+- instances in a task (building, moving, deleting...) are skipped, as Nova
+  skips them: their allocations belong to the operation under way.
+
+Each resource class goes to the provider of the host that offers it: the
+compute node itself, a child of it (nested), or a sharing provider in one of
+its aggregates (`MISC_SHARES_VIA_AGGREGATE`, shared DISK_GB).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from stowage.compute import instances, resources, states
+from stowage.compute import tables as t
+from stowage.compute.instances import Instance
+from stowage.db import Database
+from stowage.placement.client import PlacementClient, PlacementError
+
+__all__ = ["HealOptions", "HealReport", "Verdict", "heal_allocations", "exit_code"]
+
+SHARES = "MISC_SHARES_VIA_AGGREGATE"
+# Exit codes of `nova-manage placement heal_allocations` (the subset stowage has).
+EXIT_HEALED, EXIT_MORE, EXIT_NO_NODE, EXIT_WRITE_FAILED, EXIT_NOTHING, EXIT_BAD_INPUT = (
+    0, 1, 2, 3, 4, 127)
+
+
+class Verdict(enum.Enum):
+    OK = "allocations match the flavor"
+    CREATED = "allocations created"
+    REPLACED = "allocations replaced"
+    WOULD_CREATE = "would create allocations"
+    WOULD_REPLACE = "would replace allocations"
+    MISMATCH = "allocations differ from the flavor; use --force to replace them"
+    BUSY = "skipped: in a task"
+    NO_NODE = "no compute node record for its host"
+    FAILED = "Placement refused the write"
+
+
+@dataclass(frozen=True)
+class HealOptions:
+    dry_run: bool = False
+    instance: str | None = None
+    force: bool = False
+    max_count: int | None = None
+
+
+@dataclass
+class HealReport:
+    """What happened to each instance looked at, in order: (uuid, verdict, detail)."""
+
+    outcomes: list[tuple[str, Verdict, str]] = field(default_factory=list)
+    more: bool = False  # --max-count stopped the run with instances left to look at
+
+    def count(self, *verdicts: Verdict) -> int:
+        return sum(1 for _, v, _ in self.outcomes if v in verdicts)
+
+
+Progress = Callable[[int, int], None]
+
+
+def heal_allocations(db: Database, placement: PlacementClient, options: HealOptions,
+                     progress: Progress | None = None) -> HealReport:
+    """Look at every instance with a host (or the one asked for) and heal what needs it.
+
+    `--max-count` counts instances healed (or, on a dry run, that would be),
+    as Nova's does, so a large cloud is healed in batches.
+    """
+    candidates = _instances(db, options.instance)
+    nodes = _node_uuids(db)
+    hosts = _HostTargets(placement)
+    report = HealReport()
+    changed = (Verdict.CREATED, Verdict.REPLACED, Verdict.WOULD_CREATE, Verdict.WOULD_REPLACE)
+    for done, inst in enumerate(candidates, start=1):
+        if options.max_count is not None and report.count(*changed) >= options.max_count:
+            report.more = True
+            break
+        verdict, detail = _heal_one(inst, nodes.get(inst.host or ""), hosts, placement, options)
+        report.outcomes.append((inst.uuid, verdict, detail))
+        if progress is not None:
+            progress(done, len(candidates))
+    return report
+
+
+def exit_code(report: HealReport) -> int:
+    """Nova's: a failure first, then a missing node, then "more to do", then healed or not."""
+    if report.count(Verdict.FAILED):
+        return EXIT_WRITE_FAILED
+    if report.count(Verdict.NO_NODE):
+        return EXIT_NO_NODE
+    if report.more:
+        return EXIT_MORE
+    healed = report.count(Verdict.CREATED, Verdict.REPLACED, Verdict.WOULD_CREATE,
+                          Verdict.WOULD_REPLACE)
+    return EXIT_HEALED if healed else EXIT_NOTHING
+
+
+def _instances(db: Database, only: str | None) -> list[Instance]:
+    """Live instances that run on a host (offloaded and unscheduled ones hold nothing)."""
+    with db.read() as conn:
+        found = instances.list_instances(conn, uuids=[only] if only else None)
+    return [i for i in found if i.host]
+
+
+def _node_uuids(db: Database) -> dict[str, str]:
+    """host name -> compute node uuid (= its root provider)."""
+    cn = t.compute_nodes
+    with db.read() as conn:
+        rows = conn.execute(sa.select(cn.c.host, cn.c.uuid).where(cn.c.deleted == 0)).all()
+    return {row.host: row.uuid for row in rows}
+
+
+def _heal_one(inst: Instance, root: str | None, hosts: _HostTargets,
+              placement: PlacementClient, options: HealOptions) -> tuple[Verdict, str]:
+    if inst.task_state is not None or inst.vm_state == states.BUILDING:
+        return Verdict.BUSY, f"task_state {inst.task_state}, vm_state {inst.vm_state}"
+    if root is None:
+        return Verdict.NO_NODE, f"host {inst.host}"
+    want = resources.placement_request(inst.flavor, inst.volume_backed).amounts()
+    holding = placement.holding(inst.uuid)
+    if holding.allocations:
+        if _total(holding.allocations) == want and hosts.within(root, holding.allocations):
+            return Verdict.OK, ""
+        if not options.force:
+            return Verdict.MISMATCH, f"holds {holding.allocations}, flavor needs {want}"
+    allocations, lacking = hosts.place(root, want)
+    if lacking:
+        return Verdict.FAILED, f"host {inst.host} offers no {', '.join(lacking)}"
+    replacing = bool(holding.allocations)
+    if options.dry_run:
+        verdict = Verdict.WOULD_REPLACE if replacing else Verdict.WOULD_CREATE
+        return verdict, str(allocations)
+    try:
+        placement.claim(inst.uuid, allocations, inst.project_id, inst.user_id,
+                        holding.generation)
+    except PlacementError as exc:
+        return Verdict.FAILED, exc.detail
+    return (Verdict.REPLACED if replacing else Verdict.CREATED), str(allocations)
+
+
+def _total(by_provider: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for amounts in by_provider.values():
+        for rc, n in amounts.items():
+            total[rc] = total.get(rc, 0) + n
+    return total
+
+
+class _HostTargets:
+    """Which provider of a host serves each resource class, read once per host."""
+
+    def __init__(self, placement: PlacementClient) -> None:
+        self.placement = placement
+        self._providers: list[dict[str, Any]] | None = None
+        self._by_root: dict[str, dict[str, str]] = {}
+
+    def _all(self) -> list[dict[str, Any]]:
+        if self._providers is None:
+            self._providers = self.placement.providers()
+        return self._providers
+
+    def targets(self, root: str) -> dict[str, str]:
+        """resource class -> provider: the node first, then its children, then sharing."""
+        if root not in self._by_root:
+            tree = [rp for rp in self._all() if rp["root_provider_uuid"] == root]
+            tree.sort(key=lambda rp: rp["uuid"] != root)
+            found: dict[str, str] = {}
+            for rp in tree + self._sharing(root):
+                for rc in self.placement.provider_part(rp["uuid"], "inventories"):
+                    found.setdefault(rc, rp["uuid"])
+            self._by_root[root] = found
+        return self._by_root[root]
+
+    def _sharing(self, root: str) -> list[dict[str, Any]]:
+        mine = set(self.placement.provider_part(root, "aggregates"))
+        if not mine:
+            return []
+        return [rp for rp in self._all() if rp["root_provider_uuid"] != root
+                and SHARES in self.placement.provider_part(rp["uuid"], "traits")
+                and mine & set(self.placement.provider_part(rp["uuid"], "aggregates"))]
+
+    def place(self, root: str, want: Mapping[str, int]
+              ) -> tuple[dict[str, dict[str, int]], list[str]]:
+        """The allocation of `want` on this host's providers, and the classes it lacks."""
+        targets = self.targets(root)
+        allocations: dict[str, dict[str, int]] = {}
+        for rc, amount in want.items():
+            if rc in targets:
+                allocations.setdefault(targets[rc], {})[rc] = amount
+        return allocations, sorted(set(want) - set(targets))
+
+    def within(self, root: str, allocations: Mapping[str, Any]) -> bool:
+        """Every provider held is one of this host's (its tree or its sharing providers)."""
+        return set(allocations) <= set(self.targets(root).values()) | {root}
