@@ -20,7 +20,10 @@ def manage(cloud: Cloud, *args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True, text=True, timeout=120, check=False)
 
 
-def _two_servers(cloud: Cloud) -> tuple[list[str], dict[str, str], dict[str, dict[str, dict[str, int]]]]:
+Held = dict[str, dict[str, dict[str, int]]]
+
+
+def _two_servers(cloud: Cloud) -> tuple[list[str], dict[str, str], Held]:
     nodes = {name: cloud.add_host(name) for name in ("h1", "h2")}
     flavor = s.flavor(cloud, "small", 2, 512, 10)
     image = s.image(cloud)
