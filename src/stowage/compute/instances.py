@@ -60,6 +60,7 @@ class Instance:
     display_description: str | None = None
     locked: bool = False
     progress: int | None = None
+    system_metadata: dict[str, Any] | None = None
     reservation_id: str = ""
     launch_index: int = 0
     launched_at: datetime.datetime | None = None

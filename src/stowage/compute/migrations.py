@@ -47,6 +47,12 @@ class Migration:
     user_id: str | None = None
     hidden: bool = False
     cross_cell_move: bool = False
+    memory_total: int | None = None
+    memory_processed: int | None = None
+    memory_remaining: int | None = None
+    disk_total: int | None = None
+    disk_processed: int | None = None
+    disk_remaining: int | None = None
     created_at: datetime.datetime | None = None
     updated_at: datetime.datetime | None = None
     id: int | None = None

@@ -140,6 +140,8 @@ instances = sa.Table(
     sa.Column("config_drive", sa.String(255), nullable=True),
     sa.Column("locked", sa.Boolean, nullable=False, default=False),
     sa.Column("progress", sa.Integer, nullable=True),
+    # Internal facts never shown as metadata (shelve: shelved_at/_image_id/_host).
+    sa.Column("system_metadata", sa.JSON, nullable=True),
     sa.Column("reservation_id", sa.String(255), nullable=False),
     sa.Column("launch_index", sa.Integer, nullable=False, default=0),
     sa.Column("launched_at", sa.DateTime, nullable=True),
@@ -192,6 +194,13 @@ migrations = sa.Table(
     sa.Column("user_id", exact_string(255), nullable=True),
     sa.Column("hidden", sa.Boolean, nullable=False, default=False),
     sa.Column("cross_cell_move", sa.Boolean, nullable=False, default=False),
+    # A live migration's progress in bytes (shown from microversion 2.23).
+    sa.Column("memory_total", sa.BigInteger, nullable=True),
+    sa.Column("memory_processed", sa.BigInteger, nullable=True),
+    sa.Column("memory_remaining", sa.BigInteger, nullable=True),
+    sa.Column("disk_total", sa.BigInteger, nullable=True),
+    sa.Column("disk_processed", sa.BigInteger, nullable=True),
+    sa.Column("disk_remaining", sa.BigInteger, nullable=True),
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.Column("updated_at", sa.DateTime, nullable=True),
     sa.Column("deleted", sa.Integer, nullable=False, default=0),

@@ -33,8 +33,11 @@ from typing import Any
 from stowage.compute import instances, migrations, server_groups, services, states
 from stowage.compute.agent import resource_tracker as rt
 from stowage.compute.agent.driver import Driver
+from stowage.compute.agent.evacuation import EvacuationSteps
 from stowage.compute.agent.guest_store import GuestStore
+from stowage.compute.agent.live_migration import LiveMigrationSteps
 from stowage.compute.agent.pci import ClaimKey, PciClaimFailed, PciTracker
+from stowage.compute.agent.shelving import ShelvingSteps
 from stowage.compute.agent.simulated import SimulatedDriver
 from stowage.compute.hosts import HostConfig
 from stowage.compute.resources import pci_requests
@@ -52,7 +55,7 @@ class InstanceFaultRollback(Exception):
     """A step refused before touching the guest: the server goes back to its state."""
 
 
-class ComputeAgent:
+class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
     """One host's agent; `start()` does the I/O, the constructor none."""
 
     def __init__(self, host: HostConfig, settings: ComputeSettings, db: Database,

@@ -38,18 +38,24 @@ from stowage.compute import actions, states
 from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute import migrations as migs
+from stowage.compute.api import server_evacuate, server_live_migrate, server_shelve
 from stowage.compute.api import server_queries as queries
+from stowage.compute.api.action_common import (
+    Handler,
+    accept,
+    cast_after_commit,
+    check_host_up,
+    moving_server,
+    start_action,
+)
 from stowage.compute.api.common import API_PREFIX, authorize, read_body, validate_body
 from stowage.compute.api.server_common import (
     check_state,
-    conductor,
     get_server,
     move_state,
     target,
 )
-from stowage.compute.conductor import tasks
 from stowage.compute.rpc import ConductorAPI
-from stowage.compute.services import Service
 from stowage.compute.states import TASK
 from stowage.errors import NotFound
 from stowage.web.errors import HTTPError
@@ -92,65 +98,14 @@ _RESET_TO = {"active": states.ACTIVE, "error": states.ERROR}
 Cast = Callable[[ConductorAPI], None]
 
 
-def _start(conn: Connection, req: Request, instance: inst.Instance, action: str) -> None:
-    ctx = req.context
-    actions.start_action(conn, instance.uuid, action, ctx.request_id, ctx.user_id,
-                         ctx.project_id)
-
-
-def _accept(conn: Connection, req: Request, instance: inst.Instance, operation: str,
-            **args: Any) -> str:
-    """Journal the operation as accepted, in the transaction that set its task state."""
-    return tasks.accept(conn, operation, instance.uuid, req.context.request_id, **args)
-
-
-def _cast(req: Request, instance: inst.Instance, cast: Cast, undo: dict[str, Any],
-          operation: tuple[str, str] | None = None) -> None:
-    """Cast after the commit; if the conductor cannot be reached, leave the task state again.
-
-    `operation` is (name, uuid) of the accepted journal entry, ended when the cast fails.
-    """
-    try:
-        cast(conductor(req))
-    except Exception:
-        LOG.exception("could not cast for instance %s", instance.uuid)
-        with req.app.db.write() as conn:
-            inst.update(conn, instance.uuid, **undo)
-            actions.finish_action(conn, instance.uuid, req.context.request_id, "Error")
-            if operation is not None:
-                tasks.end_accepted(conn, operation[1], operation[0])
-        raise
-
-
-def _moving_server(req: Request, conn: Connection) -> tuple[inst.Instance, Service | None]:
-    """The server to move and its host's compute service, read in one statement."""
-    project = None if req.context.is_admin else req.context.project_id
-    instance, service, _ = queries.server_with_host(conn, req.params["server_id"], project)
-    return instance, service
-
-
-def _check_host_up(req: Request, instance: inst.Instance, service: Service | None) -> None:
-    """409 unless the server's own compute service is up (Nova's check_instance_host(True)).
-
-    A disabled service still counts (MAINTENANCE): only new servers avoid it.
-    A host that is down, or forced down, cannot hand its guest over; its
-    servers are evacuated instead. Like Nova, the answer names no host.
-    """
-    if not instance.host:
-        raise HTTPError(409, f"Instance {instance.uuid} is not ready")
-    status = queries.host_status(service, instance.host, req.app.settings.compute)
-    if status not in ("UP", "MAINTENANCE"):
-        raise HTTPError(409, "Service is unavailable at this time.")
-
-
 def _resize(req: Request, body: Any) -> Response:
     flavorid = str(validate_body(body, _RESIZE_SCHEMA)["resize"]["flavorRef"])
     flavorid = flavorid.rstrip("/").split("/")[-1]
     with req.app.db.write() as conn:
-        instance, service = _moving_server(req, conn)
+        instance, service = moving_server(req, conn)
         authorize(req, "os_compute_api:servers:resize", target(instance))
         check_state(instance, "resize", (states.ACTIVE, states.STOPPED))
-        _check_host_up(req, instance, service)
+        check_host_up(req, instance, service)
         try:
             flavor = flv.get(conn, flavorid, req.context)
         except NotFound:
@@ -163,14 +118,15 @@ def _resize(req: Request, body: Any) -> Response:
         # Nova's API refuses only a zero root disk; shrinking a disk is the driver's call.
         if not instance.volume_backed and flavor.root_gb == 0 and current.get("root_gb"):
             raise HTTPError(400, "Resize to zero disk flavor is not allowed.")
-        _start(conn, req, instance, "resize")
+        start_action(conn, req, instance, "resize")
         move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0)
         snapshot = flv.snapshot(flavor)
-        op = _accept(conn, req, instance, "resize", new_flavor=snapshot, host=None)
-    _cast(req, instance, lambda c: c.migrate_server(instance.uuid, req.context.request_id,
-                                                    new_flavor=snapshot, host=None,
-                                                    operation_uuid=op),
-          {"task_state": None}, ("resize", op))
+        op = accept(conn, req, instance, "resize", new_flavor=snapshot, host=None)
+    cast_after_commit(
+        req, instance,
+        lambda c: c.migrate_server(instance.uuid, req.context.request_id, new_flavor=snapshot,
+                                   host=None, operation_uuid=op),
+        {"task_state": None}, ("resize", op))
     return empty_response(202)
 
 
@@ -180,22 +136,24 @@ def _migrate(req: Request, body: Any) -> Response:
         migrate = validate_body(body, _MIGRATE_SCHEMA_2_56)["migrate"]
         host = (migrate or {}).get("host")
     with req.app.db.write() as conn:
-        instance, service = _moving_server(req, conn)
+        instance, service = moving_server(req, conn)
         rule = "os_compute_api:os-migrate-server:migrate" + (":host" if host else "")
         authorize(req, rule, {"project_id": instance.project_id})
         check_state(instance, "migrate", (states.ACTIVE, states.STOPPED))
-        _check_host_up(req, instance, service)
+        check_host_up(req, instance, service)
         if host is not None:
             if host == instance.host:
                 raise HTTPError(400, "Cannot migrate to the host where the server exists.")
             if not queries.compute_host_exists(conn, host):
                 raise HTTPError(400, f"Compute host {host} could not be found.")
-        _start(conn, req, instance, "migrate")
+        start_action(conn, req, instance, "migrate")
         move_state(conn, instance, "migrate", task_state=TASK.RESIZE_PREP, progress=0)
-        op = _accept(conn, req, instance, "migrate", new_flavor=None, host=host)
-    _cast(req, instance, lambda c: c.migrate_server(instance.uuid, req.context.request_id,
-                                                    new_flavor=None, host=host, operation_uuid=op),
-          {"task_state": None}, ("migrate", op))
+        op = accept(conn, req, instance, "migrate", new_flavor=None, host=host)
+    cast_after_commit(
+        req, instance,
+        lambda c: c.migrate_server(instance.uuid, req.context.request_id, new_flavor=None,
+                                   host=host, operation_uuid=op),
+        {"task_state": None}, ("migrate", op))
     return empty_response(202)
 
 
@@ -213,14 +171,15 @@ def _confirm_resize(req: Request, body: Any) -> Response:
                   {"project_id": instance.project_id})
         check_state(instance, "confirmResize", (states.RESIZED,))
         migration = _finished_migration(conn, instance)
-        _start(conn, req, instance, "confirmResize")
+        start_action(conn, req, instance, "confirmResize")
         # As the conductor's automatic confirm does: one confirm at a time.
         move_state(conn, instance, "confirmResize",
                    task_state=TASK.RESIZE_CONFIRMING)
-        op = _accept(conn, req, instance, "confirm_resize", migration_uuid=migration.uuid)
-    _cast(req, instance, lambda c: c.confirm_resize(instance.uuid, migration.uuid,
-                                                    req.context.request_id, op),
-          {"task_state": None}, ("confirm_resize", op))
+        op = accept(conn, req, instance, "confirm_resize", migration_uuid=migration.uuid)
+    cast_after_commit(
+        req, instance,
+        lambda c: c.confirm_resize(instance.uuid, migration.uuid, req.context.request_id, op),
+        {"task_state": None}, ("confirm_resize", op))
     return empty_response(204)
 
 
@@ -231,12 +190,13 @@ def _revert_resize(req: Request, body: Any) -> Response:
                   {"project_id": instance.project_id})
         check_state(instance, "revertResize", (states.RESIZED,))
         migration = _finished_migration(conn, instance)
-        _start(conn, req, instance, "revertResize")
+        start_action(conn, req, instance, "revertResize")
         move_state(conn, instance, "revertResize", task_state=TASK.RESIZE_REVERTING)
-        op = _accept(conn, req, instance, "revert_resize", migration_uuid=migration.uuid)
-    _cast(req, instance, lambda c: c.revert_resize(instance.uuid, migration.uuid,
-                                                   req.context.request_id, op),
-          {"task_state": None}, ("revert_resize", op))
+        op = accept(conn, req, instance, "revert_resize", migration_uuid=migration.uuid)
+    cast_after_commit(
+        req, instance,
+        lambda c: c.revert_resize(instance.uuid, migration.uuid, req.context.request_id, op),
+        {"task_state": None}, ("revert_resize", op))
     return empty_response(202)
 
 
@@ -249,16 +209,17 @@ def _power(req: Request, on: bool) -> Response:
         check_state(instance, action, allowed_states)
         if instance.host is None:
             raise HTTPError(409, f"Instance {instance.uuid} is not ready")
-        _start(conn, req, instance, action)
+        start_action(conn, req, instance, action)
         task = TASK.POWERING_ON if on else TASK.POWERING_OFF
         values: dict[str, Any] = {"task_state": task}
         if not on:
             values["progress"] = 0
         move_state(conn, instance, action, **values)
-        op = _accept(conn, req, instance, action)
-    _cast(req, instance, lambda c: c.power(instance.uuid, req.context.request_id, on=on,
-                                           operation_uuid=op),
-          {"task_state": None}, (action, op))
+        op = accept(conn, req, instance, action)
+    cast_after_commit(
+        req, instance,
+        lambda c: c.power(instance.uuid, req.context.request_id, on=on, operation_uuid=op),
+        {"task_state": None}, (action, op))
     return empty_response(202)
 
 
@@ -269,13 +230,13 @@ def _reset_state(req: Request, body: Any) -> Response:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:os-admin-actions:reset_state",
                   {"project_id": instance.project_id})
-        _start(conn, req, instance, "resetState")
+        start_action(conn, req, instance, "resetState")
         inst.update(conn, instance.uuid, vm_state=state, task_state=None)
         actions.finish_action(conn, instance.uuid, req.context.request_id)
     return empty_response(202)
 
 
-_ACTIONS: dict[str, Callable[[Request, Any], Response]] = {
+_ACTIONS: dict[str, Handler] = {
     "resize": _resize,
     "migrate": _migrate,
     "confirmResize": _confirm_resize,
@@ -283,6 +244,9 @@ _ACTIONS: dict[str, Callable[[Request, Any], Response]] = {
     "os-stop": lambda req, body: _power(req, on=False),
     "os-start": lambda req, body: _power(req, on=True),
     "os-resetState": _reset_state,
+    **server_live_migrate.ACTIONS,
+    **server_evacuate.ACTIONS,
+    **server_shelve.ACTIONS,
 }
 
 
