@@ -117,6 +117,17 @@ class ComputeSettings:
     max_count_per_request: int = 10
     # Nova's [quota] metadata_items: the most metadata items a server may have.
     metadata_items: int = 128
+    # Shelve: seconds a shelved server keeps its host before it is offloaded (Nova's
+    # default 0: at once, as part of the shelve; -1: never), and how often the
+    # conductor looks for servers shelved longer than that (<= 0: never).
+    shelved_offload_time: int = 0
+    shelved_poll_interval: float = 3600.0
+    # Live migration: retries on other hosts when a destination's pre-checks or claim
+    # fail (-1 = as many as the scheduler's alternates, Nova's default; 0 = none).
+    migrate_max_retries: int = -1
+    # Simulated hosts: seconds a live migration's copy lasts (0 = at once), so that
+    # abort and force-complete can be exercised.
+    sim_live_migration_seconds: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -35,12 +35,14 @@ LARGE = {"VCPU": 2, "MEMORY_MB": 1024, "DISK_GB": 10}
 class Stowage:
     """One run of the service on `url`; `crash_at` = "operation:step:state" or ""."""
 
-    def __init__(self, url: str, workdir: Path, crash_at: str = "", wait: bool = True) -> None:
+    def __init__(self, url: str, workdir: Path, crash_at: str = "", wait: bool = True,
+                 options: str = "") -> None:
+        """`options`: more `[compute]` lines for this run (e.g. "shelved_offload_time = -1")."""
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         config = workdir / f"stowage-{self.port}.toml"
-        config.write_text(f'[compute]\ncrash_at = "{crash_at}"\nupdate_resources_interval = 3600\n',
-                          encoding="utf-8")
+        config.write_text(f'[compute]\ncrash_at = "{crash_at}"\nupdate_resources_interval = 3600\n'
+                          + options, encoding="utf-8")
         self.log = workdir / f"stowage-{self.port}.log"
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
@@ -155,8 +157,8 @@ class Stowage:
 
 
 @contextmanager
-def running(url: str, workdir: Path, crash_at: str = "") -> Iterator[Stowage]:
-    stowage = Stowage(url, workdir, crash_at)
+def running(url: str, workdir: Path, crash_at: str = "", options: str = "") -> Iterator[Stowage]:
+    stowage = Stowage(url, workdir, crash_at, options=options)
     try:
         yield stowage
     finally:

@@ -2,18 +2,25 @@
 
 Everything goes through the public APIs (Compute, Image, Placement) except
 waiting: `settle()` waits for the control plane's casts to finish, which is
-what a user polling `GET /servers/{id}` would eventually see.
+what a user polling `GET /servers/{id}` would eventually see. A host's
+agent dying and starting again (`stop_agent`, `start_agent`) and the guests
+its hypervisor keeps (`guests`) are the control plane's and the database's.
 """
 
 from __future__ import annotations
 
+import datetime
 import uuid as uuidlib
 from typing import Any
 
 import httpx
+import sqlalchemy as sa
 
+from stowage.compute import tables as compute_tables
 from stowage.compute.audit import audit
+from stowage.compute.hosts import HostConfig
 from stowage.placement.client import PlacementClient
+from stowage.timeutil import utcnow
 from tests.functional.conftest import Cloud
 
 
@@ -119,3 +126,40 @@ def assert_invariants(cloud: Cloud) -> None:
 
 def new_uuid() -> str:
     return str(uuidlib.uuid4())
+
+
+# --- a host's compute service going down and coming back (evacuate) -----------------------
+def force_down(cloud: Cloud, host: str, down: bool = True) -> httpx.Response:
+    """PUT /os-services/{id} forced_down (2.53): the service counts as down at once."""
+    [service] = [s for s in cloud.compute.get("/os-services").json()["services"]
+                 if s["host"] == host and s["binary"] == "nova-compute"]
+    return cloud.compute.put(f"/os-services/{service['id']}", json={"forced_down": down})
+
+
+def stop_agent(cloud: Cloud, host: str) -> HostConfig:
+    """The host's agent dies: no more heartbeats, its last one older than service_down_time.
+
+    Returns the host's configuration, for `start_agent` to bring it back.
+    """
+    config = cloud.plane.agent(host).host
+    cloud.plane.stop_host(host)
+    long_ago = utcnow() - datetime.timedelta(hours=1)
+    with cloud.live.db.write() as conn:
+        conn.execute(sa.update(compute_tables.services)
+                     .where(compute_tables.services.c.host == host)
+                     .values(last_seen_up=long_ago))
+    return config
+
+
+def start_agent(cloud: Cloud, config: HostConfig) -> None:
+    """The host's agent starts again (its hypervisor kept its guests): it heartbeats, cleans up."""
+    cloud.plane.add_host(config)
+
+
+def guests(cloud: Cloud, server_id: str) -> dict[tuple[str, str], int]:
+    """(host, migration uuid or "") -> power state of what the hypervisors hold of the server."""
+    g = compute_tables.simulated_guests
+    with cloud.live.db.read() as conn:
+        rows = conn.execute(sa.select(g.c.host, g.c.migration_uuid, g.c.power_state)
+                            .where(g.c.instance_uuid == server_id)).all()
+    return {(r.host, r.migration_uuid): r.power_state for r in rows}

@@ -5,15 +5,18 @@
                      host1, host2 simulated; their guests persist in the database
 
 For each operation (build, resize, migrate, confirm, revert, stop, start,
-delete) and each point its journal records (`accepted`, then every step
+delete, evacuate) and each point its journal records (`accepted`, then every step
 `executing` and `done`; the list comes from the operation modules, so a new
 step is covered without touching this file), the service is crashed there,
 started again, and then:
 
 * the server leaves every transient state by itself;
 * it ends where its operation says: forward for build, confirm, revert,
-  stop, start and delete; back on the source (or VERIFY_RESIZE if the move
-  had got there) for resize and migrate;
+  stop, start, delete and evacuate (its source forced down, the agent
+  running); back on the source (or VERIFY_RESIZE if the move had got
+  there) for resize and migrate; forward for shelve, shelveOffload and
+  unshelve (SHELVED_OFFLOADED holding nothing with its snapshot image kept,
+  or ACTIVE with the image gone);
 * what each consumer holds is exactly what that state needs (instance vs
   migration, per provider), and the audit finds nothing;
 * the hypervisors hold exactly the guests that state needs (ERROR would be
@@ -22,7 +25,7 @@ started again, and then:
 By default every point but a step's `done` (the journal write right before
 the next step's `executing`; the last step's `done` is kept) runs on SQLite,
 two of `migrate`'s (its steps are resize's), and on PostgreSQL and MySQL one
-point in the middle of resize, confirm, revert and delete. STOWAGE_CRASH_FULL=1
+point in the middle of resize, confirm, revert, delete and evacuate. STOWAGE_CRASH_FULL=1
 runs every point on every backend. Each point starts the service twice: about
 5 s of CPU per point (40 points by default on SQLite).
 """
@@ -38,7 +41,9 @@ import pytest
 import sqlalchemy as sa
 
 from stowage.compute import tables as t
-from stowage.compute.conductor import build, lifecycle, migrate, resize_end
+from stowage.compute.conductor import build, evacuate, lifecycle, live_migrate, migrate, resize_end
+from stowage.compute.conductor import shelve as shelving
+from stowage.compute.conductor import unshelve as unshelving
 from stowage.compute.conductor.manager import RECOVERY
 from stowage.db import Database, schema
 from tests.conftest import BACKENDS
@@ -47,13 +52,21 @@ from tests.functional.crashing import LARGE, SMALL, Stowage, running
 
 OPERATIONS: dict[str, tuple[str, ...]] = {
     "build": build.STEPS, "resize": migrate.STEPS, "migrate": migrate.STEPS,
-    **resize_end.STEPS, **lifecycle.STEPS,
+    **resize_end.STEPS, **lifecycle.STEPS, "evacuate": evacuate.STEPS,
+    # shelve offloads at once (shelved_offload_time 0); the others run with -1 (_OPTIONS)
+    "shelve": shelving.SHELVE_STEPS + shelving.OFFLOAD_STEPS,
+    "shelve_offload": shelving.OFFLOAD_STEPS, "unshelve": unshelving.STEPS,
+    "unshelve_power_on": unshelving.POWER_ON_STEPS,
+    "live_migrate": live_migrate.STEPS,
 }
 FULL = os.environ.get("STOWAGE_CRASH_FULL") == "1"
 # Operations that run the very steps of another one: a sample of their points by default.
-_SAME_STEPS_AS = {"migrate": "resize"}
+_SAME_STEPS_AS = {"migrate": "resize", "shelve_offload": "shelve"}
 # The operations that hand allocations between consumers: sampled on PostgreSQL and MySQL.
-_SAMPLED_ELSEWHERE = ("resize", "confirm_resize", "revert_resize", "delete")
+_SAMPLED_ELSEWHERE = ("resize", "confirm_resize", "revert_resize", "delete", "evacuate",
+                      "shelve", "unshelve", "live_migrate")
+# More `[compute]` settings of an operation's runs: a server that stays SHELVED on its host.
+_OPTIONS = {op: "shelved_offload_time = -1\n" for op in ("shelve_offload", "unshelve_power_on")}
 
 
 def _points(operation: str, full: bool) -> list[str]:
@@ -106,6 +119,22 @@ class World:
         assert s.action(self.server, {"resize": {"flavorRef": self.large}}).status_code == 202
         s.wait_status(self.server, "VERIFY_RESIZE")
 
+    def source_down(self, s: Stowage) -> None:
+        """Booted, then its host forced down (the agent runs on: forced down is enough)."""
+        self.boot(s)
+        host = s.compute.get(f"/servers/{self.server}").json()["server"]["OS-EXT-SRV-ATTR:host"]
+        [service] = [v for v in s.compute.get("/os-services").json()["services"]
+                     if v["host"] == host and v["binary"] == "nova-compute"]
+        resp = s.compute.put(f"/os-services/{service['id']}", json={"forced_down": True})
+        assert resp.status_code == 200, resp.text
+
+    def shelved(self, s: Stowage) -> None:
+        """SHELVED on its host, or SHELVED_OFFLOADED when the run offloads at once."""
+        self.boot(s)
+        assert s.action(self.server, {"shelve": None}).status_code == 202
+        view = s.wait_settled(self.server)
+        assert view is not None and view["status"] in ("SHELVED", "SHELVED_OFFLOADED"), view
+
     def stopped(self, s: Stowage) -> None:
         self.boot(s)
         assert s.action(self.server, {"os-stop": None}).status_code == 202
@@ -133,11 +162,21 @@ _BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
     "revert_resize": lambda w: {"revertResize": None},
     "stop": lambda w: {"os-stop": None},
     "start": lambda w: {"os-start": None},
+    "evacuate": lambda w: {"evacuate": {}},
+    "shelve": lambda w: {"shelve": None},
+    "shelve_offload": lambda w: {"shelveOffload": None},
+    "unshelve": lambda w: {"unshelve": None},
+    "unshelve_power_on": lambda w: {"unshelve": None},
+    "live_migrate": lambda w: {"os-migrateLive": {"host": None, "block_migration": "auto"}},
 }
 _SETUP: dict[str, Callable[[World, Stowage], None]] = {
     "build": lambda w, s: None, "resize": World.boot, "migrate": World.boot,
     "confirm_resize": World.resized, "revert_resize": World.resized,
     "stop": World.boot, "start": World.stopped, "delete": World.resized,
+    "evacuate": World.source_down,
+    "shelve": World.boot, "shelve_offload": World.shelved, "unshelve": World.shelved,
+    "unshelve_power_on": World.shelved,
+    "live_migrate": World.boot,
 }
 
 
@@ -153,7 +192,8 @@ def _guests(db: Database, server: str) -> dict[tuple[str, str], int]:
 def _expected_status(operation: str, point: str, view: dict[str, Any] | None) -> set[str | None]:
     if operation in ("resize", "migrate"):
         return {"VERIFY_RESIZE"} if point.endswith("finish_resize:done") else {"ACTIVE"}
-    return {"delete": {None}, "stop": {"SHUTOFF"}}.get(operation, {"ACTIVE"})
+    return {"delete": {None}, "stop": {"SHUTOFF"}, "shelve": {"SHELVED_OFFLOADED"},
+            "shelve_offload": {"SHELVED_OFFLOADED"}}.get(operation, {"ACTIVE"})
 
 
 def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> None:
@@ -166,9 +206,31 @@ def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> No
     assert status in _expected_status(operation, point, view), view
     moves = s.migrations(w.server)
     guests = _guests(db, w.server)
+    if operation == "live_migrate":  # forward once the copy is journaled done, else back
+        [move] = moves
+        step, state = point.split(":")[1:]
+        moved = step in live_migrate.STEPS[4:] or (step, state) == ("live_migration", "done")
+        assert (move["status"], view and view["OS-EXT-SRV-ATTR:host"]) == (
+            ("completed", move["dest_compute"]) if moved else ("error", move["source_compute"]))
+    if operation.startswith(("shelve", "unshelve")):
+        # Forward, always; the snapshot stays while shelved and goes once unshelved.
+        assert len(_images(s, "vm-shelved")) == (1 if status == "SHELVED_OFFLOADED" else 0)
     if view is None:
         assert s.held(w.server) == {} and guests == {}
         assert all(s.held(m["uuid"]) == {} for m in moves)
+    elif status == "SHELVED_OFFLOADED":
+        assert view["OS-EXT-SRV-ATTR:host"] is None
+        assert s.held(w.server) == {} and guests == {}
+    elif operation == "evacuate":
+        # Forward, always: the source's agent destroyed its guest when it started again.
+        [move] = moves
+        dest, source = view["OS-EXT-SRV-ATTR:host"], move["source_compute"]
+        assert (status, move["migration_type"]) == ("ACTIVE", "evacuation") and dest != source
+        assert s.held(w.server) == {s.node(dest): SMALL}
+        # `done` holds the source until its agent starts again, then `completed` nothing.
+        assert (move["status"], s.held(move["uuid"])) in (
+            ("done", {s.node(source): SMALL}), ("completed", {}))
+        assert guests == {(dest, ""): 1}
     elif status == "VERIFY_RESIZE":
         [move] = [m for m in moves if m["status"] == "finished"]
         dest, source = view["OS-EXT-SRV-ATTR:host"], move["source_compute"]
@@ -189,6 +251,12 @@ def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> No
     assert s.audit(db) == []
 
 
+def _images(s: Stowage, name: str) -> list[dict[str, Any]]:
+    resp = s.compute.get(f"{s.base}/image/v2/images", params={"name": name})
+    assert resp.status_code == 200, resp.text
+    return list(resp.json()["images"])
+
+
 def _crash_and_recover(backend: str, tmp_path: Path, point: str,
                        again: str = "") -> None:
     operation = point.split(":")[0]
@@ -196,7 +264,8 @@ def _crash_and_recover(backend: str, tmp_path: Path, point: str,
         db = Database(url)
         schema.upgrade(db)
         try:
-            s = Stowage(url, tmp_path, crash_at=point)
+            options = _OPTIONS.get(operation, "")
+            s = Stowage(url, tmp_path, crash_at=point, options=options)
             try:
                 w = World(s)
                 _SETUP[operation](w, s)
@@ -205,12 +274,12 @@ def _crash_and_recover(backend: str, tmp_path: Path, point: str,
             finally:
                 s.stop()
             if again:  # a crash during recovery too
-                s = Stowage(url, tmp_path, crash_at=again, wait=False)
+                s = Stowage(url, tmp_path, crash_at=again, wait=False, options=options)
                 try:
                     assert s.crashed(), f"recovery never reached {again}"
                 finally:
                     s.stop()
-            with running(url, tmp_path) as s:
+            with running(url, tmp_path, options=options) as s:
                 _check(s, db, w, operation, point)
         finally:
             db.dispose()
@@ -228,6 +297,11 @@ def test_a_crash_at_every_journal_point_is_recovered(backend: str, point: str,
     ("confirm_resize:confirm_on_source:executing", "confirm_resize:settle:executing"),
     ("build:spawn:executing", "build:spawn:executing"),
     ("delete:terminate:executing", "delete:drop_allocation:done"),
+    ("live_migrate:live_migration:executing", "live_migrate:claim_destination:rolled_back"),
+    ("live_migrate:post_live_migration:executing", "live_migrate:post_live_migration:executing"),
+    ("evacuate:rebuild_instance:executing", "evacuate:rebuild_instance:executing"),
+    ("shelve:shelve_offload:executing", "shelve:drop_allocation:executing"),
+    ("unshelve:spawn:executing", "unshelve:spawn:executing"),
 ])
 def test_a_crash_during_recovery_is_recovered_too(point: str, again: str,
                                                   tmp_path: Path) -> None:

@@ -3,11 +3,16 @@
 1. Every consumer holding an allocation is a live instance or a migration in
    progress.
 2. No provider is used beyond its capacity, (total - reserved) x ratio.
-3. A migration in a final status owns nothing.
-4. A settled instance (active, stopped or error, with a host, no move in
-   progress) holds exactly its flavor, all of it in its host's tree or on a
+3. A migration in a final status owns nothing -- but an evacuation `done`
+   owns its source's allocation until the source agent, started again,
+   cleans up and sets it `completed`.
+4. A settled instance (active, stopped, shelved or error, with a host, no
+   move in progress) holds exactly its flavor, all of it in its host's tree or on a
    sharing provider; an instance in VERIFY_RESIZE holds its new flavor on the
-   destination and its migration the old flavor on the source.
+   destination and its migration the old flavor on the source; an evacuated
+   one holds its flavor on its new host, and each `done` evacuation's
+   migration the flavor on that evacuation's source. An instance without a
+   host (shelved and offloaded, never scheduled) holds nothing.
 
 `audit()` returns the violations as sentences (empty when all hold). The
 tests call it after every operation; `stowage manage placement audit` runs it.
@@ -30,7 +35,7 @@ from stowage.placement.client import PlacementClient
 
 __all__ = ["audit", "orphans", "delete_orphans"]
 
-_SETTLED = (states.ACTIVE, states.STOPPED, states.ERROR)
+_SETTLED = (states.ACTIVE, states.STOPPED, states.SHELVED, states.ERROR)
 
 
 def _holdings(placement: PlacementClient, providers: list[dict[str, Any]]
@@ -90,10 +95,15 @@ def _orphans(held: Mapping[str, Any], live: Mapping[str, Any],
     found = {}
     for consumer in held:
         move = moves.get(consumer)
-        if consumer not in live and (move is None or move.finished):
+        if consumer not in live and (move is None or _over(move)):
             found[consumer] = (f"finished migration ({move.status})" if move
                                else "unknown consumer")
     return found
+
+
+def _over(move: migrations.Migration) -> bool:
+    """Final, and no longer owning anything (rule 3)."""
+    return move.finished and not migrations.awaiting_source_cleanup(move)
 
 
 def _known(db: Database, uuids: list[str] | None = None
@@ -143,7 +153,12 @@ def _instance_problems(inst: instances.Instance, held: Mapping[str, Any],
                                 nodes.get(move.source_compute or ""), in_tree))
     if inst.vm_state not in _SETTLED or inst.task_state is not None or active_moves:
         return []
-    return _holds_flavor(inst.uuid, mine, inst.flavor, inst, nodes.get(inst.host), in_tree)
+    evacuated = [m for m in moves.values()
+                 if m.instance_uuid == inst.uuid and migrations.awaiting_source_cleanup(m)]
+    return _holds_flavor(inst.uuid, mine, inst.flavor, inst, nodes.get(inst.host), in_tree) + [
+        problem for move in evacuated
+        for problem in _holds_flavor(move.uuid, held.get(move.uuid, {}), inst.flavor, inst,
+                                     nodes.get(move.source_compute or ""), in_tree)]
 
 
 def _holds_flavor(consumer: str, by_rp: Mapping[str, Mapping[str, int]],

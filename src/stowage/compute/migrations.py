@@ -22,8 +22,8 @@ from stowage.db.statements import Sql
 from stowage.errors import NotFound
 from stowage.timeutil import utcnow
 
-__all__ = ["Migration", "FINAL_STATUSES", "create", "get", "update", "save", "in_progress",
-           "for_instance", "list_migrations"]
+__all__ = ["Migration", "FINAL_STATUSES", "awaiting_source_cleanup", "create", "get", "update",
+           "save", "in_progress", "for_instance", "list_migrations"]
 
 _M = t.migrations
 FINAL_STATUSES = ("confirmed", "reverted", "error", "failed", "done", "completed",
@@ -60,6 +60,12 @@ class Migration:
     @property
     def finished(self) -> bool:
         return self.status in FINAL_STATUSES
+
+
+def awaiting_source_cleanup(mig: Migration) -> bool:
+    """An evacuation `done`: final for the move, not for accounting. It owns the dead
+    source's allocation until the source agent, started again, cleans up (`completed`)."""
+    return mig.migration_type == "evacuation" and mig.status == "done"
 
 
 _COLUMNS = tuple(f.name for f in fields(Migration))

@@ -71,6 +71,41 @@ class ConductorAPI:
         self.transport.cast(CONDUCTOR, "delete_instance", instance_uuid=instance_uuid,
                             request_id=request_id, operation_uuid=operation_uuid)
 
+    def shelve_server(self, instance_uuid: str, request_id: str, image_id: str | None,
+                      operation_uuid: str | None = None) -> None:
+        """Power off and snapshot into `image_id` (None: volume-backed); the conductor
+        offloads at once too when `shelved_offload_time` is 0 (or volume-backed)."""
+        self.transport.cast(CONDUCTOR, "shelve_server", instance_uuid=instance_uuid,
+                            request_id=request_id, image_id=image_id,
+                            operation_uuid=operation_uuid)
+
+    def shelve_offload(self, instance_uuid: str, request_id: str,
+                       operation_uuid: str | None = None) -> None:
+        self.transport.cast(CONDUCTOR, "shelve_offload", instance_uuid=instance_uuid,
+                            request_id=request_id, operation_uuid=operation_uuid)
+
+    def unshelve_server(self, instance_uuid: str, request_id: str, host: str | None,
+                        operation_uuid: str | None = None) -> None:
+        """Power on in place (shelved) or schedule and spawn (offloaded; `host` pins it)."""
+        self.transport.cast(CONDUCTOR, "unshelve_server", instance_uuid=instance_uuid,
+                            request_id=request_id, host=host, operation_uuid=operation_uuid)
+
+    def evacuate_server(self, instance_uuid: str, migration_uuid: str, request_id: str,
+                        host: str | None, operation_uuid: str | None = None) -> None:
+        """Rebuild the server of a dead host elsewhere (`host`: the admin's choice)."""
+        self.transport.cast(CONDUCTOR, "evacuate_server", instance_uuid=instance_uuid,
+                            migration_uuid=migration_uuid, request_id=request_id, host=host,
+                            operation_uuid=operation_uuid)
+
+    def live_migrate_instance(self, instance_uuid: str, migration_uuid: str, request_id: str,
+                              host: str | None, force: bool, block_migration: bool | None,
+                              operation_uuid: str | None = None) -> None:
+        """Move a running server (`host`: the admin's choice; `force`: not scheduled)."""
+        self.transport.cast(CONDUCTOR, "live_migrate_instance", instance_uuid=instance_uuid,
+                            migration_uuid=migration_uuid, request_id=request_id, host=host,
+                            force=force, block_migration=block_migration,
+                            operation_uuid=operation_uuid)
+
 
 class SchedulerAPI:
     def __init__(self, transport: Transport) -> None:

@@ -3,7 +3,8 @@
 `stowage serve` builds one `ControlPlane` beside the Compute API. It owns the
 in-process transport, registers the conductor and scheduler endpoints, starts
 one compute agent per simulated host, and runs the periodic tasks (agent
-heartbeats, resource tracker reconcile, automatic resize confirmation) on a
+heartbeats, resource tracker reconcile, automatic resize confirmation, offload
+of servers shelved too long) on a
 single timer thread. Tests reach the agents through it to inject faults.
 """
 
@@ -102,19 +103,29 @@ class ControlPlane:
         self.transport.close()
 
     def _periodic(self) -> None:
+        """Run each job when its period has passed since it last ran (or since the start).
+
+        Periods are read from the current settings on every tick, so that
+        `reconfigure` (tests, or a changed option) takes effect at once.
+        """
+        last: dict[int, float] = {}
+        started = time.monotonic()
+        while not self._stop.wait(0.5):
+            now = time.monotonic()
+            for i, (period, job) in enumerate(self._jobs()):
+                if now - last.get(i, started) >= period:
+                    last[i] = now
+                    _guarded(job)
+
+    def _jobs(self) -> list[tuple[float, Callable[[], None]]]:
         s = self.settings
-        jobs: list[tuple[float, Callable[[], None]]] = [
+        return [
             (s.report_interval, self._heartbeats),
             (s.update_resources_interval, self._update_resources),
             (max(s.resize_confirm_window / 4, 1.0), self.conductor.confirm_expired_resizes),
+            (s.shelved_poll_interval if s.shelved_poll_interval > 0 else float("inf"),
+             self.conductor.offload_shelved),
         ]
-        due = [time.monotonic() + period for period, _ in jobs]
-        while not self._stop.wait(0.5):
-            now = time.monotonic()
-            for i, (period, job) in enumerate(jobs):
-                if now >= due[i]:
-                    due[i] = now + period
-                    _guarded(job)
 
     def _heartbeats(self) -> None:
         with self.db.write() as conn:

@@ -7,7 +7,8 @@ computed from the first two, as Nova's `api/openstack/common.py` does.
 
 from __future__ import annotations
 
-__all__ = ["ACTIVE", "BUILDING", "STOPPED", "RESIZED", "ERROR", "DELETED", "status_of",
+__all__ = ["ACTIVE", "BUILDING", "STOPPED", "RESIZED", "ERROR", "DELETED", "SHELVED",
+           "SHELVED_OFFLOADED", "status_of",
            "RUNNING", "SHUTDOWN", "NOSTATE", "TASK"]
 
 # vm_states
@@ -17,6 +18,10 @@ STOPPED = "stopped"
 RESIZED = "resized"
 ERROR = "error"
 DELETED = "deleted"
+# Shelve (conductor/shelve.py): powered off, snapshot taken, still on its host
+# and holding its flavor there; offloaded: no guest, no host, no allocation.
+SHELVED = "shelved"
+SHELVED_OFFLOADED = "shelved_offloaded"
 
 # power_state values (Nova's integers)
 NOSTATE = 0
@@ -36,6 +41,16 @@ class TASK:
     RESIZE_FINISH = "resize_finish"
     RESIZE_REVERTING = "resize_reverting"
     RESIZE_CONFIRMING = "resize_confirming"
+    # Evacuate (conductor/evacuate.py): a rebuild on another host.
+    REBUILDING = "rebuilding"
+    REBUILD_BLOCK_DEVICE_MAPPING = "rebuild_block_device_mapping"
+    REBUILD_SPAWNING = "rebuild_spawning"
+    SHELVING = "shelving"
+    SHELVING_IMAGE_PENDING_UPLOAD = "shelving_image_pending_upload"
+    SHELVING_IMAGE_UPLOADING = "shelving_image_uploading"
+    SHELVING_OFFLOADING = "shelving_offloading"
+    UNSHELVING = "unshelving"
+    MIGRATING = "migrating"  # live migration
 
 
 # vm_state -> {task_state or "default": status}
@@ -43,14 +58,21 @@ _STATE_MAP: dict[str, dict[str | None, str]] = {
     BUILDING: {"default": "BUILD"},
     ACTIVE: {"default": "ACTIVE", TASK.RESIZE_PREP: "RESIZE",
              TASK.RESIZE_MIGRATING: "RESIZE", TASK.RESIZE_MIGRATED: "RESIZE",
-             TASK.RESIZE_FINISH: "RESIZE"},
+             TASK.RESIZE_FINISH: "RESIZE", TASK.MIGRATING: "MIGRATING"},
     STOPPED: {"default": "SHUTOFF", TASK.RESIZE_PREP: "RESIZE",
               TASK.RESIZE_MIGRATING: "RESIZE", TASK.RESIZE_MIGRATED: "RESIZE",
               TASK.RESIZE_FINISH: "RESIZE"},
     RESIZED: {"default": "VERIFY_RESIZE", TASK.RESIZE_REVERTING: "REVERT_RESIZE"},
     ERROR: {"default": "ERROR"},
     DELETED: {"default": "DELETED"},
+    SHELVED: {"default": "SHELVED"},
+    SHELVED_OFFLOADED: {"default": "SHELVED_OFFLOADED"},
 }
+# A rebuild (evacuate) shows REBUILD from every state it may start in, as Nova's map does.
+_REBUILD = {task: "REBUILD" for task in (TASK.REBUILDING, TASK.REBUILD_BLOCK_DEVICE_MAPPING,
+                                         TASK.REBUILD_SPAWNING)}
+for _vm_state in (ACTIVE, STOPPED, ERROR):
+    _STATE_MAP[_vm_state].update(_REBUILD)
 
 
 def status_of(vm_state: str, task_state: str | None) -> str:

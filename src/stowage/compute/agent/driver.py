@@ -52,6 +52,45 @@ class Driver(Protocol):
                                 power_on: bool) -> None:
         """Source side: bring back the guest the move set aside."""
 
+    def snapshot(self, instance_uuid: str, image_id: str) -> None:
+        """Upload the guest's root disk as image `image_id` (shelve); the guest is kept."""
+
+    # Live migration (agent/live_migration.py runs them; the conductor orders them).
+    def check_can_live_migrate_destination(self, instance_uuid: str,
+                                           block_migration: bool | None) -> dict[str, Any]:
+        """Destination: can the guest come here? Returns what the source check needs."""
+
+    def check_can_live_migrate_source(self, instance_uuid: str,
+                                      dest_check: Mapping[str, Any]) -> None: ...
+
+    def pre_live_migration(self, instance_uuid: str, migration_uuid: str,
+                           flavor: Mapping[str, Any]) -> None:
+        """Destination: a paused guest ready to receive the memory."""
+
+    def live_migration(self, instance_uuid: str, migration_uuid: str, dest_host: str,
+                       memory_bytes: int, disk_bytes: int, seconds: float) -> None:
+        """Source: start the copy and return; its progress is polled."""
+
+    def live_migration_progress(self, instance_uuid: str,
+                                migration_uuid: str) -> dict[str, Any]:
+        """`state` (running, completed, failed, cancelled), `error`, and bytes copied."""
+
+    def live_migration_abort(self, migration_uuid: str) -> bool: ...
+
+    def live_migration_force_complete(self, migration_uuid: str) -> bool: ...
+
+    def post_live_migration(self, instance_uuid: str, migration_uuid: str) -> None:
+        """Source: clean up after the guest left."""
+
+    def post_live_migration_at_destination(self, instance_uuid: str,
+                                           migration_uuid: str) -> None: ...
+
+    def rollback_live_migration(self, instance_uuid: str, migration_uuid: str) -> None:
+        """Source: stop the copy, the guest runs here again."""
+
+    def rollback_live_migration_at_destination(self, instance_uuid: str,
+                                               migration_uuid: str) -> None: ...
+
     def list_instances(self) -> list[str]: ...
 
     def power_state(self, instance_uuid: str) -> int:

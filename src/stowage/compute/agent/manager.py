@@ -129,6 +129,8 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
                 self._reclaim((moving.uuid, ""), moving.old_flavor or moving.flavor)
             elif mig.dest_compute == self.host.name:
                 self._reclaim((moving.uuid, mig.uuid), moving.new_flavor or moving.flavor)
+        # Servers evacuated away while this host was down must not run here (evacuation.py).
+        self.clean_evacuated()
 
     def _reclaim(self, key: ClaimKey, flavor: dict[str, Any]) -> None:
         try:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import os_traits
+import sqlalchemy as sa
 
 from stowage.compute import instances, migrations, states
 from stowage.compute import tables as t
@@ -164,8 +165,9 @@ def reconcile(placement: PlacementClient, db: Database, host: HostConfig,
 def _eligible(db: Database, host: str, uuids: Iterable[str] | None = None) -> dict[str, Any]:
     """Live instances of `host` that should hold allocations here now: uuid -> instance.
 
-    Not while building (the conductor claims), deleting, or moving (a
-    migration consumer owns part of the allocations).
+    Not while building (the conductor claims), deleting, moving (a
+    migration consumer owns part of the allocations), or offloading (shelve
+    drops the allocation before the records let go of the host).
     """
     with db.read() as conn:
         live = instances.list_instances(conn, host=host,
@@ -173,7 +175,9 @@ def _eligible(db: Database, host: str, uuids: Iterable[str] | None = None) -> di
         moving = {m.instance_uuid for m in migrations.in_progress(conn)}
     return {i.uuid: i for i in live
             if i.vm_state not in (states.BUILDING, states.DELETED)
-            and i.task_state != states.TASK.DELETING and i.uuid not in moving}
+            and i.vm_state != states.SHELVED_OFFLOADED
+            and i.task_state not in (states.TASK.DELETING, states.TASK.SHELVING_OFFLOADING)
+            and i.uuid not in moving}
 
 
 def _heal(placement: PlacementClient, db: Database, host: HostConfig,
@@ -224,7 +228,10 @@ def _remove_finished(placement: PlacementClient, db: Database,
                 if i.deleted}
         done = {m.uuid for m in migrations.list_migrations(
             conn, where=[t.migrations.c.uuid.in_(sorted(consumers)),
-                         t.migrations.c.status.in_(migrations.FINAL_STATUSES)])}
+                         t.migrations.c.status.in_(migrations.FINAL_STATUSES),
+                         # an evacuation `done` holds a dead source until its agent cleans up
+                         sa.not_(sa.and_(t.migrations.c.migration_type == "evacuation",
+                                         t.migrations.c.status == "done"))])}
     removed = []
     for consumer in sorted(dead | done):
         placement.delete_allocations(consumer)

@@ -26,12 +26,16 @@ from typing import Any
 
 from stowage.compute.agent.driver import GuestNotFound
 from stowage.compute.agent.guest_store import GuestStore, StoredGuest
+from stowage.compute.agent.sim_live_migration import LIVE_STEPS, CopyJob, SimulatedLiveMigration
 from stowage.compute.states import NOSTATE, RUNNING, SHUTDOWN
 
 __all__ = ["SimulatedDriver", "SimulatedFault", "Guest", "STEPS"]
 
-STEPS = ("claim", "spawn", "destroy", "power_off", "power_on", "migrate_disk_and_power_off",
-         "finish_migration", "confirm_migration", "finish_revert_migration")
+STEPS: tuple[str, ...] = ("claim", "spawn", "destroy", "power_off", "power_on",
+         "migrate_disk_and_power_off",
+         "finish_migration", "confirm_migration", "finish_revert_migration",
+         "snapshot")
+STEPS += LIVE_STEPS  # live migration's steps (sim_live_migration.py)
 
 
 class SimulatedFault(Exception):
@@ -53,7 +57,7 @@ class _Fault:
 
 
 @dataclass
-class SimulatedDriver:
+class SimulatedDriver(SimulatedLiveMigration):
     """In-memory guests of one host; thread-safe (steps of many operations interleave)."""
 
     host: str = "sim"
@@ -62,6 +66,9 @@ class SimulatedDriver:
     store: GuestStore | None = None
     _faults: dict[str, _Fault] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
+    # Live migrations (sim_live_migration.py): running copies, and requests that came early.
+    _copies: dict[str, CopyJob] = field(default_factory=dict)
+    _requested: dict[str, str] = field(default_factory=dict)
 
     # --- fault injection ------------------------------------------------------
     def fail(self, step: str, times: int | None = 1, message: str | None = None) -> None:
@@ -195,6 +202,13 @@ class SimulatedDriver:
                                     f"on {self.host}")
             guest.power_state = power
             self._save(instance_uuid)
+
+    # --- shelve -----------------------------------------------------------------
+    def snapshot(self, instance_uuid: str, image_id: str) -> None:
+        """Copy the guest's root disk into `image_id`: nothing to keep without image bytes."""
+        with self._lock:
+            self.checkpoint("snapshot")
+            self._guest(instance_uuid)
 
     # --- inspection ---------------------------------------------------------------
     def list_instances(self) -> list[str]:

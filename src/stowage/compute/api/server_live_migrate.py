@@ -1,10 +1,149 @@
-"""os-migrateLive: the admin moves a running server to another host, keeping it up."""
+"""os-migrateLive: the admin moves a running server to another host, keeping it up.
+
+`POST /servers/{id}/action {"os-migrateLive": {...}}` answers 202 with no
+body. What changes per microversion (Nova's schemas):
+
+    2.1   host (null: the scheduler picks; a host is forced: not scheduled, still
+          claimed), block_migration and disk_over_commit (booleans), all three required
+    2.25  disk_over_commit removed; block_migration may be "auto"
+    2.30  force (boolean): with a host, the scheduler is bypassed (the host is still
+          claimed); without one, 400 "Can't force to a non-provided destination"
+    2.68  force removed: a requested host is always checked by the scheduler
+
+Then, in Nova's order: policy `os_compute_api:os-migrate-server:migrate_live`
+(and `...:migrate_live:host` when a host is given), both admin-only; the
+server must be ACTIVE with no task (409 otherwise; stowage has no PAUSED
+state); its compute service must be up (409 "Service is unavailable at this
+time."); an unknown host is 400 "Compute host <h> could not be found.", the
+server's own host 400 "Unable to migrate instance (<id>) to current host
+(<h>).".
+
+Accepting it writes, in one transaction, the `live-migration` instance
+action, task_state `migrating` (status MIGRATING), the migration (`queued`,
+naming a requested host as its destination, so it can be listed and aborted
+at once) and the journal's `accepted` row; the conductor
+(`conductor/live_migrate.py`) does the rest.
+"""
 
 from __future__ import annotations
 
-from stowage.compute.api.action_common import Handler
+import uuid as uuidlib
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from stowage.compute import instances as inst
+from stowage.compute import migrations as migs
+from stowage.compute import states
+from stowage.compute.api import server_queries as queries
+from stowage.compute.api.action_common import (
+    Handler,
+    accept,
+    cast_after_commit,
+    check_host_up,
+    moving_server,
+    start_action,
+)
+from stowage.compute.api.common import authorize, validate_body
+from stowage.compute.api.server_common import check_state, move_state
+from stowage.compute.api.server_create_schema import TRUE_STRINGS
+from stowage.compute.states import TASK
+from stowage.web.errors import HTTPError
+from stowage.web.http import Request, Response, empty_response
 
 __all__ = ["ACTIONS"]
 
+AUTO_BLOCK = 25  # disk_over_commit gone, block_migration "auto"
+FORCE = 30  # force appears
+NO_FORCE = 68  # force gone
+
+_FALSE_STRINGS = ("False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no")
+# Nova's parameter_types.boolean and the hostname of os-migrateLive (nullable).
+_BOOLEAN: dict[str, Any] = {"type": ["boolean", "string"],
+                            "enum": [True, False, *TRUE_STRINGS[:10], *_FALSE_STRINGS]}
+_HOST = {"type": ["string", "null"], "minLength": 1, "maxLength": 255,
+         "pattern": "^[a-zA-Z0-9-._]*$"}
+
+
+def _schema(minor: int) -> dict[str, Any]:
+    props: dict[str, Any] = {"host": _HOST, "block_migration": _BOOLEAN}
+    required = ["block_migration", "host"]
+    if minor < AUTO_BLOCK:
+        props["disk_over_commit"] = _BOOLEAN
+        required.append("disk_over_commit")
+    else:
+        props["block_migration"] = {**_BOOLEAN, "enum": [*_BOOLEAN["enum"], "auto"]}
+    if FORCE <= minor < NO_FORCE:
+        props["force"] = _BOOLEAN
+    body = {"type": "object", "properties": props, "required": required,
+            "additionalProperties": False}
+    return {"type": "object", "properties": {"os-migrateLive": body},
+            "required": ["os-migrateLive"], "additionalProperties": False}
+
+
+def _true(value: Any) -> bool:
+    return value is True or value in TRUE_STRINGS
+
+
+def _arguments(minor: int, live: dict[str, Any]) -> tuple[str | None, bool, bool | None]:
+    """(host, force, block_migration: None = "auto", the destination decides)."""
+    host: str | None = live["host"]
+    # Before 2.30 a host is taken as given (the scheduler is bypassed, as Nova's force).
+    force = bool(host) if minor < FORCE else minor < NO_FORCE and _true(live.get("force", False))
+    if force and not host:
+        raise HTTPError(400, "Can't force to a non-provided destination")
+    block = live["block_migration"]
+    return host, force, None if block == "auto" else _true(block)
+
+
+def _migrate_live(req: Request, body: Any) -> Response:
+    minor = req.version.minor
+    host, force, block = _arguments(
+        minor, validate_body(body, _schema(minor))["os-migrateLive"])
+    with req.app.db.write() as conn:
+        instance, service = moving_server(req, conn)
+        target = {"project_id": instance.project_id}
+        authorize(req, "os_compute_api:os-migrate-server:migrate_live", target)
+        if host:
+            authorize(req, "os_compute_api:os-migrate-server:migrate_live:host", target)
+        check_state(instance, "os-migrateLive", (states.ACTIVE,))
+        check_host_up(req, instance, service)
+        if host is not None:
+            if not queries.compute_host_exists(conn, host):
+                raise HTTPError(400, f"Compute host {host} could not be found.")
+            if host == instance.host:
+                raise HTTPError(400, f"Unable to migrate instance ({instance.uuid}) to "
+                                     f"current host ({host}).")
+        migration = _accept(req, conn, instance, host)
+        op = accept(conn, req, instance, "live_migrate", migration_uuid=migration.uuid,
+                    host=host, force=force, block_migration=block)
+    try:
+        cast_after_commit(
+            req, instance,
+            lambda c: c.live_migrate_instance(instance.uuid, migration.uuid,
+                                              req.context.request_id, host, force, block,
+                                              operation_uuid=op),
+            {"task_state": None}, ("live_migrate", op))
+    except Exception:
+        with req.app.db.write() as conn:
+            migs.save(conn, migration.uuid, status="error")
+        raise
+    return empty_response(202)
+
+
+def _accept(req: Request, conn: Connection, instance: inst.Instance,
+            host: str | None) -> migs.Migration:
+    """The action, the task state and the live migration, `queued`."""
+    start_action(conn, req, instance, "live-migration")
+    move_state(conn, instance, "os-migrateLive", task_state=TASK.MIGRATING, progress=0)
+    flavor_id = instance.flavor.get("id")
+    return migs.create(conn, migs.Migration(
+        uuid=str(uuidlib.uuid4()), instance_uuid=instance.uuid,
+        migration_type="live-migration", status="queued", source_compute=instance.host,
+        source_node=instance.node, dest_compute=host, old_flavor_id=flavor_id,
+        new_flavor_id=flavor_id, project_id=instance.project_id,
+        user_id=instance.user_id))
+
+
 # action name -> handler, merged into POST /servers/{id}/action (server_actions.py)
-ACTIONS: dict[str, Handler] = {}
+ACTIONS: dict[str, Handler] = {"os-migrateLive": _migrate_live}

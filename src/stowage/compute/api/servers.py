@@ -16,6 +16,7 @@ from typing import Any
 from stowage.compute import actions, states
 from stowage.compute import instances as inst
 from stowage.compute.api import server_queries as queries
+from stowage.compute.api import server_shelve
 from stowage.compute.api import server_views as views
 from stowage.compute.api.common import API_PREFIX, at_least, authorize, read_body, validate_body
 from stowage.compute.api.server_common import (
@@ -96,6 +97,7 @@ def delete_server(req: Request) -> Response:
             return empty_response(204)  # already on its way out
         actions.start_action(conn, instance.uuid, "delete", ctx.request_id, ctx.user_id,
                              ctx.project_id)
+        server_shelve.forget_snapshot(conn, instance)
         if instance.host is None and instance.vm_state == states.ERROR:
             _delete_here(conn, instance, ctx.request_id)
             return empty_response(204)

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from stowage.compute import instances, migrations
 from stowage.compute import services as svc
 from stowage.compute import tables as t
+from stowage.compute.agent import evacuation
 from stowage.compute.agent import resource_tracker as rt
 from stowage.compute.api.common import (
     API_PREFIX,
@@ -246,6 +247,9 @@ def delete_service(req: Request) -> Response:
             _check_unused(conn, service.host)
         nodes = svc.delete_service(conn, service.id)
     plane = req.app.plane
+    if plane is not None and service.binary == svc.COMPUTE:
+        # Its agent will not come back to release what its evacuations still hold.
+        evacuation.release_deleted_source(req.app.db, plane.placement, service.host)
     for node in nodes if plane is not None else ():
         try:
             plane.placement.delete_provider(node.uuid)

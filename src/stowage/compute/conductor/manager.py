@@ -16,6 +16,16 @@ asked) every operation without `end` is finished or undone by its module:
     confirm, revert  go forward again (idempotent; revert skips a destination already done)
     stop, start      power again while still in the task state; else finish the action
     delete           delete again (idempotent; a server already gone is only finished)
+    shelve, shelve_offload   forward: the shelve (or the offload) again from where the
+                     task state stands; every step is idempotent
+    unshelve         forward: a guest proven spawned on its claimed host -> ACTIVE; else
+                     guest destroyed, claim dropped, unshelved again (the power-on of a
+                     still-shelved server: powered on again)
+    evacuate         forward: the rebuild again on its journaled destination, else a
+                     possible claim given back and scheduled again; a failure
+                     whose undo was cut off is undone (ERROR on the source)
+    live_migrate     the copy journaled done -> the post steps again (ACTIVE on dest);
+                     else roll back to the source: ACTIVE if its guest runs there, else ERROR
 
 An operation accepted by the API but whose cast a crash lost is recovered the
 same way (it has only its `accepted` row). Recovery journals under the
@@ -36,7 +46,17 @@ from collections.abc import Callable
 from typing import Any
 
 from stowage.compute import actions, instances, migrations, states
-from stowage.compute.conductor import build, lifecycle, migrate, resize_end, tasks
+from stowage.compute.conductor import (
+    build,
+    evacuate,
+    lifecycle,
+    live_migrate,
+    migrate,
+    resize_end,
+    shelve,
+    tasks,
+    unshelve,
+)
 from stowage.compute.conductor.common import Ops
 from stowage.compute.conductor.tasks import Interrupted, Journal
 from stowage.compute.rpc import AgentAPI, ConductorAPI, SchedulerAPI
@@ -63,6 +83,12 @@ RECOVERY: dict[str, Recover] = {
     "stop": lifecycle.recover_power,
     "start": lifecycle.recover_power,
     "delete": lifecycle.recover_delete,
+    "shelve": shelve.recover_shelve,
+    "shelve_offload": shelve.recover_shelve,
+    "unshelve": unshelve.recover_unshelve,
+    "unshelve_power_on": unshelve.recover_unshelve_power_on,
+    "evacuate": evacuate.recover_evacuation,
+    "live_migrate": live_migrate.recover_live_migration,
 }
 
 
@@ -123,6 +149,41 @@ class Conductor:
         self._run("start" if on else "stop", instance_uuid, request_id, operation_uuid,
                   lambda ops, j: lifecycle.power(ops, instance_uuid, on, j))
 
+    def evacuate_server(self, instance_uuid: str, migration_uuid: str, request_id: str,
+                        host: str | None, operation_uuid: str | None = None) -> None:
+        self._run("evacuate", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: evacuate.evacuate_server(ops, instance_uuid, migration_uuid,
+                                                          host, j))
+
+    def shelve_server(self, instance_uuid: str, request_id: str, image_id: str | None,
+                      operation_uuid: str | None = None) -> None:
+        self._run("shelve", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: shelve.shelve_server(ops, instance_uuid, image_id, j))
+
+    def shelve_offload(self, instance_uuid: str, request_id: str,
+                       operation_uuid: str | None = None) -> None:
+        self._run("shelve_offload", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: shelve.offload_server(ops, instance_uuid, j))
+
+    def unshelve_server(self, instance_uuid: str, request_id: str, host: str | None,
+                        operation_uuid: str | None = None) -> None:
+        # The API journaled the path it accepted: in place while still shelved.
+        with self.db.read() as conn:
+            try:
+                in_place = instances.get(conn, instance_uuid).vm_state == states.SHELVED
+            except NotFound:
+                in_place = False
+        name = "unshelve_power_on" if in_place else "unshelve"
+        self._run(name, instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: unshelve.unshelve_server(ops, instance_uuid, host, j))
+
+    def live_migrate_instance(self, instance_uuid: str, migration_uuid: str, request_id: str,
+                              host: str | None, force: bool, block_migration: bool | None,
+                              operation_uuid: str | None = None) -> None:
+        self._run("live_migrate", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: live_migrate.live_migrate_instance(
+                      ops, instance_uuid, migration_uuid, host, force, block_migration, j))
+
     def delete_instance(self, instance_uuid: str, request_id: str,
                         operation_uuid: str | None = None) -> None:
         self._run("delete", instance_uuid, request_id, operation_uuid,
@@ -154,6 +215,10 @@ class Conductor:
             # Through the cast pool like an API confirm, so it is drained and journaled alike.
             self.api.confirm_resize(migration.instance_uuid, migration.uuid, request_id,
                                     operation)
+
+    def offload_shelved(self) -> None:
+        """Nova's `shelved_offload_time`: offload servers shelved longer than that."""
+        shelve.offload_expired(self.settings, self.db, self.api)
 
     # --- crash recovery -------------------------------------------------------
     def recover(self) -> None:

@@ -1,0 +1,409 @@
+"""Evacuate: rebuild the server of a dead host on another one; the source cleans up later.
+
+    API: migration `accepted` (type evacuation), task rebuilding
+      ─> claim_destination   schedule, and in one write: the source allocation to the
+                             migration + the destination claimed for the instance
+      ─> rebuild_instance    dest agent: late group check, migration `pre-migrating`,
+                             guest spawned (powered off for a stopped server)
+      ─> migration `done`, instance on the destination, task None
+    later, the source agent starts again (agent/evacuation.py): its guest destroyed,
+    the migration's allocation deleted, migration `completed`
+
+Who owns what: before the claim the instance holds the source; after it the
+migration holds the source and the instance the destination, and so it stays
+after `done` -- the dead host's resources are not free until its agent says
+its guest is gone. If the source is already back when the rebuild ends (its
+agent restarted meanwhile), the conductor asks it to clean up at once.
+
+A claim refused by the destination agent before it acted (PCI, the late
+server group check) is retried on the scheduler's alternates. Any failure
+undoes the completed steps in reverse: the destination guest is destroyed,
+and one write gives the source back to the instance and drops the
+destination claim. The server is then ERROR on its source, holding its
+source allocation, and the migration `error` (nothing was rebuilt: no host,
+claims refused) or `failed` (the destination failed), as Nova says.
+
+A crash is recovered forward where it can be (`recover_evacuation`): the
+source is dead, and its agent, if it comes back, destroys the guest of an
+evacuation under way, so going back would leave a server with no guest. A
+rebuild already journaled on the destination the instance holds is run
+again there (every agent step is idempotent); otherwise what may exist is
+undone (a guest or PCI claim on the journaled destination, the claim given
+back) and the evacuation runs again from the scheduler. A crash during the
+failure's undo finishes the undo: the server ends ERROR on its source.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from stowage.compute import instances, migrations, services, states
+from stowage.compute.conductor.common import Ops
+from stowage.compute.conductor.tasks import (
+    Batch,
+    Interrupted,
+    Journal,
+    Step,
+    StepFailed,
+    roll_back,
+    run_steps,
+)
+from stowage.compute.instances import Instance, UnexpectedTaskState
+from stowage.compute.migrations import Migration
+from stowage.compute.states import TASK
+from stowage.errors import NotFound
+from stowage.messaging import MessagingError, RemoteError
+
+__all__ = ["evacuate_server", "recover_evacuation", "STEPS", "CLAIM_REFUSED"]
+
+LOG = logging.getLogger(__name__)
+
+# The exception type a destination agent raises when it refused the rebuild's
+# claim before touching anything (agent/evacuation.py): an alternate may be tried.
+CLAIM_REFUSED = "RebuildClaimRefused"
+# The task states of an evacuation under way: its end state is written only from one.
+_REBUILDING = (TASK.REBUILDING, TASK.REBUILD_SPAWNING)
+
+
+@dataclass
+class Evacuation:
+    """What the steps of one evacuation share."""
+
+    ops: Ops
+    instance: Instance
+    migration: Migration
+    requested_host: str | None
+    journal: Journal
+    selections: list[dict[str, Any]] = field(default_factory=list)
+    dest: dict[str, Any] | None = None
+
+    @property
+    def source_host(self) -> str:
+        host = self.migration.source_compute or self.instance.host
+        assert host is not None
+        return host
+
+    @property
+    def dest_host(self) -> str:
+        assert self.dest is not None
+        return str(self.dest["host"])
+
+    def gone(self) -> bool:
+        """The server is being deleted (or is deleted): stop, and give nothing back."""
+        with self.ops.db.read() as conn:
+            return self.gone_in(conn)
+
+    def gone_in(self, conn: Connection) -> bool:
+        try:
+            return instances.task_state(conn, self.instance.uuid) == TASK.DELETING
+        except NotFound:
+            return True
+
+    def stop_if_deleted(self, conn: Connection) -> None:
+        if self.gone_in(conn):
+            raise DeletedDuringEvacuation(
+                f"Instance {self.instance.uuid} was deleted during its evacuation.")
+
+
+class DeletedDuringEvacuation(Exception):
+    """DELETE /servers/{id} came during the evacuation."""
+
+
+class NoHostLeft(Exception):
+    """Every host the scheduler offered refused the rebuild's claim."""
+
+
+class ClaimDestination(Step):
+    """The migration takes the source over, the instance claims the destination, in one write.
+
+    The scheduler ignores the source host, honours a requested host and the
+    server group, and keeps the next hosts as unclaimed alternates.
+    """
+
+    name = "claim_destination"
+    event = "conductor_rebuild_server"
+
+    def __init__(self, evac: Evacuation) -> None:
+        self.evac = evac
+        self.spec: dict[str, Any] = {}
+
+    def before(self, conn: Connection) -> None:
+        e = self.evac
+        e.stop_if_deleted(conn)
+        spec = instances.request_spec(conn, e.instance.uuid)
+        spec.update(flavor=e.instance.flavor, move=True, ignore_hosts=[e.source_host],
+                    requested_destination=({"host": e.requested_host, "node": None}
+                                           if e.requested_host else None))
+        self.spec = spec
+
+    def execute(self) -> None:
+        e = self.evac
+        if e.dest is not None:
+            return  # recovery: the claim was made before the crash
+        held = e.ops.placement.holding(e.instance.uuid)
+        self.spec["move_source"] = {"migration_uuid": e.migration.uuid,
+                                    "allocations": held.allocations,
+                                    "generation": held.generation}
+        e.selections = e.ops.scheduler.select_destinations(self.spec, [e.instance.uuid])[0]
+        e.dest = e.selections.pop(0)
+
+    def rollback(self) -> None:
+        """Give the source back, replacing the destination claim, in one write (nothing
+        to do when the migration holds nothing); a deleted server gets nothing back."""
+        e = self.evac
+        if e.gone():
+            e.ops.placement.delete_allocations(e.migration.uuid)
+            e.ops.placement.delete_allocations(e.instance.uuid)
+            return
+        if e.ops.placement.holding(e.migration.uuid).allocations:
+            e.ops.hand_over(e.migration.uuid, e.instance.uuid, "INSTANCE",
+                            e.instance.project_id, e.instance.user_id)
+        if e.gone():
+            e.ops.placement.delete_allocations(e.instance.uuid)
+
+
+class RebuildOnDestination(Step):
+    """The destination agent claims the host and spawns the guest; alternates on a refusal.
+
+    The destination is journaled with the step (again when an alternate takes
+    over), so that recovery knows where to run it again.
+    """
+
+    name = "rebuild_instance"
+    event = "compute_rebuild_instance"
+
+    def __init__(self, evac: Evacuation) -> None:
+        self.evac = evac
+
+    @property
+    def power_on(self) -> bool:
+        return self.evac.instance.vm_state != states.STOPPED
+
+    def event_host(self) -> str | None:
+        return self.evac.dest_host
+
+    def journal_detail(self) -> str:
+        dest = self.evac.dest or {}
+        return json.dumps({"host": dest.get("host"), "node": dest.get("node")})
+
+    def before(self, conn: Connection) -> None:
+        e = self.evac
+        e.stop_if_deleted(conn)
+        instances.save(conn, e.instance.uuid, expected_task_state=_REBUILDING,
+                       task_state=TASK.REBUILD_SPAWNING)
+
+    def execute(self) -> None:
+        e = self.evac
+        while True:
+            try:
+                e.ops.call_agent(e.dest_host, "rebuild_instance", instance_uuid=e.instance.uuid,
+                                 migration_uuid=e.migration.uuid, flavor=e.instance.flavor,
+                                 power_on=self.power_on)
+                return
+            except RemoteError as exc:
+                if exc.exc_type != CLAIM_REFUSED:
+                    raise
+                LOG.info("%s refused to rebuild %s (%s); trying an alternate", e.dest_host,
+                         e.instance.uuid, exc.message)
+                self._next_host(exc)
+
+    def _next_host(self, exc: RemoteError) -> None:
+        """Drop the refused claim, claim the next alternate, journal it as the destination."""
+        e = self.evac
+        events = e.ops.events(e.instance.uuid)
+        with e.ops.db.write() as conn:
+            events.finish(conn, self.event or "", exc)
+        e.ops.placement.delete_allocations(e.instance.uuid)
+        while e.selections:
+            alternate = e.selections.pop(0)
+            if e.ops.claim_alternate(e.instance, alternate):
+                e.dest = alternate
+                break
+        else:
+            raise NoHostLeft(f"No valid host was found. Every host refused the rebuild of "
+                             f"instance {e.instance.uuid}; last: {exc.message}")
+        with e.journal.batch() as batch:
+            e.stop_if_deleted(batch.conn)
+            batch.record(self.name, "executing", self.journal_detail())
+            events.start(batch.conn, self.event or "", e.dest_host)
+
+    def after(self, conn: Connection) -> None:
+        e = self.evac
+        assert e.dest is not None
+        migrations.save(conn, e.migration.uuid, status="done", dest_compute=e.dest["host"],
+                        dest_node=e.dest["node"], dest_host=e.dest["host"])
+        instances.save(conn, e.instance.uuid, expected_task_state=TASK.REBUILD_SPAWNING,
+                       host=e.dest["host"], node=e.dest["node"], task_state=None,
+                       vm_state=states.ACTIVE if self.power_on else states.STOPPED,
+                       power_state=states.RUNNING if self.power_on else states.SHUTDOWN)
+
+    def rollback(self) -> None:
+        e = self.evac
+        if e.dest is None:
+            return
+        e.ops.call_agent(e.dest_host, "abort_rebuild_instance", instance_uuid=e.instance.uuid,
+                         migration_uuid=e.migration.uuid)
+
+
+def _steps(evac: Evacuation) -> list[Step]:
+    return [ClaimDestination(evac), RebuildOnDestination(evac)]
+
+
+# The journal steps of an evacuation, in order (crash tests enumerate them).
+STEPS = ("claim_destination", "rebuild_instance")
+
+
+def evacuate_server(ops: Ops, instance_uuid: str, migration_uuid: str, host: str | None,
+                    journal: Journal) -> None:
+    """Run an evacuation the API accepted; on failure, undo and report."""
+    try:
+        with ops.db.read() as conn:
+            inst = instances.get(conn, instance_uuid)
+            migration = migrations.get(conn, migration_uuid)
+    except NotFound:
+        LOG.info("instance %s was deleted before its evacuation started", instance_uuid)
+        _forget(ops, instance_uuid, migration_uuid)
+        return
+    _run(Evacuation(ops, inst, migration, host, journal))
+
+
+def _run(evac: Evacuation) -> None:
+    events = evac.ops.events(evac.instance.uuid)
+
+    def last(batch: Batch) -> None:
+        events.finish_action(batch.conn)
+        batch.end()
+
+    try:
+        run_steps(_steps(evac), evac.journal, last)
+    except StepFailed as failure:
+        _after_failure(evac, failure.step, failure.cause)
+        return
+    _clean_source_if_back(evac)
+
+
+def _after_failure(evac: Evacuation, step: Step, cause: BaseException) -> None:
+    """ERROR on the source, holding the source (the rollbacks gave it back), as Nova leaves it.
+
+    The migration is `error` when nothing was rebuilt (Nova's conductor) and
+    `failed` when the destination failed (Nova's compute).
+    """
+    ops, inst = evac.ops, evac.instance
+    LOG.warning("evacuation of %s failed at %s: %s", inst.uuid, step.name, cause)
+    if evac.gone():
+        _stopped_by_delete(evac)
+        return
+    no_host = _no_valid_host(cause)
+    status = "error" if no_host or isinstance(step, ClaimDestination) else "failed"
+    try:
+        with ops.db.write() as conn:
+            migrations.save(conn, evac.migration.uuid, status=status)
+            instances.update(conn, inst.uuid, expected_task_state=_REBUILDING,
+                             vm_state=states.ERROR, task_state=None)
+    except (NotFound, UnexpectedTaskState):
+        if not evac.gone():
+            raise
+        _stopped_by_delete(evac)
+        return
+    ops.fault(inst.uuid, cause, evac.source_host, 400 if no_host else 500)
+    ops.finish_action(inst.uuid, "Error")
+
+
+def _no_valid_host(exc: BaseException) -> bool:
+    return isinstance(exc, NoHostLeft) or (
+        isinstance(exc, RemoteError) and exc.exc_type == "NoValidHost")
+
+
+def _stopped_by_delete(evac: Evacuation) -> None:
+    """A server deleted during its evacuation keeps nothing: no allocation, migration error."""
+    LOG.info("instance %s was deleted during its evacuation; it stops", evac.instance.uuid)
+    _forget(evac.ops, evac.instance.uuid, evac.migration.uuid)
+
+
+def _forget(ops: Ops, instance_uuid: str, migration_uuid: str) -> None:
+    ops.placement.delete_allocations(migration_uuid)
+    ops.placement.delete_allocations(instance_uuid)
+    with ops.db.write() as conn:
+        migrations.save(conn, migration_uuid, status="error")
+    ops.finish_action(instance_uuid, "Error")
+
+
+def _clean_source_if_back(evac: Evacuation) -> None:
+    """The source's service is up again (its agent restarted during the evacuation, and
+    found it under way): ask it for the cleanup it would otherwise do at its next start."""
+    ops, source = evac.ops, evac.source_host
+    with ops.db.read() as conn:
+        service = services.compute_service(conn, source)
+    if service is None or not services.is_up(service, ops.settings):
+        return
+    try:
+        ops.call_agent(source, "clean_evacuated", migration_uuid=evac.migration.uuid)
+    except MessagingError as exc:
+        LOG.warning("%s could not clean up after evacuating %s (its next start will): %s",
+                    source, evac.instance.uuid, exc)
+
+
+def recover_evacuation(ops: Ops, op: Interrupted, journal: Journal) -> None:
+    """Finish an evacuation a crash cut off: forward, or the undo of a failure already begun.
+
+    A finished one (migration `done`, `error` or `failed`) only has its action
+    left to finish.
+    """
+    assert op.instance_uuid is not None
+    migration_uuid = str(op.args["migration_uuid"])
+    with ops.db.read() as conn:
+        inst = instances.get(conn, op.instance_uuid, read_deleted=True)
+        migration = migrations.get(conn, migration_uuid)
+    if inst.deleted:
+        _forget_deleted(ops, inst, migration)
+        return
+    if migration.finished:
+        ops.finish_action(inst.uuid, None if migration.status in ("done", "completed")
+                          else "Error")
+        return
+    evac = Evacuation(ops, inst, migration, op.args.get("host"), journal)
+    steps = {name: op.state(name) for name in STEPS}
+    detail = op.detail("rebuild_instance")
+    if isinstance(detail, dict) and detail.get("host"):
+        evac.dest = {"host": detail["host"], "node": detail.get("node")}
+    undoing = any(state in ("failed", "rolled_back", "undo_failed") for state in steps.values())
+    if undoing:
+        LOG.warning("finishing the undo of the evacuation of %s cut off by a restart",
+                    inst.uuid)
+        roll_back(_steps(evac), steps, journal)
+        failed = [step for step in _steps(evac) if steps[step.name] == "failed"]
+        _after_failure(evac, failed[0] if failed else RebuildOnDestination(evac),
+                       InterruptedByRestart("the evacuation failed and its undo was "
+                                            "interrupted by a restart"))
+        return
+    if evac.dest is None or not _holds_destination(evac):
+        # No rebuild journaled where the claim is (a crash while an alternate took
+        # over, or before the rebuild): undo what may exist, and schedule again.
+        roll_back(_steps(evac), steps, journal)
+        evac.dest = None
+    LOG.warning("resuming the evacuation of %s cut off by a restart", inst.uuid)
+    _run(evac)
+
+
+def _holds_destination(evac: Evacuation) -> bool:
+    """The instance holds its claim in the journaled destination's tree."""
+    with evac.ops.db.read() as conn:
+        node = services.compute_node_of_host(conn, evac.dest_host)
+    held = evac.ops.placement.holding(evac.instance.uuid).allocations
+    return node is not None and node.uuid in held
+
+
+class InterruptedByRestart(Exception):
+    """The fault recorded on an instance whose evacuation's undo a crash cut off."""
+
+
+def _forget_deleted(ops: Ops, inst: Instance, migration: Migration) -> None:
+    """The server was deleted during its evacuation: nothing of it may stay anywhere."""
+    if migration.dest_compute and migration.dest_compute != inst.host:
+        ops.terminate_quietly(migration.dest_compute, inst.uuid)
+    _forget(ops, inst.uuid, migration.uuid)

@@ -1,0 +1,496 @@
+"""The steps of a live migration, each with what it undoes (the flow is in live_migrate.py).
+
+Before the copy (undone in reverse on failure)::
+
+    claim_destination   migration queued -> preparing; one POST /allocations: the
+                        migration takes the source, the instance claims the destination
+    check_destination   hypervisors compatible, dest and source pre-checks; on failure
+                        the claim is dropped and the next alternate claimed (reschedule)
+    pre_live_migration  dest: a paused guest waits for the memory
+    live_migration      migration preparing -> running; source: the copy, polled
+
+After the copy (only forward: the guest runs on the destination)::
+
+    post_live_migration_at_destination   dest: the guest runs; instance host = dest
+    post_live_migration                  source: what the copy left is dropped
+    drop_source_allocation               the migration's allocation deleted; completed
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stowage.compute import instances, migrations, services, states
+from stowage.compute import tables as t
+from stowage.compute.conductor.common import Ops, short_reason
+from stowage.compute.conductor.tasks import Step
+from stowage.compute.instances import Instance
+from stowage.compute.migrations import Migration
+from stowage.compute.scheduler.request import SchedulingRequest
+from stowage.compute.states import TASK
+from stowage.errors import NotFound
+from stowage.messaging import MessagingError
+from stowage.placement.client import Holding
+from stowage.timeutil import utcnow
+
+__all__ = ["LiveMove", "ClaimDestination", "CheckDestination", "PreLiveMigration",
+           "LiveMigration", "PostAtDestination", "PostOnSource", "DropSourceAllocation",
+           "LiveMigrationAborted", "PreCheckFailed", "NoValidHost", "MaxRetriesExceeded",
+           "DeletedDuringMove", "GuestNotRestored", "LiveMigrationFailed", "POLL_SECONDS"]
+
+LOG = logging.getLogger(__name__)
+POLL_SECONDS = 0.05  # between two polls of a running copy
+PROGRESS_SECONDS = 0.5  # between two writes of its progress on the migration
+
+
+class LiveMigrationAborted(Exception):
+    """DELETE /servers/{id}/migrations/{id}: the migration ends `cancelled`."""
+
+
+class PreCheckFailed(Exception):
+    """A destination that cannot take the guest (Nova's MigrationPreCheckError family)."""
+
+
+class NoValidHost(Exception):
+    pass
+
+
+class MaxRetriesExceeded(NoValidHost):
+    pass
+
+
+class LiveMigrationFailed(Exception):
+    """The copy stopped on the source before the guest reached the destination."""
+
+
+class GuestNotRestored(Exception):
+    """The copy failed and the source could not run the guest again: the server is ERROR."""
+
+
+class DeletedDuringMove(Exception):
+    """DELETE /servers/{id} came during the live migration."""
+
+
+@dataclass
+class LiveMove:
+    """What the steps of one live migration share."""
+
+    ops: Ops
+    instance: Instance
+    migration: Migration
+    requested_host: str | None
+    force: bool
+    block_migration: bool | None
+    selections: list[dict[str, Any]] = field(default_factory=list)
+    dest: dict[str, Any] | None = None
+    dest_check: dict[str, Any] = field(default_factory=dict)
+    retries: int = 0
+
+    @property
+    def source_host(self) -> str:
+        host = self.migration.source_compute or self.instance.host
+        assert host is not None
+        return host
+
+    @property
+    def dest_host(self) -> str:
+        assert self.dest is not None
+        return str(self.dest["host"])
+
+    def gone(self) -> bool:
+        """The server is being deleted (or is deleted): the move stops and gives nothing back."""
+        with self.ops.db.read() as conn:
+            return self.gone_in(conn)
+
+    def gone_in(self, conn: Connection) -> bool:
+        try:
+            return instances.task_state(conn, self.instance.uuid) == TASK.DELETING
+        except NotFound:
+            return True
+
+    def stop_if_deleted(self, conn: Connection) -> None:
+        if self.gone_in(conn):
+            raise DeletedDuringMove(f"Instance {self.instance.uuid} was deleted during its "
+                                    "live migration.")
+
+    def advance(self, conn: Connection, before: str, after: str) -> None:
+        """Move the migration from status `before` to `after`, unless the API cancelled it
+        (abort of a queued or preparing migration, 2.65) or a delete ended it."""
+        m = t.migrations
+        # UPDATE migrations SET status = :after, updated_at = :now
+        #  WHERE uuid = :uuid AND status = :before
+        done = conn.execute(sa.update(m).where(m.c.uuid == self.migration.uuid,
+                                               m.c.status == before)
+                            .values(status=after, updated_at=utcnow())).rowcount
+        if done:
+            return
+        self.stop_if_deleted(conn)
+        status = migrations.get(conn, self.migration.uuid).status
+        if status == "cancelled":
+            raise LiveMigrationAborted(f"Live migration {self.migration.id} of instance "
+                                       f"{self.instance.uuid} was aborted.")
+        raise DeletedDuringMove(f"Migration {self.migration.uuid} is {status}, not {before}.")
+
+    def record_dest(self, conn: Connection) -> None:
+        assert self.dest is not None
+        migrations.save(conn, self.migration.uuid, dest_compute=self.dest["host"],
+                        dest_node=self.dest["node"], dest_host=self.dest["host"])
+
+
+class ClaimDestination(Step):
+    """The migration takes the instance's source over, the instance claims the destination.
+
+    The scheduler picks the destination (the requested one, checked, from
+    2.68 or without `force`) and claims it in the same `POST /allocations`
+    that hands the source to the migration; the next hosts are kept as
+    unclaimed alternates. A forced host (2.30-2.67) is not scheduled, but
+    still claimed in that one write, from its own allocation candidates.
+    """
+
+    name = "claim_destination"
+    event = "conductor_live_migrate_instance"
+
+    def __init__(self, move: LiveMove) -> None:
+        self.move = move
+        self.spec: dict[str, Any] = {}
+
+    def before(self, conn: Connection) -> None:
+        m = self.move
+        m.stop_if_deleted(conn)
+        m.advance(conn, "queued", "preparing")
+        _check_up(m.ops, conn, m.source_host)
+        spec = instances.request_spec(conn, m.instance.uuid)
+        spec.update(flavor=m.instance.flavor, move=True, ignore_hosts=[m.source_host],
+                    requested_destination=({"host": m.requested_host, "node": None}
+                                           if m.requested_host else None))
+        self.spec = spec
+
+    def execute(self) -> None:
+        m = self.move
+        held = m.ops.placement.holding(m.instance.uuid)
+        if m.force and m.requested_host:
+            m.dest = _forced_claim(m, self.spec, held)
+            return
+        self.spec["move_source"] = {"migration_uuid": m.migration.uuid,
+                                    "allocations": held.allocations,
+                                    "generation": held.generation}
+        m.selections = m.ops.scheduler.select_destinations(self.spec, [m.instance.uuid])[0]
+        m.dest = m.selections.pop(0)
+
+    def after(self, conn: Connection) -> None:
+        self.move.record_dest(conn)
+
+    def rollback(self) -> None:
+        """Give the source back, replacing the destination claim, in one write.
+
+        A server deleted meanwhile gets nothing back: both allocations are dropped.
+        """
+        m = self.move
+        if m.gone():
+            m.ops.placement.delete_allocations(m.migration.uuid)
+            m.ops.placement.delete_allocations(m.instance.uuid)
+            return
+        if m.ops.placement.holding(m.migration.uuid).allocations:
+            m.ops.hand_over(m.migration.uuid, m.instance.uuid, "INSTANCE",
+                            m.instance.project_id, m.instance.user_id)
+        if m.gone():
+            m.ops.placement.delete_allocations(m.instance.uuid)
+
+
+def _check_up(ops: Ops, conn: Connection, host: str) -> None:
+    """Nova's `_check_host_is_up`: the compute service of `host` answers heartbeats."""
+    try:
+        service = services.service_by_host(conn, host, services.COMPUTE)
+    except NotFound:
+        service = None
+    if service is None or not services.is_up(service, ops.settings):
+        raise PreCheckFailed(f"Compute service of {host} is unavailable at this time.")
+
+
+def _forced_claim(m: LiveMove, spec: dict[str, Any], held: Holding) -> dict[str, Any]:
+    """The forced host's first allocation candidate, claimed as the scheduler claims a move."""
+    host = m.requested_host
+    assert host is not None
+    with m.ops.db.read() as conn:
+        node = services.compute_node_of_host(conn, host)
+        if node is None:
+            raise PreCheckFailed(f"Compute host {host} could not be found.")
+        _check_up(m.ops, conn, host)
+    req = SchedulingRequest.from_spec({**spec, "requested_destination": None},
+                                      [m.instance.uuid])
+    # Not candidate_query(): a forced host is taken even when disabled, as Nova's force does.
+    params = req.placement.query()
+    params.extend((f"in_tree{suffix}", node.uuid) for suffix in sorted(req.placement.groups))
+    found = m.ops.placement.allocation_candidates([*params, ("limit", "1")])
+    if not found.get("allocation_requests"):
+        raise NoValidHost(f"No valid host was found. Unable to move instance "
+                          f"{m.instance.uuid} to host {host}. There is not enough capacity "
+                          "on the host for the instance.")
+    allocations = {rp: dict(a["resources"]) for rp, a in
+                   found["allocation_requests"][0]["allocations"].items()}
+    inst = m.instance
+    m.ops.placement.write_many({
+        m.migration.uuid: Holding(held.allocations, None, inst.project_id, inst.user_id,
+                                  "MIGRATION"),
+        inst.uuid: Holding(allocations, held.generation, inst.project_id, inst.user_id,
+                           "INSTANCE")})
+    return {"host": host, "node": node.hypervisor_hostname}
+
+
+class CheckDestination(Step):
+    """Hypervisors compatible, then the destination's and the source's pre-checks.
+
+    A destination that fails them loses its claim and the next alternate is
+    claimed and checked (each host tried has its own events), up to
+    `[compute] migrate_max_retries`; a requested host has no alternates.
+    """
+
+    name = "check_destination"
+
+    def __init__(self, move: LiveMove) -> None:
+        self.move = move
+
+    def before(self, conn: Connection) -> None:
+        self.move.stop_if_deleted(conn)
+
+    def execute(self) -> None:
+        m = self.move
+        while True:
+            try:
+                self._attempt()
+                return
+            except (MessagingError, PreCheckFailed) as exc:
+                LOG.info("live migration of %s to %s refused: %s", m.instance.uuid,
+                         m.dest_host, exc)
+                if m.gone():
+                    raise DeletedDuringMove(f"Instance {m.instance.uuid} was deleted during "
+                                            "its live migration.") from exc
+                self._next_alternate(exc)
+
+    def _attempt(self) -> None:
+        m = self.move
+        uuid = m.instance.uuid
+        with m.ops.event(uuid, "compute_check_can_live_migrate_destination", m.dest_host):
+            _check_hypervisors(m)
+            check = m.ops.call_agent(m.dest_host, "check_can_live_migrate_destination",
+                                     instance_uuid=uuid, block_migration=m.block_migration)
+        with m.ops.event(uuid, "compute_check_can_live_migrate_source", m.source_host):
+            m.ops.call_agent(m.source_host, "check_can_live_migrate_source",
+                             instance_uuid=uuid, dest_check=check)
+        m.dest_check = dict(check)
+
+    def _next_alternate(self, exc: Exception) -> None:
+        """Drop the refused claim and claim the next alternate; raise when none is left."""
+        m = self.move
+        reason = _reason(exc)
+        if m.requested_host:
+            raise PreCheckFailed(f"Migration pre-check error: {reason}") from exc
+        limit = m.ops.settings.migrate_max_retries
+        if 0 <= limit <= m.retries:
+            raise MaxRetriesExceeded(
+                f"Exceeded max scheduling retries {limit} for instance {m.instance.uuid} "
+                f"during live migration. Last error: {reason}") from exc
+        m.ops.placement.delete_allocations(m.instance.uuid)
+        while m.selections:
+            alternate = m.selections.pop(0)
+            if m.ops.claim_alternate(m.instance, alternate):
+                m.dest, m.retries = alternate, m.retries + 1
+                return
+        raise NoValidHost(f"No valid host was found. No host left to live migrate instance "
+                          f"{m.instance.uuid} to. Last error: {reason}") from exc
+
+    def after(self, conn: Connection) -> None:
+        self.move.record_dest(conn)
+
+
+def _reason(exc: Exception) -> str:
+    return short_reason(exc) if isinstance(exc, MessagingError) else str(exc)
+
+
+def _check_hypervisors(m: LiveMove) -> None:
+    """Same hypervisor type, destination version not older (Nova's
+    `_check_compatible_with_source_hypervisor`); the destination service up."""
+    with m.ops.db.read() as conn:
+        source = services.compute_node_of_host(conn, m.source_host)
+        dest = services.compute_node_of_host(conn, m.dest_host)
+        _check_up(m.ops, conn, m.dest_host)
+    if source is None or dest is None:
+        raise PreCheckFailed(f"Compute host {m.dest_host if dest is None else m.source_host} "
+                             "could not be found.")
+    if source.hypervisor_type != dest.hypervisor_type:
+        raise PreCheckFailed("The supplied hypervisor type of is invalid.")
+    if dest.hypervisor_version < source.hypervisor_version:
+        raise PreCheckFailed("The instance requires a newer hypervisor version than has "
+                             "been provided.")
+
+
+class PreLiveMigration(Step):
+    """The destination prepares a paused guest to receive the memory."""
+
+    name = "pre_live_migration"
+    event = "compute_pre_live_migration"
+
+    def __init__(self, move: LiveMove) -> None:
+        self.move = move
+
+    def event_host(self) -> str | None:
+        return self.move.dest_host
+
+    def before(self, conn: Connection) -> None:
+        self.move.stop_if_deleted(conn)
+
+    def execute(self) -> None:
+        m = self.move
+        m.ops.call_agent(m.dest_host, "pre_live_migration", instance_uuid=m.instance.uuid,
+                         migration_uuid=m.migration.uuid)
+
+    def rollback(self) -> None:
+        m = self.move
+        if m.dest is None:
+            return  # recovery: the crash came before a destination was recorded
+        m.ops.call_agent(m.dest_host, "rollback_live_migration_at_destination",
+                         instance_uuid=m.instance.uuid, migration_uuid=m.migration.uuid)
+
+
+class LiveMigration(Step):
+    """The source copies the guest to the destination while it runs (status `running`).
+
+    The agent only starts the copy; this step polls it, writing the bytes
+    copied on the migration for `GET /servers/{id}/migrations`, until it
+    completed (the guest is on the destination) or stopped: aborted, failed,
+    or the server deleted (the delete destroys the guests).
+    """
+
+    name = "live_migration"
+    event = "compute_live_migration"
+
+    def __init__(self, move: LiveMove) -> None:
+        self.move = move
+
+    def event_host(self) -> str | None:
+        return self.move.source_host
+
+    def before(self, conn: Connection) -> None:
+        m = self.move
+        m.stop_if_deleted(conn)
+        m.advance(conn, "preparing", "running")
+
+    def execute(self) -> None:
+        """Start the copy and wait for it; a copy that did not complete is undone here, since
+        the step that fails is not rolled back by the run (it may have half-acted)."""
+        try:
+            self._copy()
+        except Exception as exc:
+            try:
+                self.rollback()
+            except Exception as undo:
+                LOG.exception("the guest of %s could not be restored on %s",
+                              self.move.instance.uuid, self.move.source_host)
+                raise GuestNotRestored(f"{_reason(exc)}; the guest could not be restored on "
+                                       f"{self.move.source_host}: {undo}") from exc
+            raise
+
+    def _copy(self) -> None:
+        m = self.move
+        block = bool(m.dest_check.get("block_migration", m.block_migration))
+        m.ops.call_agent(m.source_host, "live_migration", instance_uuid=m.instance.uuid,
+                         migration_uuid=m.migration.uuid, dest_host=m.dest_host,
+                         block_migration=block)
+        seen: dict[str, Any] = {}
+        written = 0.0
+        while True:
+            progress = m.ops.call_agent(m.source_host, "live_migration_progress",
+                                        instance_uuid=m.instance.uuid,
+                                        migration_uuid=m.migration.uuid)
+            state = progress.pop("state")
+            error = progress.pop("error", "")
+            due = state != "running" or time.monotonic() - written >= PROGRESS_SECONDS
+            if progress and progress != seen and due:
+                written = time.monotonic()
+                with m.ops.db.write() as conn:
+                    migrations.save(conn, m.migration.uuid, **progress)
+                seen = progress
+            if state == "completed":
+                return
+            if state == "cancelled":
+                raise LiveMigrationAborted(f"Live migration {m.migration.id} of instance "
+                                           f"{m.instance.uuid} was aborted.")
+            if state != "running":
+                raise LiveMigrationFailed(f"Live migration failed: {error}")
+            time.sleep(POLL_SECONDS)
+
+    def rollback(self) -> None:
+        """The guest runs on the source again; for a server deleted meanwhile, destroy it."""
+        m = self.move
+        if m.gone():
+            m.ops.terminate_quietly(m.source_host, m.instance.uuid)
+            return
+        m.ops.call_agent(m.source_host, "rollback_live_migration",
+                         instance_uuid=m.instance.uuid, migration_uuid=m.migration.uuid)
+
+
+# --- after the copy: only forward ------------------------------------------------------
+class PostAtDestination(Step):
+    """The destination runs the guest; the instance's host is the destination from now on."""
+
+    name = "post_live_migration_at_destination"
+    event = "compute_post_live_migration_at_destination"
+
+    def __init__(self, move: LiveMove) -> None:
+        self.move = move
+
+    def event_host(self) -> str | None:
+        return self.move.dest_host
+
+    def execute(self) -> None:
+        m = self.move
+        m.ops.call_agent(m.dest_host, "post_live_migration_at_destination",
+                         instance_uuid=m.instance.uuid, migration_uuid=m.migration.uuid)
+
+    def after(self, conn: Connection) -> None:
+        m = self.move
+        assert m.dest is not None
+        instances.save(conn, m.instance.uuid, expected_task_state=TASK.MIGRATING,
+                       host=m.dest["host"], node=m.dest["node"], power_state=states.RUNNING)
+
+
+class PostOnSource(Step):
+    """The source drops what the copy left behind (the stopped guest)."""
+
+    name = "post_live_migration"
+    event = "compute_post_live_migration"
+
+    def __init__(self, move: LiveMove) -> None:
+        self.move = move
+
+    def event_host(self) -> str | None:
+        return self.move.source_host
+
+    def execute(self) -> None:
+        m = self.move
+        m.ops.call_agent(m.source_host, "post_live_migration", instance_uuid=m.instance.uuid,
+                         migration_uuid=m.migration.uuid)
+
+
+class DropSourceAllocation(Step):
+    """The migration's source allocation is deleted: migration completed, server ACTIVE."""
+
+    name = "drop_source_allocation"
+
+    def __init__(self, move: LiveMove) -> None:
+        self.move = move
+
+    def execute(self) -> None:
+        self.move.ops.placement.delete_allocations(self.move.migration.uuid)
+
+    def after(self, conn: Connection) -> None:
+        m = self.move
+        migrations.save(conn, m.migration.uuid, status="completed")
+        instances.save(conn, m.instance.uuid, expected_task_state=TASK.MIGRATING,
+                       vm_state=states.ACTIVE, task_state=None, progress=0)
