@@ -84,6 +84,8 @@ _TRAIT = ("trait.custom", "trait.new", "trait.std")
 _CONSUMER = ("consumer.a", "server.active", "uuid.new")
 _FLAVOR = ("flavor.small", "flavor.big", "flavor.private", "flavor.new")
 _SERVER = ("server.active", "server.stopped", "server.resized", "uuid.new")
+_MIGRATION = {"server_id": ("server.resized", "server.active", "uuid.new"),
+              "migration_id": ("migration.resized", "uuid.new")}
 _SERVICE = ("service.uuid", "service.id", "svc.enable", "svc.disable",
             "svc.disable-log-reason", "svc.force-down")
 _INVENTORY = {"total": 16, "reserved": 0, "min_unit": 1, "max_unit": 16, "step_size": 1,
@@ -194,6 +196,10 @@ _COMPUTE: dict[str, Spec] = {
         {"server": {"name": "fz-renamed", "description": "d", "accessIPv4": "192.0.2.9",
                     "accessIPv6": "2001:db8::9", "OS-DCF:diskConfig": "MANUAL"}}]),
     "DELETE /v2.1/servers/{server_id}": Spec({"server_id": _SERVER}),
+    # abort and force-complete of an in-progress live migration; the seeded one is a resize
+    "DELETE /v2.1/servers/{server_id}/migrations/{migration_id}": Spec(_MIGRATION),
+    "POST /v2.1/servers/{server_id}/migrations/{migration_id}/action": Spec(
+        _MIGRATION, [{"force_complete": None}]),
     "PUT /v2.1/os-services/{service_id}": Spec({"service_id": _SERVICE}, [
         {"status": "disabled", "disabled_reason": "fuzz", "forced_down": False},
         {"forced_down": "true"},
@@ -235,6 +241,13 @@ _ACTION_BODIES: dict[str, list[Any]] = {
     "os-start": [{"os-start": None}],
     "os-resetState": [{"os-resetState": {"state": "active"}},
                       {"os-resetState": {"state": "error"}}],
+    "os-migrateLive": [{"os-migrateLive": {"host": None, "block_migration": "auto"}},
+                       {"os-migrateLive": {"host": Ref("host.2"), "block_migration": False,
+                                           "disk_over_commit": False}}],
+    "evacuate": [{"evacuate": {}}, {"evacuate": {"host": Ref("host.2")}}],
+    "shelve": [{"shelve": None}],
+    "shelveOffload": [{"shelveOffload": None}],
+    "unshelve": [{"unshelve": None}, {"unshelve": {"availability_zone": "nova"}}],
 }
 ACTIONS = {name: Spec(_ACTION_SERVERS, bodies) for name, bodies in _ACTION_BODIES.items()}
 

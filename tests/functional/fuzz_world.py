@@ -211,6 +211,8 @@ class World:
         old = ok(admin.get("/os-services", params={"host": "host2"},
                            headers={"openstack-api-version": "compute 2.52"}))["services"]
         refs["service.id"] = str(old[0]["id"])
+        resize = ok(admin.get("/os-migrations", params={"instance_uuid": refs["server.resized"]}))
+        refs["migration.resized"] = str(resize["migrations"][0]["id"])
         for name in ("active", "stopped", "resized"):
             server = ok(admin.get(f"/servers/{refs[f'server.{name}']}"))["server"]
             assert server["status"] == {"active": "ACTIVE", "stopped": "SHUTOFF",

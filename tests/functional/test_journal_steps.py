@@ -1,7 +1,10 @@
 """Each operation journals exactly the steps its module lists, which the crash tests
 enumerate: a step added without being listed would escape them.
 
-    host1, host2: vm (small <-> large), resized, reverted, confirmed, stopped, started, deleted
+    host1, host2, host3: vm (small <-> large), resized, reverted, confirmed, stopped, started,
+    live-migrated, shelved + unshelved in place, shelved + offloaded + unshelved,
+    shelved and offloaded at once + unshelved, evacuated off its forced-down host,
+    resized again and deleted
 """
 
 from __future__ import annotations
@@ -10,19 +13,40 @@ import sqlalchemy as sa
 
 from stowage.compute import tables as t
 from tests.functional.conftest import Cloud
-from tests.functional.servers import action, boot, flavor, image, server, settle
+from tests.functional.servers import (
+    action,
+    boot,
+    flavor,
+    force_down,
+    host_of,
+    image,
+    server,
+    settle,
+)
 from tests.functional.test_crash_recovery import OPERATIONS
 
 
 def test_each_operation_journals_exactly_its_listed_steps(cloud: Cloud) -> None:
-    for host in ("host1", "host2"):
+    for host in ("host1", "host2", "host3"):
         cloud.add_host(host, vcpus=8, memory_mb=4096, disk_gb=100)
     small, large = flavor(cloud, "small", 1, 512, 5), flavor(cloud, "large", 2, 1024, 10)
     vm = boot(cloud, "vm", small, image(cloud))
     for body in ({"resize": {"flavorRef": large}}, {"revertResize": None},
                  {"migrate": None}, {"confirmResize": None}, {"os-stop": None},
-                 {"os-start": None}, {"resize": {"flavorRef": large}}):
+                 {"os-start": None},
+                 {"os-migrateLive": {"host": None, "block_migration": "auto"}}):
         action(cloud, vm, body, status=204 if "confirmResize" in body else 202)
+    cloud.configure(shelved_offload_time=-1)  # shelve keeps the host until told
+    for body in ({"shelve": None}, {"unshelve": None}, {"shelve": None},
+                 {"shelveOffload": None}, {"unshelve": None}):
+        action(cloud, vm, body)
+    cloud.configure(shelved_offload_time=0)  # shelve offloads at once
+    for body in ({"shelve": None}, {"unshelve": None}):
+        action(cloud, vm, body)
+    assert server(cloud, vm)["status"] == "ACTIVE"
+    force_down(cloud, host_of(cloud, vm))
+    action(cloud, vm, {"evacuate": {}}, status=200)
+    action(cloud, vm, {"resize": {"flavorRef": large}})
     assert server(cloud, vm)["status"] == "VERIFY_RESIZE"
     assert cloud.compute.delete(f"/servers/{vm}").status_code == 204
     settle(cloud)
