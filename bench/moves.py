@@ -1,5 +1,6 @@
 """Benchmark the move operations: boot N servers on M simulated hosts, then
-resize+confirm and migrate+revert every one of them, then resize+confirm pairs.
+resize+confirm, migrate+revert, live-migrate, shelve+unshelve every one of
+them, then resize+confirm pairs, then evacuate a dead host.
 
     python bench/moves.py [--servers 50] [--hosts 10] [--clients 4] [--rounds 2]
         [--backend sqlite|postgresql] [--json FILE] [--no-counts]
@@ -17,21 +18,30 @@ which other load on the machine disturbs less than the throughput.
 The `resize+confirm` phase is what a user pays for a resize: each client
 resizes a server, waits for VERIFY_RESIZE, confirms, waits for ACTIVE; it
 runs `--rounds` times over every server (between two flavors of the same
-disk) and reports pairs per second. Then it audits that no allocation
-leaked, and (unless `--no-counts`) counts the SQL statements and
-transactions of one resize+confirm per phase in this process
-(`move_counts.py`). Asserts nothing.
+disk) and reports pairs per second. Shelve runs with the default
+`shelved_offload_time` of 0, so it settles SHELVED_OFFLOADED holding
+nothing, and unshelve schedules each server again from scratch.
+
+The `evacuate` phase forces the busiest host's compute service down and
+evacuates its servers; their evacuation migrations keep the dead host's
+allocations until its agent comes back, so the process is then restarted on
+the same database (the agents start again and clean up) before the audit
+checks that no allocation leaked. Unless `--no-counts`, it also counts the
+SQL statements and transactions of one resize+confirm per phase in this
+process (`move_counts.py`). Asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -43,7 +53,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import move_counts  # noqa: E402
 import servers  # noqa: E402
 
-SETTLED = {"ACTIVE", "VERIFY_RESIZE", "ERROR", "SHUTOFF"}
 # Seconds between status polls: short enough to time an operation to ~this
 # much, long enough that the pollers do not become the server's main load.
 POLL = 0.02
@@ -66,14 +75,20 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _wait(client: httpx.Client, server_id: str, want: str, timeout: float = 120) -> str:
+    """Poll until the server rests in `want`; ERROR ends the bench.
+
+    Other resting states are polled through: a shelved server rests SHELVED
+    for a moment before its offload starts.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         view = client.get(f"/servers/{server_id}").json()["server"]
-        if view["status"] in SETTLED and view["OS-EXT-STS:task_state"] is None:
-            if view["status"] != want:
-                raise SystemExit(f"bench: {server_id} ended {view['status']}, wanted {want}: "
+        if view["OS-EXT-STS:task_state"] is None:
+            if view["status"] == want:
+                return want
+            if view["status"] == "ERROR":
+                raise SystemExit(f"bench: {server_id} ended ERROR, wanted {want}: "
                                  f"{view.get('fault')}")
-            return str(view["status"])
         time.sleep(POLL)
     raise SystemExit(f"bench: {server_id} did not reach {want} in {timeout} s")
 
@@ -158,7 +173,8 @@ def _report(name: str, latencies: list[float], wall: float,
             unit: str = "ops/s", cpu: float = 0.0) -> dict[str, float]:
     ordered = sorted(latencies)
     row = {"median_ms": statistics.median(ordered) * 1000,
-           "p90_ms": ordered[int(len(ordered) * 0.9) - 1 if len(ordered) > 1 else 0] * 1000,
+           # nearest rank: the smallest value at or above 90% of the samples
+           "p90_ms": ordered[math.ceil(len(ordered) * 0.9) - 1] * 1000,
            "ops_per_s": len(ordered) / wall, "server_cpu_ms": cpu * 1000 / len(ordered)}
     print(f"{name:<16} n={len(ordered):<5} median {row['median_ms']:8.1f} ms   "
           f"p90 {row['p90_ms']:8.1f} ms   {row['ops_per_s']:7.1f} {unit}   "
@@ -187,13 +203,57 @@ def _operations(url: str, args: argparse.Namespace, pid: int, large: str, boot: 
     plan = [("resize", {"resize": {"flavorRef": large}}, "VERIFY_RESIZE", 202),
             ("confirm", {"confirmResize": None}, "ACTIVE", 204),
             ("migrate", {"migrate": None}, "VERIFY_RESIZE", 202),
-            ("revert", {"revertResize": None}, "ACTIVE", 202)]
+            ("revert", {"revertResize": None}, "ACTIVE", 202),
+            ("live-migrate", {"os-migrateLive": {"host": None, "block_migration": "auto"}},
+             "ACTIVE", 202),
+            ("shelve", {"shelve": None}, "SHELVED_OFFLOADED", 202),
+            ("unshelve", {"unshelve": None}, "ACTIVE", 202)]
     for name, body, want, expect in plan:
         jobs = [("POST", f"/servers/{i}/action", body, i, want, expect) for i in ids]
         cpu = _cpu_seconds(pid)
         lat, wall, _ = _phase(url, args.clients, jobs)
         results[name] = _report(name, lat, wall, cpu=_cpu_seconds(pid) - cpu)
     return ids
+
+
+def _evacuate(url: str, clients: int, pid: int, results: dict[str, Any]) -> str:
+    """Force the busiest host down and evacuate its servers; returns that host."""
+    with httpx.Client(base_url=url, headers=HEADERS, timeout=60) as client:
+        found = client.get("/servers/detail", params={"all_tenants": 1}).json()["servers"]
+        hosts = Counter(s["OS-EXT-SRV-ATTR:host"] for s in found)
+        host = hosts.most_common(1)[0][0]
+        _force_down(client, host, True)
+    jobs = [("POST", f"/servers/{s['id']}/action", {"evacuate": {}}, s["id"], "ACTIVE", 200)
+            for s in found if s["OS-EXT-SRV-ATTR:host"] == host]
+    cpu = _cpu_seconds(pid)
+    lat, wall, _ = _phase(url, clients, jobs)
+    results["evacuate"] = _report("evacuate", lat, wall, cpu=_cpu_seconds(pid) - cpu)
+    return str(host)
+
+
+def _force_down(client: httpx.Client, host: str, down: bool) -> None:
+    services = client.get("/os-services", params={"host": host, "binary": "nova-compute"})
+    service_id = services.json()["services"][0]["id"]
+    resp = client.put(f"/os-services/{service_id}", json={"forced_down": down})
+    if resp.status_code != 200:
+        raise SystemExit(f"bench: force down {host} -> {resp.status_code} {resp.text}")
+
+
+def _source_back(url: str, host: str, results: dict[str, Any]) -> None:
+    """The dead host's agent started again: wait until it released every evacuation."""
+    with httpx.Client(base_url=url, headers=HEADERS, timeout=60) as client:
+        _force_down(client, host, False)
+        start = time.perf_counter()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            migs = client.get("/os-migrations", params={"migration_type": "evacuation"}).json()
+            if all(m["status"] == "completed" for m in migs["migrations"]):
+                break
+            time.sleep(POLL)
+        else:
+            raise SystemExit(f"bench: {host} did not clean up its evacuations in 120 s")
+    results["evacuated_source_cleanup_s"] = time.perf_counter() - start
+    print(f"{host} back: {len(migs['migrations'])} evacuations released", flush=True)
 
 
 def _audit(placement_url: str, servers_count: int, last_flavor: str,
@@ -212,29 +272,39 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"servers": args.servers, "hosts": args.hosts,
                                "clients": args.clients, "backend": args.backend}
     with tempfile.TemporaryDirectory() as tmp, \
-            servers.database(args.backend, Path(tmp), "moves") as db_url, \
-            servers.serve_all(db_url, Path(tmp), sim_hosts=args.hosts) as server:
-        url = f"{server.url}/compute/v2.1"
-        with httpx.Client(base_url=url, headers=HEADERS, timeout=60) as client:
-            small, large, image_id = setup(client, f"{server.url}/image")
-        boot = {"server": {"name": "vm", "flavorRef": small, "imageRef": image_id,
-                           "networks": "none"}}
-        print(f"moves: {args.servers} servers on {args.hosts} simulated hosts, "
-              f"{args.clients} clients, {args.backend}", flush=True)
-        pid = server.process.pid
-        ids = _operations(url, args, pid, large, boot, results)
-        flavors = [("large2", "large")[r % 2] for r in range(args.rounds)]
-        cpu = _cpu_seconds(pid)
-        lat, wall = _pairs(url, args.clients, ids, flavors)
-        results["resize+confirm"] = _report("resize+confirm", lat, wall, unit="pairs/s",
-                                            cpu=_cpu_seconds(pid) - cpu)
-        _audit(f"{server.url}/placement", args.servers, flavors[-1] if flavors else large,
-               results)
+            servers.database(args.backend, Path(tmp), "moves") as db_url:
+        with servers.serve_all(db_url, Path(tmp), sim_hosts=args.hosts) as server:
+            last_flavor, dead = _moves(server, args, results)
+        # The dead host's agent comes back: the same process starts again on this database.
+        with servers.serve_all(db_url, Path(tmp), sim_hosts=args.hosts) as server:
+            _source_back(f"{server.url}/compute/v2.1", dead, results)
+            _audit(f"{server.url}/placement", args.servers, last_flavor, results)
         if not args.no_counts:
             with servers.database(args.backend, Path(tmp), "counts") as count_url:
                 results["sql"] = move_counts.report(
                     move_counts.count_resize_confirm(count_url, setup))
     return results
+
+
+def _moves(server: servers.Server, args: argparse.Namespace,
+           results: dict[str, Any]) -> tuple[str, str]:
+    """Every phase on one running process; returns the last flavor and the evacuated host."""
+    url = f"{server.url}/compute/v2.1"
+    with httpx.Client(base_url=url, headers=HEADERS, timeout=60) as client:
+        small, large, image_id = setup(client, f"{server.url}/image")
+    boot = {"server": {"name": "vm", "flavorRef": small, "imageRef": image_id,
+                       "networks": "none"}}
+    print(f"moves: {args.servers} servers on {args.hosts} simulated hosts, "
+          f"{args.clients} clients, {args.backend}", flush=True)
+    pid = server.process.pid
+    ids = _operations(url, args, pid, large, boot, results)
+    flavors = [("large2", "large")[r % 2] for r in range(args.rounds)]
+    cpu = _cpu_seconds(pid)
+    lat, wall = _pairs(url, args.clients, ids, flavors)
+    results["resize+confirm"] = _report("resize+confirm", lat, wall, unit="pairs/s",
+                                        cpu=_cpu_seconds(pid) - cpu)
+    dead = _evacuate(url, args.clients, pid, results)
+    return (flavors[-1] if flavors else large), dead
 
 
 def main(argv: list[str] | None = None) -> int:
