@@ -73,14 +73,14 @@ def test_extra_specs_of_an_unknown_flavor_are_404(compute: httpx.Client) -> None
 def test_members_read_but_do_not_write_extra_specs(compute: httpx.Client,
                                                    live_stowage: LiveServer) -> None:
     create(compute, "f", "1")
-    compute.post("/flavors/1/os-extra_specs", json={"extra_specs": {"hw:a": "1"}})
+    compute.post("/flavors/1/os-extra_specs", json={"extra_specs": {"hw:numa_nodes": "1"}})
     with api_client(f"{live_stowage.url}/compute/v2.1", token="alice:proj-a",
                     roles=MEMBER) as alice:
-        assert specs(alice) == {"hw:a": "1"}
+        assert specs(alice) == {"hw:numa_nodes": "1"}
         posted = alice.post("/flavors/1/os-extra_specs", json={"extra_specs": {"hw:b": "2"}})
         assert posted.status_code == 403
-        assert alice.delete("/flavors/1/os-extra_specs/hw:a").status_code == 403
-    assert specs(compute) == {"hw:a": "1"}
+        assert alice.delete("/flavors/1/os-extra_specs/hw:numa_nodes").status_code == 403
+    assert specs(compute) == {"hw:numa_nodes": "1"}
 
 
 def test_access_list_of_a_private_flavor(compute: httpx.Client) -> None:
@@ -137,3 +137,44 @@ def test_a_number_longer_than_a_value_column_is_400(compute: httpx.Client) -> No
         assert resp.json()["badRequest"]["message"] == \
             "Invalid input received: extra_specs value has more than 255 characters."
     assert specs(compute) == {}
+
+
+# --- 2.86: Nova's registry of known extra specs -------------------------------------
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"hw:cpu_policy": "dedicate"},
+     "Validation failed; 'dedicate' is not one of: dedicated, shared, mixed."),
+    ({"hw:numa_nodes": 0}, "Validation failed; '0' is less than the min value of '1'."),
+    ({"hw:cpu_polic": "dedicated"},
+     "Validation failed; extra spec 'hw:cpu_polic' does not appear to be a valid extra spec."),
+    ({"hw:mem_page_size": True},
+     "Validation failed; 'True' is not of the format "
+     "'(large|small|any|\\d+([kKMGT]i?)?(b|bit|B)?)'."),
+])
+def test_registry_refuses_from_2_86(compute: httpx.Client, extra: dict[str, Any],
+                                    message: str) -> None:
+    create(compute, "f", "1")
+    body = {"extra_specs": {"hw:cpu_thread_policy": "prefer", **extra}}
+    resp = compute.post("/flavors/1/os-extra_specs", json=body)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["badRequest"]["message"] == message
+    ((key, value),) = extra.items()
+    resp = compute.put(f"/flavors/1/os-extra_specs/{key}", json=extra)
+    assert resp.json()["badRequest"]["message"] == message
+    assert specs(compute) == {}
+    old = compute.post("/flavors/1/os-extra_specs", json=body, headers=at("2.85"))
+    assert old.status_code == 200, old.text  # opaque before 2.86, as in Nova
+    assert specs(compute)[key] == str(value)
+
+
+def test_registry_leaves_unknown_namespaces_alone(compute: httpx.Client) -> None:
+    create(compute, "f", "1")
+    body = {"extra_specs": {"my_company:tier": "gold", "plain": "x",
+                            "aggregate_instance_extra_specs:ssd": "true",
+                            "capabilities:cpu_info:arch": "x86_64",
+                            "hw:numa_cpus.0": "0-1", "hw:numa_mem.0": "512",
+                            "resources_G1:CUSTOM_GOLD": "1", "trait1:CUSTOM_FAST": "required"}}
+    resp = compute.post("/flavors/1/os-extra_specs", json=body)
+    assert resp.status_code == 200, resp.text
+    assert specs(compute) == body["extra_specs"]

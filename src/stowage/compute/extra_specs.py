@@ -3,9 +3,10 @@
 The scheduler turns some extra specs into a Placement query, so those are
 checked on write: a flavor that cannot be scheduled is refused at once rather
 than failing every boot later. Nova checks them only from microversion 2.86;
-stowage checks these placement-related keys at every version and leaves all
-other keys (``hw:``, ``aggregate_instance_extra_specs:``, ...) opaque, as Nova
-does below 2.86.
+stowage checks these placement-related keys at every version, a little more
+strictly than Nova's registry (known classes and traits, non-negative
+amounts). Every other key is opaque here; from 2.86 the API first checks all
+keys against Nova's registry (``extra_spec_registry``).
 
 =========================  ============================================
 key                        value

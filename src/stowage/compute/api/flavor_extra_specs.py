@@ -1,15 +1,24 @@
 """/flavors/{id}/os-extra_specs: read, add or overwrite, and delete a flavor's extra specs.
 
 Values may be sent as strings, numbers or booleans and are stored as strings,
-as Nova does; placement-related keys are checked by `compute.extra_specs`.
+as Nova does; placement-related keys are checked by `compute.extra_specs` at
+every microversion, and from 2.86 every key is first checked against Nova's
+registry of known extra specs (`compute.extra_spec_registry`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from stowage.compute import extra_spec_registry as registry
 from stowage.compute import flavors as flv
-from stowage.compute.api.common import API_PREFIX, authorize, read_body, validate_body
+from stowage.compute.api.common import (
+    API_PREFIX,
+    at_least,
+    authorize,
+    read_body,
+    validate_body,
+)
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
 from stowage.web.routing import Route
@@ -20,15 +29,20 @@ _SPECS = {"type": "object", "patternProperties": {_KEY: _VALUE}, "additionalProp
 CREATE_SCHEMA = {"type": "object", "properties": {"extra_specs": _SPECS},
                  "required": ["extra_specs"], "additionalProperties": False}
 UPDATE_SCHEMA = {**_SPECS, "minProperties": 1, "maxProperties": 1}
+REGISTRY_CHECKS = 86
 
 
-def _as_strings(specs: dict[str, Any]) -> dict[str, str]:
+def _as_strings(req: Request, specs: dict[str, Any]) -> dict[str, str]:
     """Values as the strings they are stored as. As in Nova, a number's length is checked
-    here: the schema's maxLength bounds strings only, and the column holds 255."""
+    here: the schema's maxLength bounds strings only, and the column holds 255. From 2.86
+    each spec, in the order sent, is checked against Nova's registry."""
     texts = {key: value if isinstance(value, str) else str(value) for key, value in specs.items()}
-    if any(len(text) > 255 for text in texts.values()):
-        raise HTTPError(400, "Invalid input received: extra_specs value has more than 255 "
-                             "characters.")
+    for key, text in texts.items():
+        if len(text) > 255:
+            raise HTTPError(400, "Invalid input received: extra_specs value has more than "
+                                 "255 characters.")
+        if at_least(req, REGISTRY_CHECKS):
+            registry.validate(key, text)
     return texts
 
 
@@ -42,7 +56,7 @@ def list_specs(req: Request) -> Response:
 def create_specs(req: Request) -> Response:
     authorize(req, "os_compute_api:os-flavor-extra-specs:create", {})
     body = validate_body(read_body(req), CREATE_SCHEMA)
-    specs = _as_strings(body["extra_specs"])
+    specs = _as_strings(req, body["extra_specs"])
     with req.app.db.write() as conn:
         flv.set_extra_specs(conn, req.params["flavor_id"], specs)
     return json_response({"extra_specs": specs})
@@ -62,7 +76,7 @@ def update_spec(req: Request) -> Response:
     body = validate_body(read_body(req), UPDATE_SCHEMA)
     if key not in body:
         raise HTTPError(400, "Request body and URI mismatch")
-    specs = _as_strings(body)
+    specs = _as_strings(req, body)
     with req.app.db.write() as conn:
         flv.set_extra_specs(conn, req.params["flavor_id"], specs)
     return json_response(specs)
