@@ -84,8 +84,10 @@ def add_migration(cloud: Cloud, instance_uuid: str, status: str, source: str,
 
 
 def hypervisor(cloud: Cloud, name: str) -> dict[str, Any]:
+    """The node's detailed view with its usage fields, which 2.88 removed."""
     found = cloud.compute.get("/os-hypervisors/detail",
-                              params={"hypervisor_hostname_pattern": name})
+                              params={"hypervisor_hostname_pattern": name},
+                              headers={"openstack-api-version": "compute 2.87"})
     assert found.status_code == 200, found.text
     return dict(found.json()["hypervisors"][0])
 

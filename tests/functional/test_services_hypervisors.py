@@ -263,7 +263,8 @@ def test_hypervisor_detail_fields(cloud: Cloud, hosts: dict[str, str]) -> None:
         "current_workload", "running_vms", "disk_available_least", "cpu_info"}
     assert json.loads(one["cpu_info"])["topology"]["cores"] == 8
     assert isinstance(one["service"]["id"], int) and one["service"]["host"] == "host1"
-    shown = cloud.compute.get(f"/os-hypervisors/{hosts['host1']}").json()["hypervisor"]
+    shown = cloud.compute.get(f"/os-hypervisors/{hosts['host1']}",
+                              headers=at("2.87")).json()["hypervisor"]
     assert shown["cpu_info"]["arch"] == "x86_64"
     assert uuidlib.UUID(shown["service"]["id"])
     assert (shown["vcpus"], shown["state"], shown["host_ip"]) == (8, "up", "127.0.0.1")
@@ -339,17 +340,37 @@ def test_show_errors(cloud: Cloud, hosts: dict[str, str]) -> None:
 
 
 def test_statistics_and_uptime(cloud: Cloud, hosts: dict[str, str]) -> None:
-    stats = cloud.compute.get("/os-hypervisors/statistics").json()["hypervisor_statistics"]
+    v287 = at("2.87")  # both routes are gone from 2.88
+    stats = cloud.compute.get("/os-hypervisors/statistics", headers=v287).json()[
+        "hypervisor_statistics"]
     assert (stats["count"], stats["vcpus"], stats["running_vms"]) == (2, 24, 0)
     service_id = compute_service(cloud, "host2")["id"]
     cloud.compute.put(f"/os-services/{service_id}", json={"status": "disabled"})
-    stats = cloud.compute.get("/os-hypervisors/statistics").json()["hypervisor_statistics"]
+    stats = cloud.compute.get("/os-hypervisors/statistics", headers=v287).json()[
+        "hypervisor_statistics"]
     assert (stats["count"], stats["vcpus"]) == (1, 8)
-    uptime = cloud.compute.get(f"/os-hypervisors/{hosts['host1']}/uptime").json()
+    uptime = cloud.compute.get(f"/os-hypervisors/{hosts['host1']}/uptime", headers=v287).json()
     assert " up 0 days" in uptime["hypervisor"]["uptime"]
     age_heartbeat(cloud, "host1", 3600)
-    resp = cloud.compute.get(f"/os-hypervisors/{hosts['host1']}/uptime")
+    resp = cloud.compute.get(f"/os-hypervisors/{hosts['host1']}/uptime", headers=v287)
     assert fault(resp, 400) == "Compute service of host1 is unavailable at this time."
+
+
+def test_2_88_drops_usage_and_routes_and_shows_uptime(
+        cloud: Cloud, hosts: dict[str, str]) -> None:
+    for path in ("/os-hypervisors/statistics", f"/os-hypervisors/{hosts['host1']}/uptime"):
+        assert fault(cloud.compute.get(path), 404) == "The resource could not be found."
+    shown = cloud.compute.get(f"/os-hypervisors/{hosts['host1']}").json()["hypervisor"]
+    assert set(shown) == {"id", "hypervisor_hostname", "state", "status", "hypervisor_type",
+                          "hypervisor_version", "host_ip", "service", "uptime"}
+    assert " up 0 days" in shown["uptime"]
+    listed = cloud.compute.get("/os-hypervisors/detail").json()["hypervisors"]
+    assert all(set(h) == set(shown) for h in listed)
+    v287 = cloud.compute.get(f"/os-hypervisors/{hosts['host1']}", headers=at("2.87")).json()
+    assert "uptime" not in v287["hypervisor"] and v287["hypervisor"]["vcpus"] == 8
+    age_heartbeat(cloud, "host1", 3600)
+    down = cloud.compute.get(f"/os-hypervisors/{hosts['host1']}").json()["hypervisor"]
+    assert (down["state"], down["uptime"]) == ("down", None)
 
 
 @pytest.mark.parametrize(("method", "path"), [

@@ -5,7 +5,9 @@ object, 2.33 pages with limit/marker, 2.53 shows uuids and replaces the
 `/{pattern}/search` and `/{pattern}/servers` routes with the
 `hypervisor_hostname_pattern` and `with_servers` query parameters, 2.75
 always shows `servers` when asked for, 2.88 drops the usage fields, the
-statistics and uptime routes, and adds `uptime` to the detailed view.
+statistics and uptime routes, and adds `uptime` to the detailed view (list
+detail and show), null when the host's compute service is down, as Nova
+leaves it when the host cannot answer.
 """
 
 from __future__ import annotations
@@ -103,10 +105,11 @@ def _view(req: Request, item: _Node, detail: bool, with_servers: bool = False,
           now: datetime.datetime | None = None) -> dict[str, Any]:
     node, service = item.node, item.service
     uuids = at_least(req, UUIDS)
+    up = svc.is_up(service, req.app.settings.compute, now)
     view: dict[str, Any] = {
         "id": node.uuid if uuids else node.id,
         "hypervisor_hostname": node.hypervisor_hostname,
-        "state": "up" if svc.is_up(service, req.app.settings.compute, now) else "down",
+        "state": "up" if up else "down",
         "status": "disabled" if service.disabled else "enabled"}
     if detail:
         view.update(hypervisor_type=node.hypervisor_type,
@@ -118,7 +121,7 @@ def _view(req: Request, item: _Node, detail: bool, with_servers: bool = False,
             info = _cpu_info(node)
             view["cpu_info"] = info if at_least(req, CPU_INFO_OBJECT) else json.dumps(info)
         else:
-            view["uptime"] = _uptime(service)
+            view["uptime"] = _uptime(service) if up else None
     if item.servers:
         view["servers"] = item.servers
     elif with_servers and at_least(req, SERVERS_ALWAYS):
