@@ -107,6 +107,7 @@ class Boot:
     admin_pass: str
     return_reservation_id: bool
     image_properties: dict[str, Any] = field(default_factory=dict)
+    hostname: str | None = None  # 2.90: set by the caller instead of derived from the name
 
 
 def _boot_index(bdm: dict[str, Any]) -> int | None:
@@ -182,6 +183,8 @@ def _parse(req: Request, data: dict[str, Any]) -> Boot:
     description = body.get("description") if at_least(req, 19) else body["name"]
     check_description(description)
     min_count, max_count = counts(body)
+    if body.get("hostname") and max_count > 1:
+        raise HTTPError(400, "Unable to allocate a single hostname to multiple instances")
     zone, destination = _zone_and_host(req, body)
     authorize(req, "os_compute_api:servers:create", _target(req, zone))
     image_id, volume_backed = _root_disk(body)
@@ -200,7 +203,8 @@ def _parse(req: Request, data: dict[str, Any]) -> Boot:
         key_name=body.get("key_name"), config_drive=_as_bool(body.get("config_drive")),
         security_groups=sorted(set(groups)) or ["default"],
         admin_pass=body.get("adminPass") or _password(),
-        return_reservation_id=_as_bool(body.get("return_reservation_id")))
+        return_reservation_id=_as_bool(body.get("return_reservation_id")),
+        hostname=body.get("hostname"))
 
 
 def _password(length: int = 12) -> str:
@@ -353,7 +357,7 @@ def _write_batch(req: Request, conn: Connection, build: _Build) -> None:
             uuid=str(uuidlib.uuid4()), project_id=ctx.project_id or "",
             user_id=ctx.user_id or "", display_name=name, flavor=build.snapshot,
             vm_state=states.BUILDING, task_state=states.TASK.SCHEDULING,
-            hostname=hostname_of(name), availability_zone=boot.zone,
+            hostname=boot.hostname or hostname_of(name), availability_zone=boot.zone,
             image_ref="" if boot.volume_backed else boot.image_id,
             volume_backed=boot.volume_backed, key_name=boot.key_name,
             metadata=boot.metadata, networks=boot.networks,

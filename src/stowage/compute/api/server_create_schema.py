@@ -3,7 +3,7 @@
 The schema changes with the microversion: 2.19 adds `description`, 2.37
 makes `networks` required and "auto"/"none" legal, 2.42 adds network and bdm
 tags (2.32 had bdm tags only), 2.57 drops `personality`, 2.67 adds the bdm
-`volume_type`, 2.74 `host` and `hypervisor_hostname`.
+`volume_type`, 2.74 `host` and `hypervisor_hostname`, 2.90 `hostname`.
 
 Nova's schema also names formats that its format checker enforces and plain
 jsonschema validation skips: `check_formats` applies them (ipv4 and ipv6 for
@@ -24,7 +24,8 @@ from typing import Any
 
 from stowage.web.errors import HTTPError, shorten
 
-__all__ = ["NAME", "DESCRIPTION", "TRUE_STRINGS", "create_schema", "check_formats", "counts"]
+__all__ = ["NAME", "DESCRIPTION", "HOSTNAME", "SETTABLE_HOSTNAME", "TRUE_STRINGS",
+           "create_schema", "check_formats", "counts"]
 
 _UUID = "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
 NAME = {"type": "string", "minLength": 1, "maxLength": 255}
@@ -80,6 +81,10 @@ _HINTS = {"type": "object",
 _TAG = {"type": "string", "pattern": "^[^,/]*$", "minLength": 1, "maxLength": 60}
 _FQDN = {"type": "string", "minLength": 1, "maxLength": 255,
          "pattern": "^[a-zA-Z0-9-._]*$"}
+# 2.90's `hostname` (create, update) is Nova's parameter_types.hostname, the same
+# shape as the 2.74 host; 2.94 would widen it to a full FQDN.
+HOSTNAME = _FQDN
+SETTABLE_HOSTNAME = 90
 
 
 def create_schema(minor: int) -> dict[str, Any]:
@@ -127,6 +132,8 @@ def create_schema(minor: int) -> dict[str, Any]:
     if minor >= 74:
         server["host"] = _FQDN
         server["hypervisor_hostname"] = _FQDN
+    if minor >= SETTABLE_HOSTNAME:
+        server["hostname"] = HOSTNAME
     return {"type": "object",
             "properties": {"server": {"type": "object", "properties": server,
                                       "required": required, "additionalProperties": False},

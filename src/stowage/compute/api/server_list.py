@@ -3,7 +3,12 @@
 Who may filter on what follows Nova: an admin (`allow_all_filters`) may use
 every filter; anybody else's unknown filters are dropped silently, leaving
 reservation_id, name, status, image, flavor, ip, ip6 (2.5), changes-since,
-changes-before (2.66), tags (2.26) and locked (2.73). Without `all_tenants`
+changes-before (2.66), tags (2.26), locked (2.73), availability_zone,
+config_drive, key_name, created_at, launched_at, terminated_at, power_state,
+task_state, vm_state, progress, user_id (2.83) and hostname (2.90). The
+instance columns without an exact filter match as regular expressions on
+their text (`power_state=^4$`, `launched_at=^2026-11`), as Nova's regex
+filters do on MySQL. Without `all_tenants`
 (admin only) everybody sees their own project's servers. From 2.75 unknown
 query parameters are a 400 instead of being ignored.
 """
@@ -50,16 +55,24 @@ _REGEX_FILTERS = {"name": "display_name", "display_name": "display_name",
                   "description": "display_description",
                   "display_description": "display_description", "hostname": "hostname",
                   "key_name": "key_name", "node": "node", "reservation_id": "reservation_id",
-                  "availability_zone": "availability_zone"}
+                  "availability_zone": "availability_zone", "power_state": "power_state",
+                  "config_drive": "config_drive", "progress": "progress",
+                  "launch_index": "launch_index", "created_at": "created_at",
+                  "launched_at": "launched_at", "terminated_at": "terminated_at"}
 # Query parameter -> instance column, matched exactly.
 _EXACT_FILTERS = {"image": "image_ref", "image_ref": "image_ref", "host": "host",
                   "uuid": "uuid", "user_id": "user_id", "vm_state": "vm_state",
                   "task_state": "task_state"}
 _OTHER = ("project_id", "tenant_id", "flavor", "status", "all_tenants", "deleted",
           "soft_deleted", "changes-since", "ip", "ip6", "limit", "marker", "sort_key",
-          "sort_dir", "launch_index", "kernel_id", "ramdisk_id", "power_state",
-          "launched_at", "terminated_at", "locked_by", "root_device_name", "config_drive",
-          "access_ip_v4", "access_ip_v6", "auto_disk_config", "progress", "created_at")
+          "sort_dir", "kernel_id", "ramdisk_id", "locked_by", "root_device_name",
+          "access_ip_v4", "access_ip_v6", "auto_disk_config")
+# 2.83: filters a non-admin may use from then on (Nova's list, in its order).
+_USER_FILTERS_2_83 = ("availability_zone", "config_drive", "key_name", "created_at",
+                      "launched_at", "terminated_at", "power_state", "task_state",
+                      "vm_state", "progress", "user_id")
+USER_FILTERS_MORE = 83
+HOSTNAME_FILTER = 90  # with 2.90's settable hostname
 _TAG_FILTERS = ("tags", "tags-any", "not-tags", "not-tags-any")
 _STRING = {"type": "string"}
 
@@ -93,6 +106,10 @@ def _user_filters(req: Request) -> tuple[str, ...]:
         names += ("changes-before",)
     if at_least(req, 73):
         names += ("locked",)
+    if at_least(req, USER_FILTERS_MORE):
+        names += _USER_FILTERS_2_83
+    if at_least(req, HOSTNAME_FILTER):
+        names += ("hostname",)
     return names
 
 

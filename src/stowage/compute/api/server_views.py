@@ -14,6 +14,7 @@ What each microversion adds (2.1 is the base view):
     2.71  server_groups (show and update only, never in the detailed list)
     2.73  locked_reason
     2.75  PUT /servers/{id} answers with the whole view
+    2.90  OS-EXT-SRV-ATTR:hostname shown to everyone, not only with the extended attrs
 
 Policy decisions that do not depend on the server are taken once per request
 (`Shown`), and the records a list needs (faults, host services) are read in
@@ -50,6 +51,7 @@ TRUSTED_CERTS = 63
 SERVER_GROUPS = 71
 LOCKED_REASON = 73
 FULL_UPDATE_VIEW = 75
+HOSTNAME_FOR_ALL = 90
 
 _PROGRESS_STATUSES = ("ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE", "MIGRATING")
 _FAULT_STATUSES = FAULT_STATUSES = ("ERROR", "DELETED")
@@ -218,6 +220,8 @@ def _attributes(req: Request, instance: inst.Instance, shown: Shown,
     }
     if shown.extended_attrs:
         view.update(_extended(req, instance))
+    if at_least(req, HOSTNAME_FOR_ALL):
+        view["OS-EXT-SRV-ATTR:hostname"] = instance.hostname
     view.update({"OS-EXT-STS:task_state": instance.task_state,
                  "OS-EXT-STS:vm_state": instance.vm_state,
                  "OS-EXT-STS:power_state": instance.power_state,

@@ -1,4 +1,4 @@
-"""/servers/{id}: show, rename or describe (PUT), and delete.
+"""/servers/{id}: show, rename, describe or re-hostname (PUT, `hostname` from 2.90), and delete.
 
 Deleting follows the division of labour: the API records the `delete` action,
 swaps the task_state to `deleting` and casts to the conductor, which frees
@@ -25,6 +25,7 @@ from stowage.compute.api.server_common import (
     target,
 )
 from stowage.compute.api.server_create import DESCRIPTION, NAME, check_description, check_name
+from stowage.compute.api.server_create_schema import HOSTNAME, SETTABLE_HOSTNAME
 from stowage.compute.conductor import tasks
 from stowage.compute.states import TASK
 from stowage.web.http import Request, Response, empty_response, json_response
@@ -50,6 +51,19 @@ _UPDATE_SCHEMA_2_19: dict[str, Any] = {
         "properties": {**_UPDATE_SCHEMA["properties"]["server"]["properties"],
                        "description": DESCRIPTION}}},
 }
+_UPDATE_SCHEMA_2_90: dict[str, Any] = {
+    **_UPDATE_SCHEMA,
+    "properties": {"server": {
+        **_UPDATE_SCHEMA["properties"]["server"],
+        "properties": {**_UPDATE_SCHEMA_2_19["properties"]["server"]["properties"],
+                       "hostname": HOSTNAME}}},
+}
+
+
+def _update_schema(req: Request) -> dict[str, Any]:
+    if at_least(req, SETTABLE_HOSTNAME):
+        return _UPDATE_SCHEMA_2_90
+    return _UPDATE_SCHEMA_2_19 if at_least(req, views.DESCRIPTION) else _UPDATE_SCHEMA
 
 
 def show_server(req: Request) -> Response:
@@ -69,8 +83,7 @@ def show_server(req: Request) -> Response:
 
 
 def update_server(req: Request) -> Response:
-    schema = _UPDATE_SCHEMA_2_19 if at_least(req, views.DESCRIPTION) else _UPDATE_SCHEMA
-    body = validate_body(read_body(req), schema)["server"]
+    body = validate_body(read_body(req), _update_schema(req))["server"]
     values: dict[str, Any] = {}
     if "name" in body:
         check_name(body["name"])
@@ -78,6 +91,8 @@ def update_server(req: Request) -> Response:
     if "description" in body:
         check_description(body["description"])
         values["display_description"] = body["description"]
+    if "hostname" in body:  # stored as given, as Nova stores it
+        values["hostname"] = body["hostname"]
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:update", target(instance))
