@@ -87,7 +87,11 @@ def test_show_with_events_for_admin(cloud: Cloud, vm: str) -> None:
         "compute_stop_instance", "Error", "Traceback: boom")
     assert event["host"] == "host1"
     assert event["hostId"] == hashlib.sha224(b"p1host1").hexdigest()
-    assert "details" not in event  # 2.84 is above what stowage serves
+    assert event["details"] == "Traceback: boom"  # 2.84, for admins
+    old = cloud.compute.get(f"/servers/{vm}/os-instance-actions/req-2", headers=at("2.83"))
+    assert "details" not in old.json()["instanceAction"]["events"][0]
+    created = cloud.compute.get(f"/servers/{vm}/os-instance-actions/req-1").json()
+    assert created["instanceAction"]["events"][0]["details"] is None
     assert cloud.compute.get(f"/servers/{vm}/os-instance-actions/req-3").json()[
         "instanceAction"]["events"] == []
 

@@ -4,8 +4,8 @@
 
 server shelve --wait -> SHELVED on its host; shelve --offload -> SHELVED_OFFLOADED;
 unshelve --wait -> ACTIVE; unshelve --availability-zone (2.77) lands in that
-zone; unshelve --host needs 2.91, which stowage does not serve yet (the CLI
-refuses before sending anything).
+zone; unshelve --host needs 2.91 (asked for at 2.80, the CLI refuses before
+sending anything).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def test_shelve_offload_and_unshelve_with_the_cli(server: LiveServer) -> None:
 
 
 def test_unshelve_to_a_host_needs_2_91(server: LiveServer) -> None:
-    """stowage serves up to 2.80: the CLI refuses --host before it sends anything."""
+    """Asked for at 2.80, the CLI refuses --host before it sends anything."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
     env.update(OS_AUTH_TYPE="admin_token", OS_TOKEN="admin",
                OS_COMPUTE_ENDPOINT_OVERRIDE=f"{server.url}/compute/v2.1",

@@ -2,15 +2,15 @@
 
 Every version up to the last entry must be correct for every route the
 Compute service serves. Entries with a comment change something we serve
-and are implemented; the others change only APIs that stowage does not serve
-yet (servers, hosts, migrations, ...), so they are correct by absence.
+and are implemented; a comment in parentheses names a change to an API that
+stowage does not serve (image cache, external events, volume attachments,
+rescue), so the version is correct by absence; entries without a comment
+change only such APIs too.
 
-Why 2.80: 2.81-2.85 would also be correct for what is served today, but each
-changes server or host APIs (image cache, accelerator events, server list
-filters, event details, volume attachment updates) that the server work would
-then have to honour on day one; 2.80 is the level it targets first. 2.86
-(extra specs checked against Nova's whole registry) and 2.102 (rxtx_factor and
-disabled leave flavor views) need flavor work before the maximum passes them.
+2.86 checks every extra spec against Nova's registry
+(`compute/extra_spec_registry.py`). Beyond 2.91, the next versions that touch
+what is served are 2.94 (a hostname may be an FQDN) and 2.102 (rxtx_factor
+and disabled leave the flavor views).
 """
 
 VERSIONS = (
@@ -95,6 +95,17 @@ VERSIONS = (
     "2.78",
     "2.79",
     "2.80",  # os-migrations: user_id/project_id filters and fields
+    "2.81",  # (os-aggregates image cache: not served)
+    "2.82",  # (accelerator-request-bound external event: not served)
+    "2.83",  # servers: owners may filter on availability_zone, config_drive, ..., user_id
+    "2.84",  # os-instance-actions: event details (admins)
+    "2.85",  # (volume attachment update: not served)
+    "2.86",  # flavor extra specs checked against Nova's registry (extra_spec_registry.py)
+    "2.87",  # (rescue of volume-backed servers: not served)
+    "2.88",  # os-hypervisors: usage fields, statistics and /uptime gone; uptime in detail
+    "2.89",  # (volume attachments show attachment_id, bdm_uuid: not served)
+    "2.90",  # servers: hostname on create and update, shown to owners, owners' filter
+    "2.91",  # unshelve: host (admin) and availability_zone null
 )
 
 MIN_VERSION = VERSIONS[0]
