@@ -5,6 +5,13 @@ steps stay small; `event()` records an instance action event around a step,
 so `openstack server event show` tells the operator which step failed where.
 `ActionEvents` writes those events inside the journal's transactions: it
 looks the action up once and ends each event by its id.
+
+DELETE answers in any task state, as Nova's does, so an operation asks
+`being_deleted()` (`OnServer.gone()`, mixed into the state its steps share)
+before it writes its end state or gives anything back; `MoveState`, mixed
+into the state of a migrate, live migration or evacuation, adds what those
+moves hold alike: source and destination, the `DeletedDuringMove` stop, and
+giving the source back.
 """
 
 from __future__ import annotations
@@ -13,21 +20,24 @@ import logging
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, instances, states
 from stowage.compute.conductor.tasks import CrashHook, Journal
 from stowage.compute.instances import Instance
+from stowage.compute.migrations import Migration
 from stowage.compute.rpc import AgentAPI, SchedulerAPI
 from stowage.config import ComputeSettings
 from stowage.db import Database
+from stowage.errors import NotFound
 from stowage.messaging import MessagingError, RemoteError
 from stowage.placement.client import Holding, PlacementClient
 from stowage.timeutil import utcnow
 
-__all__ = ["Ops", "ActionEvents", "short_reason"]
+__all__ = ["Ops", "ActionEvents", "short_reason", "being_deleted", "OnServer", "MoveState",
+           "DeletedDuringMove"]
 
 LOG = logging.getLogger(__name__)
 
@@ -216,6 +226,98 @@ class Ops:
             source: Holding({}, held.generation, project_id, user_id,
                             held.consumer_type or "INSTANCE"),
         })
+
+
+def being_deleted(conn: Connection, instance_uuid: str) -> bool:
+    """The server is being deleted (or is deleted): its operation stops and gives nothing back.
+
+    The delete owns the guest and the allocations from then on.
+    """
+    try:
+        return instances.task_state(conn, instance_uuid) == states.TASK.DELETING
+    except NotFound:
+        return True
+
+
+class DeletedDuringMove(Exception):
+    """DELETE /servers/{id} came during a move (Nova deletes in any task state)."""
+
+
+class OnServer:
+    """Mixed into the dataclass the steps of one operation share: is its server going?
+
+    A plain class with annotations only, not a dataclass, so that the
+    dataclass's own fields keep their order and defaults.
+    """
+
+    ops: Ops
+    instance: Instance
+
+    def gone(self) -> bool:
+        """The server is being deleted (or is deleted): stop, and give nothing back."""
+        with self.ops.db.read() as conn:
+            return self.gone_in(conn)
+
+    def gone_in(self, conn: Connection) -> bool:
+        return being_deleted(conn, self.instance.uuid)
+
+
+class MoveState(OnServer):
+    """Mixed into the state of a move whose migration record holds the source meanwhile
+    (migrate and resize, live migration, evacuation)."""
+
+    migration: Migration
+    selections: list[dict[str, Any]]
+    dest: dict[str, Any] | None
+    # The move in "Instance ... was deleted during its <moving>."
+    moving: ClassVar[str] = "move"
+
+    @property
+    def source_host(self) -> str:
+        host = self.migration.source_compute or self.instance.host
+        assert host is not None
+        return host
+
+    @property
+    def dest_host(self) -> str:
+        assert self.dest is not None
+        return str(self.dest["host"])
+
+    def deleted_error(self) -> DeletedDuringMove:
+        return DeletedDuringMove(f"Instance {self.instance.uuid} was deleted during its "
+                                 f"{self.moving}.")
+
+    def stop_if_deleted(self, conn: Connection) -> None:
+        if self.gone_in(conn):
+            raise self.deleted_error()
+
+    def schedule(self, spec: dict[str, Any], held: Holding) -> None:
+        """The scheduler picks the destination and claims it in the same atomic
+        `POST /allocations` that hands `held` (the instance's source) to the
+        migration; the next hosts are kept as unclaimed alternates."""
+        spec["move_source"] = {"migration_uuid": self.migration.uuid,
+                               "allocations": held.allocations,
+                               "generation": held.generation}
+        self.selections = self.ops.scheduler.select_destinations(spec, [self.instance.uuid])[0]
+        self.dest = self.selections.pop(0)
+
+    def give_source_back(self) -> None:
+        """Give the source back, replacing the destination claim, in one write; nothing if
+        the migration holds nothing (the claim was never made, or was undone already).
+
+        A server deleted meanwhile gets nothing back: both allocations are
+        dropped. Deleted while it was being given back (the delete may have
+        dropped the instance's allocations already): dropped again after.
+        """
+        if self.gone():
+            self.ops.placement.delete_allocations(self.migration.uuid)
+            self.ops.placement.delete_allocations(self.instance.uuid)
+            return
+        if self.ops.placement.holding(self.migration.uuid).allocations:
+            self.ops.hand_over(self.migration.uuid, self.instance.uuid, "INSTANCE",
+                               self.instance.project_id, self.instance.user_id)
+        if self.gone():
+            self.ops.placement.delete_allocations(self.instance.uuid)
 
 
 def short_reason(exc: BaseException) -> str:

@@ -43,7 +43,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, services, states
-from stowage.compute.conductor.common import Ops
+from stowage.compute.conductor.common import MoveState, Ops
 from stowage.compute.conductor.tasks import (
     Batch,
     Interrupted,
@@ -71,8 +71,9 @@ _REBUILDING = (TASK.REBUILDING, TASK.REBUILD_SPAWNING)
 
 
 @dataclass
-class Evacuation:
-    """What the steps of one evacuation share."""
+class Evacuation(MoveState):
+    """What the steps of one evacuation share (source, destination, the delete's stop:
+    MoveState)."""
 
     ops: Ops
     instance: Instance
@@ -82,36 +83,7 @@ class Evacuation:
     selections: list[dict[str, Any]] = field(default_factory=list)
     dest: dict[str, Any] | None = None
 
-    @property
-    def source_host(self) -> str:
-        host = self.migration.source_compute or self.instance.host
-        assert host is not None
-        return host
-
-    @property
-    def dest_host(self) -> str:
-        assert self.dest is not None
-        return str(self.dest["host"])
-
-    def gone(self) -> bool:
-        """The server is being deleted (or is deleted): stop, and give nothing back."""
-        with self.ops.db.read() as conn:
-            return self.gone_in(conn)
-
-    def gone_in(self, conn: Connection) -> bool:
-        try:
-            return instances.task_state(conn, self.instance.uuid) == TASK.DELETING
-        except NotFound:
-            return True
-
-    def stop_if_deleted(self, conn: Connection) -> None:
-        if self.gone_in(conn):
-            raise DeletedDuringEvacuation(
-                f"Instance {self.instance.uuid} was deleted during its evacuation.")
-
-
-class DeletedDuringEvacuation(Exception):
-    """DELETE /servers/{id} came during the evacuation."""
+    moving = "evacuation"
 
 
 class NoHostLeft(Exception):
@@ -145,26 +117,11 @@ class ClaimDestination(Step):
         e = self.evac
         if e.dest is not None:
             return  # recovery: the claim was made before the crash
-        held = e.ops.placement.holding(e.instance.uuid)
-        self.spec["move_source"] = {"migration_uuid": e.migration.uuid,
-                                    "allocations": held.allocations,
-                                    "generation": held.generation}
-        e.selections = e.ops.scheduler.select_destinations(self.spec, [e.instance.uuid])[0]
-        e.dest = e.selections.pop(0)
+        e.schedule(self.spec, e.ops.placement.holding(e.instance.uuid))
 
     def rollback(self) -> None:
-        """Give the source back, replacing the destination claim, in one write (nothing
-        to do when the migration holds nothing); a deleted server gets nothing back."""
-        e = self.evac
-        if e.gone():
-            e.ops.placement.delete_allocations(e.migration.uuid)
-            e.ops.placement.delete_allocations(e.instance.uuid)
-            return
-        if e.ops.placement.holding(e.migration.uuid).allocations:
-            e.ops.hand_over(e.migration.uuid, e.instance.uuid, "INSTANCE",
-                            e.instance.project_id, e.instance.user_id)
-        if e.gone():
-            e.ops.placement.delete_allocations(e.instance.uuid)
+        """Give the source back, or drop both claims of a server deleted meanwhile."""
+        self.evac.give_source_back()
 
 
 class RebuildOnDestination(Step):

@@ -35,11 +35,10 @@ import logging
 from typing import Any
 
 from stowage.compute import instances, migrations, states
-from stowage.compute.conductor.common import Ops
+from stowage.compute.conductor.common import DeletedDuringMove, Ops
 from stowage.compute.conductor.live_migrate_steps import (
     CheckDestination,
     ClaimDestination,
-    DeletedDuringMove,
     DropSourceAllocation,
     GuestNotRestored,
     LiveMigration,

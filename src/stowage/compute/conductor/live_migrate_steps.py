@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, services, states
 from stowage.compute import tables as t
-from stowage.compute.conductor.common import Ops, short_reason
+from stowage.compute.conductor.common import DeletedDuringMove, MoveState, Ops, short_reason
 from stowage.compute.conductor.tasks import Step
 from stowage.compute.instances import Instance
 from stowage.compute.migrations import Migration
@@ -42,7 +42,7 @@ from stowage.timeutil import utcnow
 __all__ = ["LiveMove", "ClaimDestination", "CheckDestination", "PreLiveMigration",
            "LiveMigration", "PostAtDestination", "PostOnSource", "DropSourceAllocation",
            "LiveMigrationAborted", "PreCheckFailed", "NoValidHost", "MaxRetriesExceeded",
-           "DeletedDuringMove", "GuestNotRestored", "LiveMigrationFailed", "POLL_SECONDS"]
+           "GuestNotRestored", "LiveMigrationFailed", "POLL_SECONDS"]
 
 LOG = logging.getLogger(__name__)
 POLL_SECONDS = 0.05  # between two polls of a running copy
@@ -73,13 +73,10 @@ class GuestNotRestored(Exception):
     """The copy failed and the source could not run the guest again: the server is ERROR."""
 
 
-class DeletedDuringMove(Exception):
-    """DELETE /servers/{id} came during the live migration."""
-
-
 @dataclass
-class LiveMove:
-    """What the steps of one live migration share."""
+class LiveMove(MoveState):
+    """What the steps of one live migration share (source, destination, the delete's stop:
+    MoveState)."""
 
     ops: Ops
     instance: Instance
@@ -92,32 +89,7 @@ class LiveMove:
     dest_check: dict[str, Any] = field(default_factory=dict)
     retries: int = 0
 
-    @property
-    def source_host(self) -> str:
-        host = self.migration.source_compute or self.instance.host
-        assert host is not None
-        return host
-
-    @property
-    def dest_host(self) -> str:
-        assert self.dest is not None
-        return str(self.dest["host"])
-
-    def gone(self) -> bool:
-        """The server is being deleted (or is deleted): the move stops and gives nothing back."""
-        with self.ops.db.read() as conn:
-            return self.gone_in(conn)
-
-    def gone_in(self, conn: Connection) -> bool:
-        try:
-            return instances.task_state(conn, self.instance.uuid) == TASK.DELETING
-        except NotFound:
-            return True
-
-    def stop_if_deleted(self, conn: Connection) -> None:
-        if self.gone_in(conn):
-            raise DeletedDuringMove(f"Instance {self.instance.uuid} was deleted during its "
-                                    "live migration.")
+    moving = "live migration"
 
     def advance(self, conn: Connection, before: str, after: str) -> None:
         """Move the migration from status `before` to `after`, unless the API cancelled it
@@ -177,30 +149,14 @@ class ClaimDestination(Step):
         if m.force and m.requested_host:
             m.dest = _forced_claim(m, self.spec, held)
             return
-        self.spec["move_source"] = {"migration_uuid": m.migration.uuid,
-                                    "allocations": held.allocations,
-                                    "generation": held.generation}
-        m.selections = m.ops.scheduler.select_destinations(self.spec, [m.instance.uuid])[0]
-        m.dest = m.selections.pop(0)
+        m.schedule(self.spec, held)
 
     def after(self, conn: Connection) -> None:
         self.move.record_dest(conn)
 
     def rollback(self) -> None:
-        """Give the source back, replacing the destination claim, in one write.
-
-        A server deleted meanwhile gets nothing back: both allocations are dropped.
-        """
-        m = self.move
-        if m.gone():
-            m.ops.placement.delete_allocations(m.migration.uuid)
-            m.ops.placement.delete_allocations(m.instance.uuid)
-            return
-        if m.ops.placement.holding(m.migration.uuid).allocations:
-            m.ops.hand_over(m.migration.uuid, m.instance.uuid, "INSTANCE",
-                            m.instance.project_id, m.instance.user_id)
-        if m.gone():
-            m.ops.placement.delete_allocations(m.instance.uuid)
+        """Give the source back, or drop both claims of a server deleted meanwhile."""
+        self.move.give_source_back()
 
 
 def _check_up(ops: Ops, conn: Connection, host: str) -> None:
@@ -269,8 +225,7 @@ class CheckDestination(Step):
                 LOG.info("live migration of %s to %s refused: %s", m.instance.uuid,
                          m.dest_host, exc)
                 if m.gone():
-                    raise DeletedDuringMove(f"Instance {m.instance.uuid} was deleted during "
-                                            "its live migration.") from exc
+                    raise m.deleted_error() from exc
                 self._next_alternate(exc)
 
     def _attempt(self) -> None:

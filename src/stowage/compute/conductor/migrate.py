@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, states
-from stowage.compute.conductor.common import Ops
+from stowage.compute.conductor.common import MoveState, Ops
 from stowage.compute.conductor.tasks import (
     Batch,
     Interrupted,
@@ -56,8 +56,8 @@ LOG = logging.getLogger(__name__)
 
 
 @dataclass
-class Move:
-    """What the steps of one move share."""
+class Move(MoveState):
+    """What the steps of one move share (source, destination, the delete's stop: MoveState)."""
 
     ops: Ops
     instance: Instance
@@ -66,36 +66,6 @@ class Move:
     migration: Migration
     selections: list[dict[str, Any]] = field(default_factory=list)
     dest: dict[str, Any] | None = None
-
-    @property
-    def source_host(self) -> str:
-        host = self.migration.source_compute or self.instance.host
-        assert host is not None
-        return host
-
-    @property
-    def dest_host(self) -> str:
-        assert self.dest is not None
-        return str(self.dest["host"])
-
-    def gone(self) -> bool:
-        """The server is being deleted (or is deleted): the move stops and gives nothing back."""
-        with self.ops.db.read() as conn:
-            return self.gone_in(conn)
-
-    def gone_in(self, conn: Connection) -> bool:
-        try:
-            return instances.task_state(conn, self.instance.uuid) == TASK.DELETING
-        except NotFound:
-            return True
-
-    def stop_if_deleted(self, conn: Connection) -> None:
-        if self.gone_in(conn):
-            raise DeletedDuringMove(f"Instance {self.instance.uuid} was deleted during its move.")
-
-
-class DeletedDuringMove(Exception):
-    """DELETE /servers/{id} came during the move (Nova deletes in any task state)."""
 
 
 class CreateMigration(Step):
@@ -152,31 +122,11 @@ class ClaimDestination(Step):
 
     def execute(self) -> None:
         m = self.move
-        held = m.ops.placement.holding(m.instance.uuid)
-        self.spec["move_source"] = {"migration_uuid": m.migration.uuid,
-                                    "allocations": held.allocations,
-                                    "generation": held.generation}
-        m.selections = m.ops.scheduler.select_destinations(self.spec, [m.instance.uuid])[0]
-        m.dest = m.selections.pop(0)
+        m.schedule(self.spec, m.ops.placement.holding(m.instance.uuid))
 
     def rollback(self) -> None:
-        """Give the source back, replacing the destination claim, in one write; nothing if
-        the migration holds nothing (the claim was never made, or was undone already).
-
-        A server deleted meanwhile gets nothing back: both allocations are
-        dropped. Deleted while it was being given back (the delete may have
-        dropped the instance's allocations already): dropped again after.
-        """
-        m = self.move
-        if m.gone():
-            m.ops.placement.delete_allocations(m.migration.uuid)
-            m.ops.placement.delete_allocations(m.instance.uuid)
-            return
-        if m.ops.placement.holding(m.migration.uuid).allocations:
-            m.ops.hand_over(m.migration.uuid, m.instance.uuid, "INSTANCE",
-                            m.instance.project_id, m.instance.user_id)
-        if m.gone():
-            m.ops.placement.delete_allocations(m.instance.uuid)
+        """Give the source back, or drop both claims of a server deleted meanwhile."""
+        self.move.give_source_back()
 
 
 class PrepOnDestination(Step):

@@ -35,7 +35,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, instances, services, states
-from stowage.compute.conductor.common import Ops
+from stowage.compute.conductor.common import OnServer, Ops
 from stowage.compute.conductor.tasks import Batch, Interrupted, Journal, Step, StepFailed, run_steps
 from stowage.compute.conductor.tasks import accept as accept_operation
 from stowage.compute.instances import Instance, UnexpectedTaskState
@@ -73,8 +73,8 @@ def forget_image(conn: Connection, image_id: str | None) -> None:
 
 
 @dataclass
-class Shelving:
-    """What the steps of one shelve or offload share."""
+class Shelving(OnServer):
+    """What the steps of one shelve or offload share (`gone()`: OnServer)."""
 
     ops: Ops
     instance: Instance
@@ -85,14 +85,6 @@ class Shelving:
     def host(self) -> str:
         assert self.instance.host is not None
         return self.instance.host
-
-    def gone(self) -> bool:
-        """The server is being deleted (or is): its delete owns guest and allocation."""
-        with self.ops.db.read() as conn:
-            try:
-                return instances.task_state(conn, self.instance.uuid) == TASK.DELETING
-            except NotFound:
-                return True
 
 
 class PowerOff(Step):

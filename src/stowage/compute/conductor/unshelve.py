@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, states
-from stowage.compute.conductor.common import Ops
+from stowage.compute.conductor.common import OnServer, Ops
 from stowage.compute.conductor.shelve import SHELVED_KEYS, forget_image
 from stowage.compute.conductor.tasks import Batch, Interrupted, Journal, Step, StepFailed, run_steps
 from stowage.compute.instances import Instance, UnexpectedTaskState
@@ -55,8 +55,8 @@ _UNSHELVING = (TASK.UNSHELVING, TASK.SPAWNING)
 
 
 @dataclass
-class Unshelving:
-    """What the steps of one unshelve share."""
+class Unshelving(OnServer):
+    """What the steps of one unshelve share (`gone()`: OnServer)."""
 
     ops: Ops
     instance: Instance
@@ -67,13 +67,6 @@ class Unshelving:
     @property
     def image_id(self) -> str | None:
         return (self.instance.system_metadata or {}).get("shelved_image_id")
-
-    def gone(self) -> bool:
-        with self.ops.db.read() as conn:
-            try:
-                return instances.task_state(conn, self.instance.uuid) == TASK.DELETING
-            except NotFound:
-                return True
 
     def unshelved(self, conn: Connection, expected: Any, **values: Any) -> None:
         """ACTIVE: the shelved image and facts are gone, in the same transaction."""
