@@ -11,7 +11,8 @@ DELETE answers in any task state, as Nova's does, so an operation asks
 before it writes its end state or gives anything back; `MoveState`, mixed
 into the state of a migrate, live migration or evacuation, adds what those
 moves hold alike: source and destination, the `DeletedDuringMove` stop, and
-giving the source back.
+giving the source back. `Ops.next_alternate()` is the reschedule of every
+operation that keeps the scheduler's alternates.
 """
 
 from __future__ import annotations
@@ -207,6 +208,20 @@ class Ops:
                      inst.uuid, exc)
             return False
         return True
+
+    def next_alternate(self, inst: Instance,
+                       selections: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Drop the instance's refused claim and claim the next alternate still free.
+
+        Alternates are popped from `selections` as they are tried; None when
+        none is left (the instance then holds nothing new).
+        """
+        self.placement.delete_allocations(inst.uuid)
+        while selections:
+            alternate = selections.pop(0)
+            if self.claim_alternate(inst, alternate):
+                return alternate
+        return None
 
     def hand_over(self, source: str, target: str, target_type: str, project_id: str,
                   user_id: str) -> None:

@@ -175,15 +175,11 @@ class RebuildOnDestination(Step):
         events = e.ops.events(e.instance.uuid)
         with e.ops.db.write() as conn:
             events.finish(conn, self.event or "", exc)
-        e.ops.placement.delete_allocations(e.instance.uuid)
-        while e.selections:
-            alternate = e.selections.pop(0)
-            if e.ops.claim_alternate(e.instance, alternate):
-                e.dest = alternate
-                break
-        else:
+        alternate = e.ops.next_alternate(e.instance, e.selections)
+        if alternate is None:
             raise NoHostLeft(f"No valid host was found. Every host refused the rebuild of "
                              f"instance {e.instance.uuid}; last: {exc.message}")
+        e.dest = alternate
         with e.journal.batch() as batch:
             e.stop_if_deleted(batch.conn)
             batch.record(self.name, "executing", self.journal_detail())

@@ -251,12 +251,10 @@ class CheckDestination(Step):
             raise MaxRetriesExceeded(
                 f"Exceeded max scheduling retries {limit} for instance {m.instance.uuid} "
                 f"during live migration. Last error: {reason}") from exc
-        m.ops.placement.delete_allocations(m.instance.uuid)
-        while m.selections:
-            alternate = m.selections.pop(0)
-            if m.ops.claim_alternate(m.instance, alternate):
-                m.dest, m.retries = alternate, m.retries + 1
-                return
+        alternate = m.ops.next_alternate(m.instance, m.selections)
+        if alternate is not None:
+            m.dest, m.retries = alternate, m.retries + 1
+            return
         raise NoValidHost(f"No valid host was found. No host left to live migrate instance "
                           f"{m.instance.uuid} to. Last error: {reason}") from exc
 

@@ -160,26 +160,17 @@ class PrepOnDestination(Step):
                 events = m.ops.events(m.instance.uuid)
                 with m.ops.db.write() as conn:
                     events.finish(conn, "compute_prep_resize", exc)
-                if not self._next_alternate():
+                alternate = m.ops.next_alternate(m.instance, m.selections)
+                if alternate is None:
                     raise MaxRetriesExceeded(
                         f"Exceeded maximum number of retries. Exhausted all hosts available "
                         f"for retrying build failures for instance {m.instance.uuid}. "
                         f"Last error: {exc.message}") from exc
+                m.dest = alternate
                 with m.ops.db.write() as conn:
                     m.stop_if_deleted(conn)
                     events.start(conn, "compute_prep_resize", m.dest_host)
                 events.committed(conn)
-
-    def _next_alternate(self) -> bool:
-        """Drop the failed claim and claim the next alternate; False when none is left."""
-        m = self.move
-        m.ops.placement.delete_allocations(m.instance.uuid)
-        while m.selections:
-            alternate = m.selections.pop(0)
-            if m.ops.claim_alternate(m.instance, alternate):
-                m.dest = alternate
-                return True
-        return False
 
     def rollback(self) -> None:
         m = self.move

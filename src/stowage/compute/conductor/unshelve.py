@@ -138,8 +138,10 @@ class Spawn(Step):
                 LOG.info("unshelve of %s on %s failed (%s); trying an alternate",
                          un.instance.uuid, host, exc)
                 self._forget_host()
-                if not self._next_alternate():
+                alternate = un.ops.next_alternate(un.instance, un.selections)
+                if alternate is None:
                     raise _retries_exceeded(un.instance.uuid, exc) from exc
+                un.dest = alternate
 
     def _forget_host(self) -> None:
         """The agent recorded its host before the spawn failed: not this host after all."""
@@ -147,16 +149,6 @@ class Spawn(Step):
         with un.ops.db.write() as conn:
             instances.save(conn, un.instance.uuid, expected_task_state=TASK.SPAWNING,
                            host=None, node=None)
-
-    def _next_alternate(self) -> bool:
-        un = self.un
-        un.ops.placement.delete_allocations(un.instance.uuid)
-        while un.selections:
-            alternate = un.selections.pop(0)
-            if un.ops.claim_alternate(un.instance, alternate):
-                un.dest = alternate
-                return True
-        return False
 
     def after(self, conn: Connection) -> None:
         un = self.un
