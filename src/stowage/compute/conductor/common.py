@@ -12,13 +12,14 @@ before it writes its end state or gives anything back; `MoveState`, mixed
 into the state of a migrate, live migration or evacuation, adds what those
 moves hold alike: source and destination, the `DeletedDuringMove` stop, and
 giving the source back. `Ops.next_alternate()` is the reschedule of every
-operation that keeps the scheduler's alternates.
+operation that keeps the scheduler's alternates, and `Ops.finishing()` ends
+its action in the journal's last transaction.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -26,7 +27,7 @@ from typing import Any, ClassVar
 from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, instances, states
-from stowage.compute.conductor.tasks import CrashHook, Journal
+from stowage.compute.conductor.tasks import Batch, CrashHook, Journal
 from stowage.compute.instances import Instance
 from stowage.compute.migrations import Migration
 from stowage.compute.rpc import AgentAPI, SchedulerAPI
@@ -222,6 +223,17 @@ class Ops:
             if self.claim_alternate(inst, alternate):
                 return alternate
         return None
+
+    def finishing(self, instance_uuid: str) -> Callable[[Batch], None]:
+        """The `last` of `run_steps`: the action finishes and the journal ends in the
+        transaction of the last step, so a crash leaves both or neither."""
+        events = self.events(instance_uuid)
+
+        def last(batch: Batch) -> None:
+            events.finish_action(batch.conn)
+            batch.end()
+
+        return last
 
     def hand_over(self, source: str, target: str, target_type: str, project_id: str,
                   user_id: str) -> None:

@@ -45,7 +45,6 @@ from sqlalchemy.engine import Connection
 from stowage.compute import instances, migrations, services, states
 from stowage.compute.conductor.common import MoveState, Ops
 from stowage.compute.conductor.tasks import (
-    Batch,
     Interrupted,
     Journal,
     Step,
@@ -226,14 +225,8 @@ def evacuate_server(ops: Ops, instance_uuid: str, migration_uuid: str, host: str
 
 
 def _run(evac: Evacuation) -> None:
-    events = evac.ops.events(evac.instance.uuid)
-
-    def last(batch: Batch) -> None:
-        events.finish_action(batch.conn)
-        batch.end()
-
     try:
-        run_steps(_steps(evac), evac.journal, last)
+        run_steps(_steps(evac), evac.journal, evac.ops.finishing(evac.instance.uuid))
     except StepFailed as failure:
         _after_failure(evac, failure.step, failure.cause)
         return

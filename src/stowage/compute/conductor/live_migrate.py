@@ -51,7 +51,6 @@ from stowage.compute.conductor.live_migrate_steps import (
     PreLiveMigration,
 )
 from stowage.compute.conductor.tasks import (
-    Batch,
     Interrupted,
     Journal,
     Step,
@@ -109,14 +108,8 @@ def live_migrate_instance(ops: Ops, instance_uuid: str, migration_uuid: str,
 
 def _go_forward(move: LiveMove, journal: Journal) -> None:
     """The guest is on the destination: the post steps, then the end of the action."""
-    events = move.ops.events(move.instance.uuid)
-
-    def last(batch: Batch) -> None:
-        events.finish_action(batch.conn)
-        batch.end()
-
     try:
-        run_steps(_after_copy(move), journal, last)
+        run_steps(_after_copy(move), journal, move.ops.finishing(move.instance.uuid))
     except StepFailed as failure:
         _failed_after_copy(move, failure)
 

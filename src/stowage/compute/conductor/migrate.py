@@ -36,7 +36,6 @@ from sqlalchemy.engine import Connection
 from stowage.compute import instances, migrations, states
 from stowage.compute.conductor.common import MoveState, Ops
 from stowage.compute.conductor.tasks import (
-    Batch,
     Interrupted,
     Journal,
     Step,
@@ -302,14 +301,8 @@ def migrate_server(ops: Ops, instance_uuid: str, new_flavor: dict[str, Any] | No
         new_flavor_id=(new_flavor or inst.flavor).get("id"),
         project_id=inst.project_id, user_id=inst.user_id)
     move = Move(ops, inst, new_flavor or inst.flavor, host, migration)
-    events = ops.events(inst.uuid)
-
-    def last(batch: Batch) -> None:
-        events.finish_action(batch.conn)
-        batch.end()
-
     try:
-        run_steps(_steps(move), journal, last)
+        run_steps(_steps(move), journal, ops.finishing(inst.uuid))
     except StepFailed as failure:
         _after_failure(move, failure)
 

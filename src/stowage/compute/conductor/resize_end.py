@@ -113,14 +113,8 @@ class Settle(Step):
 def confirm_resize(ops: Ops, migration_uuid: str, journal: Journal) -> None:
     with ops.db.read() as conn:
         migration = migrations.get(conn, migration_uuid)
-    events = ops.events(migration.instance_uuid)
-
-    def last(batch: Batch) -> None:
-        events.finish_action(batch.conn)
-        batch.end()
-
     confirm_migration(ops, migration, journal, settle_instance=True, mark_confirming=True,
-                      last=last)
+                      last=ops.finishing(migration.instance_uuid))
 
 
 def confirm_migration(ops: Ops, migration: Migration, journal: Journal,

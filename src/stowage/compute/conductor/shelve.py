@@ -36,7 +36,7 @@ from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, instances, services, states
 from stowage.compute.conductor.common import OnServer, Ops
-from stowage.compute.conductor.tasks import Batch, Interrupted, Journal, Step, StepFailed, run_steps
+from stowage.compute.conductor.tasks import Interrupted, Journal, Step, StepFailed, run_steps
 from stowage.compute.conductor.tasks import accept as accept_operation
 from stowage.compute.instances import Instance, UnexpectedTaskState
 from stowage.compute.rpc import ConductorAPI
@@ -217,16 +217,6 @@ class SettleOffloaded(Step):
                        node=None, power_state=states.SHUTDOWN, availability_zone=zone)
 
 
-def _finish(ops: Ops, uuid: str) -> Any:
-    events = ops.events(uuid)
-
-    def last(batch: Batch) -> None:
-        events.finish_action(batch.conn)
-        batch.end()
-
-    return last
-
-
 def shelve_server(ops: Ops, instance_uuid: str, image_id: str | None,
                   journal: Journal) -> None:
     """Shelve; then offload under the same journal when `shelved_offload_time` is 0
@@ -241,7 +231,7 @@ def shelve_server(ops: Ops, instance_uuid: str, image_id: str | None,
     sh = Shelving(ops, inst, image_id, offload)
     steps: list[Step] = [PowerOff(sh), *([Snapshot(sh)] if image_id else []), Settle(sh)]
     try:
-        run_steps(steps, journal, None if offload else _finish(ops, inst.uuid))
+        run_steps(steps, journal, None if offload else ops.finishing(inst.uuid))
     except StepFailed as failure:
         _shelve_failed(sh, failure)
         return
@@ -258,7 +248,7 @@ def offload_server(ops: Ops, instance_uuid: str, journal: Journal) -> None:
         return
     steps: list[Step] = [DestroyGuest(sh), DropAllocation(sh), SettleOffloaded(sh)]
     try:
-        run_steps(steps, journal, _finish(ops, instance_uuid))
+        run_steps(steps, journal, ops.finishing(instance_uuid))
     except StepFailed as failure:
         _offload_failed(sh, failure)
 

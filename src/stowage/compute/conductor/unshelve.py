@@ -36,7 +36,7 @@ from sqlalchemy.engine import Connection
 from stowage.compute import instances, states
 from stowage.compute.conductor.common import OnServer, Ops
 from stowage.compute.conductor.shelve import SHELVED_KEYS, forget_image
-from stowage.compute.conductor.tasks import Batch, Interrupted, Journal, Step, StepFailed, run_steps
+from stowage.compute.conductor.tasks import Interrupted, Journal, Step, StepFailed, run_steps
 from stowage.compute.instances import Instance, UnexpectedTaskState
 from stowage.compute.states import TASK
 from stowage.errors import NotFound
@@ -211,16 +211,6 @@ def _retries_exceeded(uuid: str, exc: RemoteError) -> RetriesExceeded:
         f"build failures for instance {uuid}. Last error: {exc.message}")
 
 
-def _finish(ops: Ops, uuid: str) -> Any:
-    events = ops.events(uuid)
-
-    def last(batch: Batch) -> None:
-        events.finish_action(batch.conn)
-        batch.end()
-
-    return last
-
-
 def unshelve_server(ops: Ops, instance_uuid: str, host: str | None, journal: Journal) -> None:
     """Power on in place (SHELVED) or schedule and spawn (SHELVED_OFFLOADED)."""
     try:
@@ -233,7 +223,7 @@ def unshelve_server(ops: Ops, instance_uuid: str, host: str | None, journal: Jou
     steps: list[Step] = ([PowerOn(un), SettleActive(un)] if in_place
                          else [Schedule(un), Spawn(un)])
     try:
-        run_steps(steps, journal, _finish(ops, inst.uuid))
+        run_steps(steps, journal, ops.finishing(inst.uuid))
     except StepFailed as failure:
         _failed(un, failure, in_place)
 
