@@ -12,8 +12,9 @@ before it writes its end state or gives anything back; `MoveState`, mixed
 into the state of a migrate, live migration or evacuation, adds what those
 moves hold alike: source and destination, the `DeletedDuringMove` stop, and
 giving the source back. `Ops.next_alternate()` is the reschedule of every
-operation that keeps the scheduler's alternates, and `Ops.finishing()` ends
-its action in the journal's last transaction.
+operation that keeps the scheduler's alternates, `no_valid_host()` tells its
+400 faults from its 500s, and `Ops.finishing()` ends its action in the
+journal's last transaction.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from stowage.placement.client import Holding, PlacementClient
 from stowage.timeutil import utcnow
 
 __all__ = ["Ops", "ActionEvents", "short_reason", "being_deleted", "OnServer", "MoveState",
-           "DeletedDuringMove"]
+           "DeletedDuringMove", "no_valid_host"]
 
 LOG = logging.getLogger(__name__)
 
@@ -345,6 +346,14 @@ class MoveState(OnServer):
                                self.instance.project_id, self.instance.user_id)
         if self.gone():
             self.ops.placement.delete_allocations(self.instance.uuid)
+
+
+def no_valid_host(exc: BaseException, exhausted: type[Exception]) -> bool:
+    """No host could take the server, a 400 fault as Nova's NoValidHost: the scheduler
+    refused (its error crosses the RPC seam by name) or the operation ran out of
+    alternates (`exhausted`, its own error for that)."""
+    return isinstance(exc, exhausted) or (
+        isinstance(exc, RemoteError) and exc.exc_type == "NoValidHost")
 
 
 def short_reason(exc: BaseException) -> str:

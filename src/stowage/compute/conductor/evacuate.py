@@ -43,7 +43,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, services, states
-from stowage.compute.conductor.common import MoveState, Ops
+from stowage.compute.conductor.common import MoveState, Ops, no_valid_host
 from stowage.compute.conductor.tasks import (
     Interrupted,
     Journal,
@@ -244,7 +244,7 @@ def _after_failure(evac: Evacuation, step: Step, cause: BaseException) -> None:
     if evac.gone():
         _stopped_by_delete(evac)
         return
-    no_host = _no_valid_host(cause)
+    no_host = no_valid_host(cause, NoHostLeft)
     status = "error" if no_host or isinstance(step, ClaimDestination) else "failed"
     try:
         with ops.db.write() as conn:
@@ -258,11 +258,6 @@ def _after_failure(evac: Evacuation, step: Step, cause: BaseException) -> None:
         return
     ops.fault(inst.uuid, cause, evac.source_host, 400 if no_host else 500)
     ops.finish_action(inst.uuid, "Error")
-
-
-def _no_valid_host(exc: BaseException) -> bool:
-    return isinstance(exc, NoHostLeft) or (
-        isinstance(exc, RemoteError) and exc.exc_type == "NoValidHost")
 
 
 def _stopped_by_delete(evac: Evacuation) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, states
-from stowage.compute.conductor.common import MoveState, Ops
+from stowage.compute.conductor.common import MoveState, Ops, no_valid_host
 from stowage.compute.conductor.tasks import (
     Interrupted,
     Journal,
@@ -336,7 +336,7 @@ def _after_failure(move: Move, failure: StepFailed) -> None:
             raise
         _stopped_by_delete(move)
         return
-    code = 400 if _no_valid_host(failure.cause) else 500
+    code = 400 if no_valid_host(failure.cause, MaxRetriesExceeded) else 500
     ops.fault(inst.uuid, failure.cause, move.source_host, code)
     ops.finish_action(inst.uuid, "Error")
 
@@ -360,11 +360,6 @@ def _stopped_by_delete(move: Move) -> None:
     with ops.db.write() as conn:
         _migration_failed(conn, move.migration.uuid)
     ops.finish_action(uuid, "Error")
-
-
-def _no_valid_host(exc: BaseException) -> bool:
-    return isinstance(exc, MaxRetriesExceeded) or (
-        isinstance(exc, RemoteError) and exc.exc_type == "NoValidHost")
 
 
 class InterruptedByRestart(Exception):

@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, states
-from stowage.compute.conductor.common import OnServer, Ops
+from stowage.compute.conductor.common import OnServer, Ops, no_valid_host
 from stowage.compute.conductor.shelve import SHELVED_KEYS, forget_image
 from stowage.compute.conductor.tasks import Interrupted, Journal, Step, StepFailed, run_steps
 from stowage.compute.instances import Instance, UnexpectedTaskState
@@ -247,8 +247,7 @@ def _failed(un: Unshelving, failure: StepFailed, in_place: bool) -> None:
         if not in_place:
             ops.placement.delete_allocations(inst.uuid)
     else:
-        no_host = isinstance(failure.cause, RetriesExceeded) or (
-            isinstance(failure.cause, RemoteError) and failure.cause.exc_type == "NoValidHost")
+        no_host = no_valid_host(failure.cause, RetriesExceeded)
         ops.fault(inst.uuid, failure.cause, inst.host, 400 if no_host else 500)
     ops.finish_action(inst.uuid, "Error")
 
