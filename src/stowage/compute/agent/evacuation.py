@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING, Any
 from stowage.compute import migrations, server_groups
 from stowage.compute import tables as t
 from stowage.compute.agent.driver import Driver
-from stowage.compute.resources import pci_requests
 from stowage.db import Database
 from stowage.placement.client import PlacementClient
 
 if TYPE_CHECKING:
-    from stowage.compute.agent.pci import PciTracker
+    from contextlib import AbstractContextManager
+
+    from stowage.compute.agent.pci import ClaimKey, PciTracker
     from stowage.compute.hosts import HostConfig
 
 __all__ = ["EvacuationSteps", "RebuildClaimRefused", "CLEANED_UP", "release_deleted_source"]
@@ -70,6 +71,10 @@ class EvacuationSteps:
         def _save_pci(self) -> None:
             ...
 
+        def _pci_claim(self, key: ClaimKey, flavor: dict[str, Any]
+                       ) -> AbstractContextManager[None]:
+            ...
+
     # --- destination --------------------------------------------------------------
     def rebuild_instance(self, instance_uuid: str, migration_uuid: str,
                          flavor: dict[str, Any], power_on: bool) -> None:
@@ -91,28 +96,23 @@ class EvacuationSteps:
     @contextmanager
     def _rebuild_claim(self, instance_uuid: str, migration_uuid: str,
                        flavor: dict[str, Any]) -> Iterator[None]:
-        key = (instance_uuid, migration_uuid)
+        """The PCI claim (`_pci_claim`, keyed by the migration), then the late group check
+        recording this host on the migration; a failure of either is RebuildClaimRefused
+        (the claim given back), a failure of the step inside passes as it is."""
+        refused = True
         try:
-            self.driver.checkpoint("claim")
-            created = self.pci.claim(key, pci_requests(flavor))
-        except Exception as exc:
-            raise RebuildClaimRefused(str(exc)) from exc
-        try:
-            try:
+            with self._pci_claim((instance_uuid, migration_uuid), flavor):
                 with self.db.write() as conn:
                     server_groups.check_host(conn, instance_uuid, self.host.name)
                     migrations.save(conn, migration_uuid, status="pre-migrating",
                                     dest_compute=self.host.name, dest_node=self.host.name,
                                     dest_host=self.host.name)
-            except Exception as exc:
+                refused = False
+                yield
+        except Exception as exc:
+            if refused:
                 raise RebuildClaimRefused(str(exc)) from exc
-            yield
-        except Exception:
-            if created:
-                self.pci.drop(key)
             raise
-        finally:
-            self._save_pci()
 
     def abort_rebuild_instance(self, instance_uuid: str, migration_uuid: str) -> None:
         """Undo rebuild_instance: the guest gone from here, the claim dropped."""
