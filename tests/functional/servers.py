@@ -115,6 +115,10 @@ def flavor_amounts(vcpus: int, ram: int, disk: int) -> dict[str, int]:
     return {k: v for k, v in (("VCPU", vcpus), ("MEMORY_MB", ram), ("DISK_GB", disk)) if v}
 
 
+# What `usages()` says of a provider nobody holds anything on.
+EMPTY = {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
+
+
 def assert_invariants(cloud: Cloud) -> None:
     client = PlacementClient.over_http(f"{cloud.live.url}/placement")
     try:

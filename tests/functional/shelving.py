@@ -15,7 +15,6 @@ from tests.functional.conftest import Cloud, api_client
 from tests.functional.servers import boot, flavor, flavor_amounts, host_of, image
 
 SMALL = flavor_amounts(1, 512, 5)
-EMPTY = {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
 
 
 @dataclass

@@ -22,6 +22,7 @@ from stowage.compute.agent.simulated import SimulatedDriver, SimulatedFault
 from stowage.compute.conductor.evacuate import CLAIM_REFUSED
 from tests.functional.conftest import Cloud
 from tests.functional.servers import (
+    EMPTY,
     action,
     assert_invariants,
     boot,
@@ -40,7 +41,6 @@ from tests.functional.servers import (
 )
 
 SMALL = flavor_amounts(1, 512, 5)
-EMPTY = {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
 RUNNING, SHUTDOWN = 1, 4
 
 

@@ -18,6 +18,7 @@ import pytest
 from stowage.compute.conductor import tasks
 from tests.functional.conftest import Cloud
 from tests.functional.servers import (
+    EMPTY,
     assert_invariants,
     boot,
     flavor,
@@ -33,7 +34,6 @@ from tests.functional.servers import (
 )
 
 SMALL = flavor_amounts(1, 512, 5)
-EMPTY = {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
 
 
 class Crash(BaseException):

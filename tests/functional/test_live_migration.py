@@ -29,6 +29,7 @@ from tests.functional.live import (
     wait_copying,
 )
 from tests.functional.servers import (
+    EMPTY,
     assert_invariants,
     held,
     migrations_of,
@@ -36,8 +37,6 @@ from tests.functional.servers import (
     settle,
     usages,
 )
-
-EMPTY = {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import pytest
 from tests.functional.conftest import Cloud
 from tests.functional.live import SMALL, events, guests, live_migrate, three_hosts
 from tests.functional.servers import (
+    EMPTY,
     assert_invariants,
     boot,
     flavor,
@@ -25,8 +26,6 @@ from tests.functional.servers import (
     server,
     usages,
 )
-
-EMPTY = {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
 
 
 @pytest.fixture

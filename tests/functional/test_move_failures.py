@@ -12,6 +12,7 @@ import pytest
 
 from tests.functional.conftest import Cloud
 from tests.functional.servers import (
+    EMPTY,
     action,
     assert_invariants,
     boot,
@@ -27,7 +28,6 @@ from tests.functional.servers import (
 
 SMALL = flavor_amounts(1, 512, 5)
 LARGE = flavor_amounts(2, 1024, 10)
-EMPTY = {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
 
 
 @pytest.fixture

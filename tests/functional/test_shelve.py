@@ -17,6 +17,7 @@ from stowage.compute import heal
 from stowage.placement.client import PlacementClient
 from tests.functional.conftest import MEMBER, Cloud
 from tests.functional.servers import (
+    EMPTY,
     action,
     assert_invariants,
     boot,
@@ -27,7 +28,6 @@ from tests.functional.servers import (
     usages,
 )
 from tests.functional.shelving import (
-    EMPTY,
     SMALL,
     event_names,
     guest_power,
