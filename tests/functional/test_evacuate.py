@@ -21,13 +21,13 @@ from stowage.compute.agent.evacuation import RebuildClaimRefused
 from stowage.compute.agent.simulated import SimulatedDriver, SimulatedFault
 from stowage.compute.conductor.evacuate import CLAIM_REFUSED
 from tests.functional.conftest import Cloud
+from tests.functional.evacuation import SMALL, evacuate, server_on_host1
 from tests.functional.servers import (
     EMPTY,
     action,
     assert_invariants,
     boot,
     flavor,
-    flavor_amounts,
     force_down,
     guests,
     held,
@@ -40,28 +40,13 @@ from tests.functional.servers import (
     usages,
 )
 
-SMALL = flavor_amounts(1, 512, 5)
 RUNNING, SHUTDOWN = 1, 4
 
 
 @pytest.fixture
 def hosts(cloud: Cloud) -> dict[str, str]:
-    """host1 and host2, equal; the spread weigher breaks the tie by name: the server on host1."""
-    nodes = {name: cloud.add_host(name, vcpus=16, memory_mb=8192, disk_gb=100)
-             for name in ("host1", "host2")}
-    nodes["small"] = flavor(cloud, "small", 1, 512, 5)
-    nodes["server"] = boot(cloud, "vm", nodes["small"], image(cloud))
-    assert server(cloud, nodes["server"])["OS-EXT-SRV-ATTR:host"] == "host1"
-    return nodes
-
-
-def evacuate(cloud: Cloud, server_id: str, body: dict[str, Any] | None = None,
-             status: int = 200, version: str = "latest") -> Any:
-    with cloud.client("admin", version=version) as client:
-        resp = client.post(f"/servers/{server_id}/action", json={"evacuate": body or {}})
-    assert resp.status_code == status, resp.text
-    settle(cloud)
-    return resp
+    """host1 and host2 (evacuation.py), the server on host1."""
+    return server_on_host1(cloud)
 
 
 def the_migration(cloud: Cloud, server_id: str) -> dict[str, Any]:

@@ -15,43 +15,27 @@ from typing import Any
 import pytest
 
 from tests.functional.conftest import Cloud
+from tests.functional.evacuation import SMALL, evacuate, server_on_host1
 from tests.functional.servers import (
     EMPTY,
     action,
     assert_invariants,
-    boot,
-    flavor,
-    flavor_amounts,
     guests,
     held,
-    image,
     migrations_of,
     server,
-    settle,
     start_agent,
     stop_agent,
     usages,
 )
 
-SMALL = flavor_amounts(1, 512, 5)
 RUNNING = 1
 
 
 @pytest.fixture
 def dead(cloud: Cloud) -> dict[str, Any]:
-    """The server on host1, whose agent then dies; host2 is free."""
-    nodes: dict[str, Any] = {name: cloud.add_host(name, vcpus=16, memory_mb=8192, disk_gb=100)
-                             for name in ("host1", "host2")}
-    small = flavor(cloud, "small", 1, 512, 5)
-    nodes["server"] = boot(cloud, "vm", small, image(cloud))
-    assert server(cloud, nodes["server"])["OS-EXT-SRV-ATTR:host"] == "host1"
-    return nodes
-
-
-def evacuate(cloud: Cloud, server_id: str, body: dict[str, Any] | None = None) -> None:
-    resp = cloud.compute.post(f"/servers/{server_id}/action", json={"evacuate": body or {}})
-    assert resp.status_code == 200, resp.text
-    settle(cloud)
+    """The server on host1 (evacuation.py), whose agent then dies; host2 is free."""
+    return server_on_host1(cloud)
 
 
 def assert_back_on_host1_in_error(cloud: Cloud, dead: dict[str, Any], migration: str) -> None:

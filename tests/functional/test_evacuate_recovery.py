@@ -17,23 +17,18 @@ import pytest
 
 from stowage.compute.conductor import tasks
 from tests.functional.conftest import Cloud
+from tests.functional.evacuation import SMALL, evacuate, server_on_host1
 from tests.functional.servers import (
     EMPTY,
     assert_invariants,
-    boot,
-    flavor,
-    flavor_amounts,
     guests,
     held,
-    image,
     migrations_of,
     server,
     settle,
     stop_agent,
     usages,
 )
-
-SMALL = flavor_amounts(1, 512, 5)
 
 
 class Crash(BaseException):
@@ -55,20 +50,15 @@ def crash_at(monkeypatch: pytest.MonkeyPatch, point: str, nth: int = 1) -> None:
 
 @pytest.fixture
 def dead(cloud: Cloud) -> dict[str, Any]:
-    nodes: dict[str, Any] = {name: cloud.add_host(name, vcpus=16, memory_mb=8192, disk_gb=100)
-                             for name in ("host1", "host2", "host3")}
-    small = flavor(cloud, "small", 1, 512, 5)
-    nodes["server"] = boot(cloud, "vm", small, image(cloud))
-    assert server(cloud, nodes["server"])["OS-EXT-SRV-ATTR:host"] == "host1"
+    """The server on host1 (evacuation.py), whose agent is stopped; host2 and host3 free."""
+    nodes = server_on_host1(cloud, ("host1", "host2", "host3"))
     stop_agent(cloud, "host1")
     return nodes
 
 
 def evacuate_and_recover(cloud: Cloud, monkeypatch: pytest.MonkeyPatch,
                          server_id: str) -> dict[str, Any]:
-    resp = cloud.compute.post(f"/servers/{server_id}/action", json={"evacuate": {}})
-    assert resp.status_code == 200, resp.text
-    settle(cloud)
+    evacuate(cloud, server_id)
     assert server(cloud, server_id)["status"] == "REBUILD"  # cut off
     monkeypatch.undo()
     cloud.plane.conductor.recover()
@@ -115,9 +105,7 @@ def test_a_destination_dead_by_the_restart_fails_the_resumed_rebuild(
     """Cut off with host2 claimed, which dies too before the restart: the resumed rebuild
     fails there (a rebuild is not rescheduled, as Nova's is not) and the claim goes back."""
     crash_at(monkeypatch, "evacuate:rebuild_instance:executing")
-    resp = cloud.compute.post(f"/servers/{dead['server']}/action", json={"evacuate": {}})
-    assert resp.status_code == 200, resp.text
-    settle(cloud)
+    evacuate(cloud, dead["server"])
     assert held(cloud, dead["server"]) == {dead["host2"]: SMALL}
     stop_agent(cloud, "host2")
     monkeypatch.undo()
