@@ -16,23 +16,16 @@ from collections.abc import Iterator
 import pytest
 
 from stowage.compute.hosts import HostConfig
-from tests.functional.conftest import LiveServer, serving
-from tests.functional.osc import needs_osc, osc
+from tests.functional.conftest import LiveServer
+from tests.functional.osc import needs_osc, osc, serving_hosts, settle
 
 pytestmark = needs_osc
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with serving("sqlite") as live:
-        assert live.plane is not None
-        for name in ("host1", "host2"):
-            live.plane.add_host(HostConfig(name=name))
+    with serving_hosts("host1", "host2") as live:
         yield live
-
-
-def _settle(live: LiveServer) -> None:
-    assert live.plane is not None and live.plane.drain(60)
 
 
 def _migrations(server: LiveServer) -> list[tuple[str, str, str, str]]:
@@ -61,7 +54,7 @@ def test_evacuate_the_servers_of_a_dead_host(server: LiveServer) -> None:
     osc(server, "server", "evacuate", "vm1")  # 2.1: onSharedStorage false, a new password
     osc(server, "--os-compute-api-version", "2.29", "server", "evacuate", "--host", "host2",
         "vm2")
-    _settle(server)
+    settle(server)
     for name in ("vm1", "vm2"):
         shown = osc(server, "server", "show", name)
         assert (shown["status"], shown["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", "host2")

@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 
-from stowage.compute.hosts import HostConfig
 from stowage.config import ComputeSettings
-from tests.functional.conftest import LiveServer, serving
-from tests.functional.osc import needs_osc, osc
+from tests.functional.conftest import LiveServer
+from tests.functional.osc import needs_osc, osc, serving_hosts, settle
 
 pytestmark = needs_osc
 
@@ -30,15 +29,9 @@ V = ("--os-compute-api-version", "2.80")
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with serving("sqlite", compute=ComputeSettings(sim_live_migration_seconds=30.0)) as live:
-        assert live.plane is not None
-        for name in ("host1", "host2", "host3"):
-            live.plane.add_host(HostConfig(name=name))
+    with serving_hosts("host1", "host2", "host3",
+                       compute=ComputeSettings(sim_live_migration_seconds=30.0)) as live:
         yield live
-
-
-def _settle(live: LiveServer) -> None:
-    assert live.plane is not None and live.plane.drain(60)
 
 
 def _copying(live: LiveServer) -> dict[str, Any]:
@@ -73,7 +66,7 @@ def test_live_migrate_abort_and_force_complete(server: LiveServer) -> None:
     assert copying["Memory Total Bytes"] == 512 * 1024 * 1024
     assert osc(server, "server", "show", "vm")["status"] == "MIGRATING"
     osc(server, *V, "server", "migration", "abort", "vm", str(copying["ID"]), json_out=False)
-    _settle(server)
+    settle(server)
     shown = osc(server, "server", "show", "vm")
     assert (shown["status"], shown["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", "host1")
 
@@ -83,7 +76,7 @@ def test_live_migrate_abort_and_force_complete(server: LiveServer) -> None:
     assert copying["Dest Compute"] == "host3"
     osc(server, *V, "server", "migration", "force", "complete", "vm", str(copying["ID"]),
         json_out=False)
-    _settle(server)
+    settle(server)
     shown = osc(server, "server", "show", "vm")
     assert (shown["status"], shown["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", "host3")
 

@@ -13,24 +13,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from stowage.compute.hosts import HostConfig
-from tests.functional.conftest import LiveServer, serving
-from tests.functional.osc import needs_osc, osc
+from tests.functional.conftest import LiveServer
+from tests.functional.osc import needs_osc, osc, serving_hosts, settle
 
 pytestmark = needs_osc
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with serving("sqlite") as live:
-        assert live.plane is not None
-        for name in ("host1", "host2", "host3"):
-            live.plane.add_host(HostConfig(name=name))
+    with serving_hosts("host1", "host2", "host3") as live:
         yield live
-
-
-def _settle(live: LiveServer) -> None:
-    assert live.plane is not None and live.plane.drain(60)
 
 
 def test_server_lifecycle_and_moves(server: LiveServer) -> None:
@@ -54,7 +46,7 @@ def test_server_lifecycle_and_moves(server: LiveServer) -> None:
     osc(server, "server", "resize", "--flavor", "m1.large", "--wait", "vm", json_out=False)
     assert osc(server, "server", "show", "vm")["status"] == "VERIFY_RESIZE"
     osc(server, "server", "resize", "confirm", "vm", json_out=False)
-    _settle(server)
+    settle(server)
     shown = osc(server, "server", "show", "vm")
     assert shown["status"] == "ACTIVE"
     assert "m1.large" in str(shown["flavor"])
@@ -62,7 +54,7 @@ def test_server_lifecycle_and_moves(server: LiveServer) -> None:
     osc(server, "server", "resize", "--flavor", "m1.medium", "--wait", "vm", json_out=False)
     assert osc(server, "server", "show", "vm")["status"] == "VERIFY_RESIZE"
     osc(server, "server", "resize", "revert", "vm", json_out=False)
-    _settle(server)
+    settle(server)
     reverted = osc(server, "server", "show", "vm")
     assert reverted["status"] == "ACTIVE"
     assert "m1.large" in str(reverted["flavor"])
@@ -72,7 +64,7 @@ def test_server_lifecycle_and_moves(server: LiveServer) -> None:
     osc(server, "--os-compute-api-version", "2.56", "server", "migrate", "--host", target,
         "--wait", "vm", json_out=False)
     osc(server, "server", "resize", "confirm", "vm", json_out=False)
-    _settle(server)
+    settle(server)
     assert osc(server, "server", "show", "vm")["OS-EXT-SRV-ATTR:host"] == target
 
     migrations = osc(server, "--os-compute-api-version", "2.80", "server", "migration", "list")

@@ -19,7 +19,7 @@ import pytest
 
 from stowage.compute.hosts import HostConfig
 from tests.functional.conftest import LiveServer, serving
-from tests.functional.osc import needs_osc, osc
+from tests.functional.osc import needs_osc, osc, settle
 
 pytestmark = needs_osc
 
@@ -33,10 +33,6 @@ def server() -> Iterator[LiveServer]:
         for name, zone in (("host1", "az1"), ("host2", "az2")):
             plane.add_host(HostConfig(name=name, availability_zone=zone))
         yield live
-
-
-def _settle(live: LiveServer) -> None:
-    assert live.plane is not None and live.plane.drain(60)
 
 
 def _show(live: LiveServer, name: str) -> tuple[str, str | None, str]:
@@ -69,7 +65,7 @@ def test_shelve_offload_and_unshelve_with_the_cli(server: LiveServer) -> None:
     osc(server, "--os-compute-api-version", "2.77", "server", "unshelve",
         "--availability-zone", "az2", "--wait", "vm", json_out=False)
     assert _show(server, "vm") == ("ACTIVE", "host2", "az2")
-    _settle(server)
+    settle(server)
     osc(server, "server", "delete", "--wait", "vm", json_out=False)
     assert osc(server, "server", "list") == []
 
