@@ -2,9 +2,14 @@
 
 Delete confirms a pending resize first (so the migration's source allocation
 is dropped with the source guest), then destroys the guest and drops the
-instance's allocation. A host whose agent does not answer does not keep a
-deleted server alive: the records and allocations go, and the host's
-reconcile removes whatever it still holds when it comes back.
+instance's allocation. A host whose compute service is down (no heartbeat
+within `service_down_time`, forced down, or deleted) is not asked: Nova's
+*local delete* drops the allocations and the records without it, and the
+host's agent destroys the guests of deleted instances when it starts again
+(or at its next periodic run, if it kept running while forced down). The
+conductor reads the service state at the step itself, so a host that went
+down after the API accepted the delete counts as down; one that stops
+answering during the call is deleted locally too.
 
 All three only go forward, and every step is idempotent (powering a guest
 that is already in that state, destroying one that is gone, dropping
@@ -17,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from stowage.compute import instances, migrations, states
+from stowage.compute import instances, migrations, services, states
 from stowage.compute.conductor.common import Ops
 from stowage.compute.conductor.resize_end import STEPS as RESIZE_END_STEPS
 from stowage.compute.conductor.resize_end import confirm_migration
@@ -87,7 +92,10 @@ def delete_instance(ops: Ops, instance_uuid: str, journal: Journal) -> None:
         pending = migrations.for_instance(conn, instance_uuid, statuses=("finished",
                                                                          "confirming"))
     for migration in pending:
-        confirm_migration(ops, migration, journal, settle_instance=False)
+        # A source that is down cannot confirm: the migration is dropped below with the
+        # other unfinished ones, and the source destroys what it set aside when it is back.
+        if _service_up(ops, migration.source_compute):
+            confirm_migration(ops, migration, journal, settle_instance=False)
     with ops.db.read() as conn:
         unfinished = [m for m in migrations.for_instance(conn, instance_uuid) if not m.finished]
     for migration in unfinished:
@@ -98,7 +106,7 @@ def delete_instance(ops: Ops, instance_uuid: str, journal: Journal) -> None:
         with ops.db.write() as conn:
             migrations.update(conn, migration.uuid, status="error")
         hosts = {migration.source_compute, migration.dest_compute} - {inst.host, None}
-        for host in sorted(h for h in hosts if h):
+        for host in sorted(h for h in hosts if h and _service_up(ops, h)):
             ops.terminate_quietly(host, inst.uuid)
     if inst.host and not _terminate(ops, inst, journal):
         return
@@ -113,9 +121,20 @@ def delete_instance(ops: Ops, instance_uuid: str, journal: Journal) -> None:
 
 
 def _terminate(ops: Ops, inst: instances.Instance, journal: Journal) -> bool:
-    """Destroy the guest; False (server in ERROR) when its host refused."""
+    """Destroy the guest; False (server in ERROR) when its host refused.
+
+    A host whose service is down is not asked (Nova's local delete): the step
+    is journaled done with the reason, and the guest is left to the host's
+    agent, which destroys the guests of deleted instances when it is back.
+    """
     assert inst.host is not None
     journal.record("terminate", "executing")
+    if not _service_up(ops, inst.host):
+        LOG.info("the compute service of %s is down; deleting %s locally", inst.host,
+                 inst.uuid)
+        journal.record("terminate", "done", f"local delete: the compute service of "
+                                            f"{inst.host} is down")
+        return True
     try:
         with ops.event(inst.uuid, "compute_terminate_instance", inst.host):
             ops.call_agent(inst.host, "terminate_instance", instance_uuid=inst.uuid)
@@ -131,6 +150,15 @@ def _terminate(ops: Ops, inst: instances.Instance, journal: Journal) -> bool:
     return True
 
 
+def _service_up(ops: Ops, host: str | None) -> bool:
+    """Nova's `servicegroup_api.service_is_up` for the host's compute service (none: down)."""
+    if not host:
+        return False
+    with ops.db.read() as conn:
+        service = services.compute_service(conn, host)
+    return service is not None and services.is_up(service, ops.settings)
+
+
 # --- crash recovery: all go forward -------------------------------------------
 def recover_power(ops: Ops, op: Interrupted, journal: Journal) -> None:
     """Power again if the instance is still in its powering task state, else finish."""
@@ -144,6 +172,10 @@ def recover_power(ops: Ops, op: Interrupted, journal: Journal) -> None:
 
 
 def recover_delete(ops: Ops, op: Interrupted, journal: Journal) -> None:
-    """Delete again: every step is idempotent, and a server already gone is only finished."""
+    """Delete again: every step is idempotent, and a server already gone is only finished.
+
+    The host's service is read again: a host that came back meanwhile is asked
+    to destroy the guest, one still down is deleted locally.
+    """
     assert op.instance_uuid is not None
     delete_instance(ops, op.instance_uuid, journal)
