@@ -19,7 +19,10 @@ Steps of a resize, and on which host they run::
 
 The simulated driver persists its guests (`guest_store.py`), so an agent that
 starts again finds the guests its host had, and `guest_power_state` tells the
-conductor's crash recovery what really exists.
+conductor's crash recovery what really exists. Guests of instances deleted
+while this host was down (the conductor's local delete) are destroyed when
+the agent starts and at every periodic run (`reap_deleted`, Nova's
+`running_deleted_instance_action = reap`).
 """
 
 from __future__ import annotations
@@ -129,8 +132,42 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
                 self._reclaim((moving.uuid, ""), moving.old_flavor or moving.flavor)
             elif mig.dest_compute == self.host.name:
                 self._reclaim((moving.uuid, mig.uuid), moving.new_flavor or moving.flavor)
-        # Servers evacuated away while this host was down must not run here (evacuation.py).
+        # Servers evacuated away while this host was down must not run here (evacuation.py),
+        # nor servers deleted meanwhile.
         self.clean_evacuated()
+        self.reap_deleted()
+
+    def reap_deleted(self) -> list[str]:
+        """Destroy what the hypervisor still holds of deleted instances; returns their uuids.
+
+        A server deleted while its host's service was down (the conductor's local
+        delete) keeps its guest, and a move's set-aside ones, until this runs
+        (Nova's `_cleanup_running_deleted_instances` with action `reap`). Only
+        instances whose records are deleted count: a set-aside guest of a live
+        instance belongs to its move, and a guest nobody knows is left alone.
+        Destroying drops the instance's PCI claims here too. Idempotent; a guest
+        that cannot be destroyed is tried again at the next run.
+        """
+        held = set(self.driver.list_instances())
+        if isinstance(self.driver, SimulatedDriver):
+            held.update(uuid for uuid, _ in list(self.driver.leftovers))
+        if not held:
+            return []
+        with self.db.read() as conn:
+            deleted = sorted(i.uuid for i in instances.list_instances(
+                conn, read_deleted=True, uuids=sorted(held)) if i.deleted)
+        reaped = []
+        for uuid in deleted:
+            try:
+                self.terminate_instance(uuid)
+            except Exception:
+                LOG.exception("host %s: could not destroy the guest of deleted instance %s",
+                              self.host.name, uuid)
+                continue
+            LOG.info("host %s: destroyed the guest of deleted instance %s", self.host.name,
+                     uuid)
+            reaped.append(uuid)
+        return reaped
 
     def _reclaim(self, key: ClaimKey, flavor: dict[str, Any]) -> None:
         try:
@@ -157,6 +194,7 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
             except NotFound:
                 LOG.warning("host %s: no service record; not reporting", self.host.name)
                 return
+        self.reap_deleted()
         rt.report(self.placement, self.host, self.providers, service.disabled)
         rt.reconcile(self.placement, self.db, self.host, self.providers)
         used = rt.usage(self.placement, self.providers)
