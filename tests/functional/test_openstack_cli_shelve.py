@@ -5,7 +5,7 @@
 server shelve --wait -> SHELVED on its host; shelve --offload -> SHELVED_OFFLOADED;
 unshelve --wait -> ACTIVE; unshelve --availability-zone (2.77) lands in that
 zone; unshelve --host needs 2.91 (asked for at 2.80, the CLI refuses before
-sending anything).
+sending anything; at 2.91 it lands on that host).
 """
 
 from __future__ import annotations
@@ -68,6 +68,21 @@ def test_shelve_offload_and_unshelve_with_the_cli(server: LiveServer) -> None:
     settle(server)
     osc(server, "server", "delete", "--wait", "vm", json_out=False)
     assert osc(server, "server", "list") == []
+
+
+def test_unshelve_to_a_host_at_2_91(server: LiveServer) -> None:
+    """An offloaded server unshelved onto the host the admin names (2.91)."""
+    osc(server, "server", "create", "--flavor", "m1.small", "--image", "cirros",
+        "--no-network", "--wait", "vm2")
+    before = _show(server, "vm2")[1]
+    other = {"host1": "host2", "host2": "host1"}[str(before)]
+    osc(server, "server", "shelve", "--offload", "--wait", "vm2", json_out=False)
+    assert _show(server, "vm2")[:2] == ("SHELVED_OFFLOADED", None)
+    osc(server, "--os-compute-api-version", "2.91", "server", "unshelve", "--host", other,
+        "--wait", "vm2", json_out=False)
+    assert _show(server, "vm2")[:2] == ("ACTIVE", other)
+    settle(server)
+    osc(server, "server", "delete", "--wait", "vm2", json_out=False)
 
 
 def test_unshelve_to_a_host_needs_2_91(server: LiveServer) -> None:
