@@ -20,11 +20,20 @@ from stowage.web.microversion import Version
 
 __all__ = ["API_PREFIX", "authorize", "allowed", "at_least", "require_version", "read_body",
            "validate_body", "query_param", "validate_query", "links", "next_link",
-           "MAX_LIMIT"]
+           "MAX_LIMIT", "BOOLEAN", "as_bool"]
 
 API_PREFIX = "/v2.1"
 # Nova's [api] max_limit: the most items one page holds.
 MAX_LIMIT = 1000
+# Nova's parameter_types.boolean: JSON booleans and these strings, in bodies.
+_TRUE = ("True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes")
+_FALSE = ("False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no")
+BOOLEAN: dict[str, Any] = {"type": ["boolean", "string"], "enum": [True, False, *_TRUE, *_FALSE]}
+
+
+def as_bool(value: object) -> bool:
+    """What a value `BOOLEAN` admitted means (a query string's too: its strings are the same)."""
+    return value is True or value in _TRUE
 
 
 def authorize(req: Request, action: str, target: Mapping[str, object] | None = None) -> None:

@@ -25,13 +25,14 @@ from stowage.compute import services as svc
 from stowage.compute.api.common import (
     API_PREFIX,
     MAX_LIMIT,
+    as_bool,
     at_least,
     authorize,
     next_link,
     query_param,
     validate_query,
 )
-from stowage.compute.api.services import as_bool, is_uuid
+from stowage.compute.api.services import is_uuid
 from stowage.errors import NotFound
 from stowage.timeutil import utcnow
 from stowage.web.errors import HTTPError

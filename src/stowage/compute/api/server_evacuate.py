@@ -46,7 +46,7 @@ from stowage.compute.api.action_common import (
     moving_server,
     start_action,
 )
-from stowage.compute.api.common import authorize, validate_body
+from stowage.compute.api.common import BOOLEAN, as_bool, authorize, validate_body
 from stowage.compute.api.server_common import check_state, move_state
 from stowage.compute.states import TASK
 from stowage.web.errors import HTTPError
@@ -58,10 +58,7 @@ NO_SHARED_STORAGE = 14  # onSharedStorage gone, no adminPass in the answer
 FORCE = 29  # force appears
 NO_FORCE = 68  # force gone
 
-# Nova's parameter_types.boolean and parameter_types.hostname.
-_TRUE = ("True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes")
-_FALSE = ("False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no")
-_BOOLEAN = {"type": ["boolean", "string"], "enum": [True, False, *_TRUE, *_FALSE]}
+# Nova's parameter_types.hostname.
 _HOST = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[a-zA-Z0-9-._]*$"}
 
 
@@ -70,21 +67,17 @@ def _schema(minor: int) -> dict[str, Any]:
     body: dict[str, Any] = {"type": "object", "properties": props,
                             "additionalProperties": False}
     if minor < NO_SHARED_STORAGE:
-        props["onSharedStorage"] = _BOOLEAN
+        props["onSharedStorage"] = BOOLEAN
         body["required"] = ["onSharedStorage"]
     if FORCE <= minor < NO_FORCE:
-        props["force"] = _BOOLEAN
+        props["force"] = BOOLEAN
     return {"type": "object", "properties": {"evacuate": body}, "required": ["evacuate"],
             "additionalProperties": False}
 
 
-def _true(value: Any) -> bool:
-    return value is True or value in _TRUE
-
-
 def _password(minor: int, evacuate: dict[str, Any]) -> str | None:
     """The new guest's password: given, or generated (not on shared storage before 2.14)."""
-    if minor < NO_SHARED_STORAGE and _true(evacuate["onSharedStorage"]):
+    if minor < NO_SHARED_STORAGE and as_bool(evacuate["onSharedStorage"]):
         if "adminPass" in evacuate:
             raise HTTPError(400, "admin password can't be changed on existing disk")
         return None
@@ -103,7 +96,7 @@ def _evacuate(req: Request, body: Any) -> Response:
         instance, service = moving_server(req, conn)
         authorize(req, "os_compute_api:os-evacuate",
                   {"project_id": instance.project_id, "user_id": instance.user_id})
-        if FORCE <= minor < NO_FORCE and _true(evacuate.get("force", False)) and not host:
+        if FORCE <= minor < NO_FORCE and as_bool(evacuate.get("force", False)) and not host:
             raise HTTPError(400, "Can't force to a non-provided destination")
         password = _password(minor, evacuate)
         if host is not None and not queries.compute_host_exists(conn, host):

@@ -44,9 +44,8 @@ from stowage.compute.api.action_common import (
     moving_server,
     start_action,
 )
-from stowage.compute.api.common import authorize, validate_body
+from stowage.compute.api.common import BOOLEAN, as_bool, authorize, validate_body
 from stowage.compute.api.server_common import check_state, move_state
-from stowage.compute.api.server_create_schema import TRUE_STRINGS
 from stowage.compute.states import TASK
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response
@@ -57,43 +56,36 @@ AUTO_BLOCK = 25  # disk_over_commit gone, block_migration "auto"
 FORCE = 30  # force appears
 NO_FORCE = 68  # force gone
 
-_FALSE_STRINGS = ("False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no")
-# Nova's parameter_types.boolean and the hostname of os-migrateLive (nullable).
-_BOOLEAN: dict[str, Any] = {"type": ["boolean", "string"],
-                            "enum": [True, False, *TRUE_STRINGS[:10], *_FALSE_STRINGS]}
+# The hostname of os-migrateLive (nullable).
 _HOST = {"type": ["string", "null"], "minLength": 1, "maxLength": 255,
          "pattern": "^[a-zA-Z0-9-._]*$"}
 
 
 def _schema(minor: int) -> dict[str, Any]:
-    props: dict[str, Any] = {"host": _HOST, "block_migration": _BOOLEAN}
+    props: dict[str, Any] = {"host": _HOST, "block_migration": BOOLEAN}
     required = ["block_migration", "host"]
     if minor < AUTO_BLOCK:
-        props["disk_over_commit"] = _BOOLEAN
+        props["disk_over_commit"] = BOOLEAN
         required.append("disk_over_commit")
     else:
-        props["block_migration"] = {**_BOOLEAN, "enum": [*_BOOLEAN["enum"], "auto"]}
+        props["block_migration"] = {**BOOLEAN, "enum": [*BOOLEAN["enum"], "auto"]}
     if FORCE <= minor < NO_FORCE:
-        props["force"] = _BOOLEAN
+        props["force"] = BOOLEAN
     body = {"type": "object", "properties": props, "required": required,
             "additionalProperties": False}
     return {"type": "object", "properties": {"os-migrateLive": body},
             "required": ["os-migrateLive"], "additionalProperties": False}
 
 
-def _true(value: Any) -> bool:
-    return value is True or value in TRUE_STRINGS
-
-
 def _arguments(minor: int, live: dict[str, Any]) -> tuple[str | None, bool, bool | None]:
     """(host, force, block_migration: None = "auto", the destination decides)."""
     host: str | None = live["host"]
     # Before 2.30 a host is taken as given (the scheduler is bypassed, as Nova's force).
-    force = bool(host) if minor < FORCE else minor < NO_FORCE and _true(live.get("force", False))
+    force = bool(host) if minor < FORCE else minor < NO_FORCE and as_bool(live.get("force", False))
     if force and not host:
         raise HTTPError(400, "Can't force to a non-provided destination")
     block = live["block_migration"]
-    return host, force, None if block == "auto" else _true(block)
+    return host, force, None if block == "auto" else as_bool(block)
 
 
 def _migrate_live(req: Request, body: Any) -> Response:

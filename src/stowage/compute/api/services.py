@@ -24,6 +24,8 @@ from stowage.compute.agent import evacuation
 from stowage.compute.agent import resource_tracker as rt
 from stowage.compute.api.common import (
     API_PREFIX,
+    BOOLEAN,
+    as_bool,
     at_least,
     authorize,
     query_param,
@@ -46,9 +48,6 @@ FORCED_DOWN = 11  # forced_down in views, PUT /os-services/force-down
 SERVICE_UUIDS = 53  # ids are uuids; one PUT /os-services/{uuid}
 STRICT_QUERY = 75  # unknown query parameters are refused
 
-_TRUE = ("True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes")
-_FALSE = ("False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no")
-_BOOLEAN = {"type": ["boolean", "string"], "enum": [True, False, *_TRUE, *_FALSE]}
 _REASON = {"type": "string", "minLength": 1, "maxLength": 255}
 UPDATE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -59,11 +58,11 @@ UPDATE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 UPDATE_SCHEMA_2_11 = {**UPDATE_SCHEMA, "properties": {**UPDATE_SCHEMA["properties"],
-                                                      "forced_down": _BOOLEAN}}
+                                                      "forced_down": BOOLEAN}}
 UPDATE_SCHEMA_2_53 = {
     "type": "object",
     "properties": {"status": {"type": "string", "enum": ["enabled", "disabled"]},
-                   "disabled_reason": _REASON, "forced_down": _BOOLEAN},
+                   "disabled_reason": _REASON, "forced_down": BOOLEAN},
     "additionalProperties": False,
 }
 INDEX_QUERY: dict[str, Any] = {
@@ -72,10 +71,6 @@ INDEX_QUERY: dict[str, Any] = {
     "additionalProperties": True,
 }
 INDEX_QUERY_2_75 = {**INDEX_QUERY, "additionalProperties": False}
-
-
-def as_bool(value: object) -> bool:
-    return value is True or value in _TRUE
 
 
 def is_uuid(value: str) -> bool:
