@@ -373,6 +373,10 @@ def test_abort_before_the_copy_needs_2_65(cloud: Cloud, hosts: dict[str, str]) -
             f"Migration {preparing['id']} state of instance {server_id} is preparing. "
             "Cannot abort live migration while the migration is in this state.")
         assert cloud.compute.delete(url).status_code == 202
+        # The agents' reconcile, running now, must leave a cancelled migration's allocation
+        # to the rollback still under way (it once deleted it, stranding the dest claim).
+        for host in ("host1", "host2"):
+            cloud.plane.agent(host).update_available_resource()
     finally:
         release.set()
     settle(cloud)

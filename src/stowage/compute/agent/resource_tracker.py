@@ -226,12 +226,17 @@ def _remove_finished(placement: PlacementClient, db: Database,
         dead = {i.uuid for i in instances.list_instances(conn, read_deleted=True,
                                                          uuids=sorted(consumers))
                 if i.deleted}
-        done = {m.uuid for m in migrations.list_migrations(
+        finished = migrations.list_migrations(
             conn, where=[t.migrations.c.uuid.in_(sorted(consumers)),
                          t.migrations.c.status.in_(migrations.FINAL_STATUSES),
                          # an evacuation `done` holds a dead source until its agent cleans up
                          sa.not_(sa.and_(t.migrations.c.migration_type == "evacuation",
-                                         t.migrations.c.status == "done"))])}
+                                         t.migrations.c.status == "done"))])
+        # A migration ended by the API (a live migration aborted while `preparing`) whose
+        # operation still runs: its rollback gives the allocation back to the instance.
+        busy = {i.uuid for i in instances.list_instances(
+            conn, uuids=sorted({m.instance_uuid for m in finished})) if i.task_state}
+        done = {m.uuid for m in finished if m.instance_uuid not in busy}
     removed = []
     for consumer in sorted(dead | done):
         placement.delete_allocations(consumer)
