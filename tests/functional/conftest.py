@@ -22,6 +22,7 @@ import uvicorn
 
 from stowage import config
 from stowage.cli import build_asgi, plane_of
+from stowage.compute import rpc
 from stowage.compute import tables as compute_tables
 from stowage.compute.hosts import HostConfig
 from stowage.compute.runtime import ControlPlane
@@ -223,3 +224,29 @@ def image(live_stowage: LiveServer) -> Iterator[httpx.Client]:
     reset_cloud(live_stowage)
     with api_client(f"{live_stowage.url}/image") as client:
         yield client
+
+
+class RecordingConductor:
+    """Stands in for the conductor: remembers every cast and does nothing."""
+
+    def __init__(self) -> None:
+        self.casts: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, method: str) -> Any:
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def record(**kwargs: Any) -> None:
+            self.casts.append((method, kwargs))
+        return record
+
+
+@pytest.fixture
+def recorder(cloud: Cloud) -> Iterator[RecordingConductor]:
+    fake = RecordingConductor()
+    cloud.plane.transport.register(rpc.CONDUCTOR, fake)
+    try:
+        yield fake
+    finally:
+        assert cloud.plane.drain(60), "control plane still busy after 60 s"
+        cloud.plane.transport.register(rpc.CONDUCTOR, cloud.plane.conductor)

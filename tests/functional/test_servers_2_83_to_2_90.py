@@ -10,16 +10,14 @@ conductor. One host::
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from stowage.compute import rpc, states
-from tests.functional.conftest import MEMBER, Cloud
-from tests.functional.servers import image, settle
+from stowage.compute import states
+from tests.functional.conftest import MEMBER, Cloud, RecordingConductor
+from tests.functional.servers import image
 from tests.functional.test_servers_api import (
-    RecordingConductor,
     at,
     boot_body,
     fault_of,
@@ -34,17 +32,6 @@ def small(cloud: Cloud) -> str:
         "name": "small", "id": "1", "vcpus": 1, "ram": 512, "disk": 5}})
     assert resp.status_code == 200, resp.text
     return "1"
-
-
-@pytest.fixture
-def recorder(cloud: Cloud) -> Iterator[RecordingConductor]:
-    fake = RecordingConductor()
-    cloud.plane.transport.register(rpc.CONDUCTOR, fake)
-    try:
-        yield fake
-    finally:
-        settle(cloud)
-        cloud.plane.transport.register(rpc.CONDUCTOR, cloud.plane.conductor)
 
 
 # --- 2.83: owners may filter on more of their servers' attributes ------------------

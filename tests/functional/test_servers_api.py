@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime
 import uuid as uuidlib
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -21,10 +20,10 @@ import pytest
 from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute import migrations as migs
-from stowage.compute import rpc, states
+from stowage.compute import states
 from stowage.compute.conductor import tasks
 from stowage.timeutil import utcnow
-from tests.functional.conftest import MEMBER, Cloud
+from tests.functional.conftest import MEMBER, Cloud, RecordingConductor
 from tests.functional.servers import action, flavor, image, settle
 
 # --- fixtures and records ----------------------------------------------------------
@@ -68,32 +67,6 @@ def flavors(cloud: Cloud) -> dict[str, str]:
         assert resp.status_code == 200, resp.text
         ids[name] = fid
     return ids
-
-
-class RecordingConductor:
-    """Stands in for the conductor: remembers every cast and does nothing."""
-
-    def __init__(self) -> None:
-        self.casts: list[tuple[str, dict[str, Any]]] = []
-
-    def __getattr__(self, method: str) -> Any:
-        if method.startswith("_"):
-            raise AttributeError(method)
-
-        def record(**kwargs: Any) -> None:
-            self.casts.append((method, kwargs))
-        return record
-
-
-@pytest.fixture
-def recorder(cloud: Cloud) -> Iterator[RecordingConductor]:
-    fake = RecordingConductor()
-    cloud.plane.transport.register(rpc.CONDUCTOR, fake)
-    try:
-        yield fake
-    finally:
-        settle(cloud)
-        cloud.plane.transport.register(rpc.CONDUCTOR, cloud.plane.conductor)
 
 
 def public_image(cloud: Cloud, **values: Any) -> str:
