@@ -29,6 +29,7 @@ import httpx
 import pytest
 
 from stowage.compute import instances, server_groups, states
+from stowage.compute.scheduler import manager as scheduler_manager
 from stowage.compute.server_groups import AFFINITY_VIOLATED, ANTI_AFFINITY_VIOLATED
 from stowage.messaging import RemoteError
 from tests.functional import servers as sv
@@ -55,17 +56,23 @@ def group(cloud: Cloud, policy: str, rules: dict[str, Any] | None = None) -> str
 
 
 def meet_in_scheduler(cloud: Cloud, monkeypatch: pytest.MonkeyPatch, parties: int) -> None:
-    """Hold each select_destinations until `parties` calls are in (10 s at most)."""
-    barrier = threading.Barrier(parties, timeout=10)
-    real = cloud.plane.scheduler.select_destinations
+    """Hold each scheduler call, right after it read the group, until `parties` have read it.
 
-    def select_destinations(**kwargs: Any) -> Any:
+    Meeting before the read is not enough: a call released a little later
+    could already see the first member's host and fail in the scheduler
+    instead of racing on to the late check. (10 s at most.)
+    """
+    barrier = threading.Barrier(parties, timeout=10)
+    real = scheduler_manager._group_state
+
+    def group_state(conn: Any, req: Any) -> Any:
+        state = real(conn, req)
         # Fewer calls than expected break the barrier: go on rather than fail the request.
         with contextlib.suppress(threading.BrokenBarrierError):
             barrier.wait()
-        return real(**kwargs)
+        return state
 
-    monkeypatch.setattr(cloud.plane.scheduler, "select_destinations", select_destinations)
+    monkeypatch.setattr(scheduler_manager, "_group_state", group_state)
 
 
 def at_once(cloud: Cloud, requests: list[Callable[[httpx.Client], httpx.Response]]
