@@ -92,6 +92,10 @@ class ComputeSettings:
     # optional TOML/YAML file describing hosts one by one.
     sim_hosts: int = 0
     hosts_file: str | None = None
+    # Each of the `sim_hosts` gets an OVS bridge br-physnet0 on physnet0 (10 Gbit/s each
+    # way, vnic type normal), reported as Neutron's Open vSwitch agent would. Hosts of
+    # the hosts file name their own devices (`network_devices`).
+    sim_network_devices: bool = False
     # Placement's URL when it is not served by this process.
     placement_url: str | None = None
     allow_resize_to_same_host: bool = False

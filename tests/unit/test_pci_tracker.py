@@ -59,3 +59,37 @@ def test_drop_is_idempotent() -> None:
     pci.drop(("a", "m1"))
     pci.drop_instance("a")
     assert pci.stats()["gpu"]["free"] == 1
+
+
+# --- SR-IOV VFs, counted per PF --------------------------------------------------------
+def test_vfs_are_claimed_on_the_named_pf() -> None:
+    pci = PciTracker("host1", {"gpu": 1}, vfs={"ens5": 2, "ens6": 1})
+    assert pci.claim_vfs(("a", ""), {"ens5": 1}) is True
+    assert pci.vfs_held(("a", "")) == {"ens5": 1}
+    assert pci.vf_stats() == {"ens5": {"total": 2, "free": 1}, "ens6": {"total": 1, "free": 1}}
+    with pytest.raises(PciClaimFailed, match="VF request ens6:2 failed on host host1: 1 of 1"):
+        pci.claim_vfs(("b", ""), {"ens6": 2})
+    with pytest.raises(PciClaimFailed, match="VF request ens7:1 failed on host host1: 0 of 0"):
+        pci.claim_vfs(("b", ""), {"ens7": 1})
+    # VFs are not aliases: the flavor's devices are counted apart.
+    assert pci.stats() == {"gpu": {"total": 1, "free": 1}}
+
+
+def test_one_key_holds_devices_and_vfs_and_dropping_it_frees_both() -> None:
+    pci = PciTracker("host1", {"gpu": 1}, vfs={"ens5": 2})
+    pci.claim(("a", "m1"), {"gpu": 1})
+    assert pci.claim_vfs(("a", "m1"), {"ens5": 1}) is True
+    pci.claim_vfs(("a", ""), {"ens5": 1})
+    pci.drop(("a", "m1"))
+    assert not pci.holds(("a", "m1")) and pci.holds(("a", ""))
+    assert pci.vf_stats()["ens5"]["free"] == 1 and pci.stats()["gpu"]["free"] == 1
+    pci.drop_instance("a")
+    assert pci.vf_stats()["ens5"]["free"] == 2
+
+
+def test_claiming_vfs_again_under_a_key_replaces_them() -> None:
+    pci = PciTracker("host1", {}, vfs={"ens5": 1, "ens6": 1})
+    pci.claim_vfs(("a", ""), {"ens5": 1})
+    assert pci.claim_vfs(("a", ""), {"ens6": 1}) is False
+    assert pci.vfs_held(("a", "")) == {"ens6": 1}
+    assert pci.vf_stats()["ens5"]["free"] == 1

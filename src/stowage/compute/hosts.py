@@ -1,8 +1,9 @@
-"""Simulated hosts: what each one offers (inventory, traits, aggregates, AZ, PCI devices).
+"""Simulated hosts: what each offers (inventory, traits, aggregates, AZ, PCI and network devices).
 
-`sim_hosts(n)` is `stowage serve --sim-hosts N`: n identical hosts. A hosts
-file describes hosts one by one, in TOML (`[[hosts]]` tables) or YAML (a list,
-or a mapping with a `hosts` list)::
+`sim_hosts(n)` is `stowage serve --sim-hosts N`: n identical hosts (each with
+the OVS bridge `SIM_BRIDGE` when `[compute] sim_network_devices` is on). A
+hosts file describes hosts one by one, in TOML (`[[hosts]]` tables) or YAML
+(a list, or a mapping with a `hosts` list)::
 
     [[hosts]]
     name = "gpu1"
@@ -16,6 +17,26 @@ or a mapping with a `hosts` list)::
     availability_zone = "az1"
     pci = { gpu = 2 }
     shared_storage = "ceph1"
+
+    [[hosts.network_devices]]          # an OVS bridge (Neutron's Open vSwitch agent)
+    name = "br-physnet0"
+    kind = "ovs"
+    physnet = "physnet0"
+    egress_kbps = 10000000
+    ingress_kbps = 10000000
+    vnic_types = ["normal"]
+
+    [[hosts.network_devices]]          # an SR-IOV PF (Neutron's NIC Switch agent)
+    name = "ens5"
+    kind = "sriov"
+    physnet = "physnet1"
+    egress_kbps = 25000000
+    ingress_kbps = 25000000
+    vnic_types = ["direct", "macvtap", "direct-physical"]
+    vfs = 8
+
+What a network device turns into in Placement is `agent/network_devices.py`'s
+business; docs/network-devices.md explains both.
 
 A file that cannot be used is refused as a whole, with the host and the key
 that are wrong: a half-loaded set of hosts would be harder to notice.
@@ -34,13 +55,57 @@ from typing import Any
 import os_traits
 import yaml
 
-__all__ = ["HostConfig", "HostsFileError", "sim_hosts", "load_hosts_file", "shared_disk",
-           "RESERVABLE"]
+__all__ = ["HostConfig", "NetworkDevice", "HostsFileError", "sim_hosts", "load_hosts_file",
+           "shared_disk", "RESERVABLE", "OVS", "SRIOV", "AGENT_TYPES", "VNIC_TYPES",
+           "DEFAULT_VNIC_TYPES", "SIM_BRIDGE", "MAX_TOTAL"]
 
 # The resource classes a host reports, hence the ones it may reserve.
 RESERVABLE = ("VCPU", "MEMORY_MB", "DISK_GB")
 _CUSTOM_TRAIT = re.compile(r"^CUSTOM_[A-Z0-9_]+$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$")
+# A Linux network interface name (IFNAMSIZ - 1 = 15 characters); never ':', which
+# separates the parts of a device provider's name.
+_IFNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,14}$")
+# Placement's largest inventory total, and its longest provider name.
+MAX_TOTAL = 2147483647
+_MAX_PROVIDER_NAME = 200
+
+# Device kinds, each named by the Neutron agent that reports such devices.
+OVS, SRIOV = "ovs", "sriov"
+AGENT_TYPES = {OVS: "Open vSwitch agent", SRIOV: "NIC Switch agent"}
+# The vnic types each agent binds, and those a device of that kind gets when it names none.
+VNIC_TYPES = {OVS: ("normal", "direct", "smart-nic"),
+              SRIOV: ("direct", "macvtap", "direct-physical", "accelerator-direct",
+                      "accelerator-direct-physical")}
+DEFAULT_VNIC_TYPES = {OVS: ("normal",), SRIOV: ("direct", "macvtap", "direct-physical")}
+
+
+@dataclass(frozen=True)
+class NetworkDevice:
+    """A physical network device of a host: an OVS bridge or an SR-IOV physical function.
+
+    `egress_kbps` / `ingress_kbps` of 0 mean no bandwidth inventory in that
+    direction (as Neutron leaves out a direction it was given no figure
+    for). `vfs` is the PF's virtual functions (SR-IOV only). An empty
+    `vnic_types` means the kind's default.
+    """
+
+    name: str
+    kind: str
+    physnet: str
+    egress_kbps: int = 0
+    ingress_kbps: int = 0
+    vnic_types: tuple[str, ...] = ()
+    vfs: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.vnic_types:
+            object.__setattr__(self, "vnic_types", DEFAULT_VNIC_TYPES[self.kind])
+
+
+# `[compute] sim_network_devices = true`: what each host of `--sim-hosts N` gets.
+SIM_BRIDGE = NetworkDevice("br-physnet0", OVS, "physnet0", egress_kbps=10_000_000,
+                           ingress_kbps=10_000_000)
 
 
 @dataclass(frozen=True)
@@ -63,14 +128,18 @@ class HostConfig:
     shared_storage: str | None = None
     # What os-hypervisors shows as host_ip.
     host_ip: str = "127.0.0.1"
+    # OVS bridges and SR-IOV PFs, reported as Neutron's agents report them.
+    network_devices: tuple[NetworkDevice, ...] = ()
 
 
 class HostsFileError(ValueError):
     """A hosts file that cannot be used; the message names the file, host and key."""
 
 
-def sim_hosts(n: int) -> list[HostConfig]:
-    return [HostConfig(name=f"host{i}") for i in range(1, n + 1)]
+def sim_hosts(n: int, network_devices: bool = False) -> list[HostConfig]:
+    """n default hosts; with `network_devices`, each has the OVS bridge `SIM_BRIDGE`."""
+    devices = (SIM_BRIDGE,) if network_devices else ()
+    return [HostConfig(name=f"host{i}", network_devices=devices) for i in range(1, n + 1)]
 
 
 def load_hosts_file(path: str) -> list[HostConfig]:
@@ -119,6 +188,7 @@ def _host(path: str, index: int, raw: Any) -> HostConfig:
             values[key] = _CHECKS[key](f"{where}: {key!r}", value)
     host = HostConfig(**values)
     _check_reserved(where, host)
+    _check_provider_names(where, host)
     return host
 
 
@@ -180,6 +250,89 @@ def _aggregates(where: str, value: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+_DEVICE_KEYS = ("name", "kind", "physnet", "egress_kbps", "ingress_kbps", "vnic_types", "vfs")
+
+
+def _network_devices(where: str, value: Any) -> tuple[NetworkDevice, ...]:
+    """A host's devices: names unique, and one OVS bridge per physnet (Neutron's bridge_mappings).
+
+    Several SR-IOV PFs may serve one physnet (Neutron's physical_device_mappings).
+    """
+    if not isinstance(value, list):
+        raise HostsFileError(f"{where} must be a list of devices (in TOML, "
+                             f"[[hosts.network_devices]] tables), got {value!r}")
+    devices = [_device(where, i, raw) for i, raw in enumerate(value)]
+    names: set[str] = set()
+    bridges: dict[str, str] = {}
+    for device in devices:
+        if device.name in names:
+            raise HostsFileError(f"{where}: device {device.name!r} is listed twice")
+        names.add(device.name)
+        if device.kind == OVS:
+            other = bridges.setdefault(device.physnet, device.name)
+            if other != device.name:
+                raise HostsFileError(
+                    f"{where}: bridges {other!r} and {device.name!r} both serve physnet "
+                    f"{device.physnet!r}; the Open vSwitch agent maps a physnet to one bridge")
+    return tuple(devices)
+
+
+def _device(where: str, index: int, raw: Any) -> NetworkDevice:
+    at = f"{where}[#{index + 1}]"
+    if not isinstance(raw, Mapping):
+        raise HostsFileError(f"{at}: expected a table/mapping, got {type(raw).__name__}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not _IFNAME.match(name):
+        raise HostsFileError(f"{at}: 'name' must be a network interface name (up to 15 "
+                             f"letters, digits, '.', '_', '-'), got {name!r}")
+    at = f"{where}[{name!r}]"
+    unknown = set(raw) - set(_DEVICE_KEYS)
+    if unknown:
+        raise HostsFileError(f"{at}: unknown key(s) {sorted(unknown)}; "
+                             f"known keys are {sorted(_DEVICE_KEYS)}")
+    kind = raw.get("kind")
+    if kind not in AGENT_TYPES:
+        raise HostsFileError(f"{at}: 'kind' must be one of {sorted(AGENT_TYPES)}, got {kind!r}")
+    if "vfs" in raw and kind != SRIOV:
+        raise HostsFileError(f"{at}: 'vfs' is for kind 'sriov' only")
+    return NetworkDevice(
+        name=name, kind=kind, physnet=_physnet(f"{at}: 'physnet'", raw.get("physnet")),
+        egress_kbps=_amount(f"{at}: 'egress_kbps'", raw.get("egress_kbps", 0)),
+        ingress_kbps=_amount(f"{at}: 'ingress_kbps'", raw.get("ingress_kbps", 0)),
+        vnic_types=_vnic_types(f"{at}: 'vnic_types'", kind, raw.get("vnic_types", [])),
+        vfs=_amount(f"{at}: 'vfs'", raw.get("vfs", 0)))
+
+
+def _physnet(where: str, value: Any) -> str:
+    # Neutron keeps a physnet name in 64 characters.
+    if not isinstance(value, str) or not value.strip() or len(value) > 64:
+        raise HostsFileError(f"{where} must be a physical network name (1 to 64 "
+                             f"characters), got {value!r}")
+    return value
+
+
+def _amount(where: str, value: Any) -> int:
+    """An inventory total: 0 (none) up to Placement's largest."""
+    number = _integer(0)(where, value)
+    if number > MAX_TOTAL:
+        raise HostsFileError(f"{where} must be at most {MAX_TOTAL}, got {number}")
+    return number
+
+
+def _vnic_types(where: str, kind: str, value: Any) -> tuple[str, ...]:
+    """Known to the kind's agent, no repeats; empty means the kind's default."""
+    allowed = VNIC_TYPES[kind]
+    if not isinstance(value, list):
+        raise HostsFileError(f"{where} must be a list of vnic types, got {value!r}")
+    for item in value:
+        if item not in allowed:
+            raise HostsFileError(f"{where}: {item!r} is not a vnic type the "
+                                 f"{AGENT_TYPES[kind]} binds (one of {list(allowed)})")
+    if len(set(value)) != len(value):
+        raise HostsFileError(f"{where} lists a vnic type twice: {value!r}")
+    return tuple(value)
+
+
 _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "vcpus": _integer(1), "memory_mb": _integer(1), "disk_gb": _integer(0),
     "reserved": _counts(RESERVABLE),
@@ -187,7 +340,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "disk_allocation_ratio": _ratio,
     "traits": _traits, "aggregates": _aggregates,
     "availability_zone": _text, "pci": _counts(None), "shared_storage": _text,
-    "host_ip": _text,
+    "host_ip": _text, "network_devices": _network_devices,
 }
 
 
@@ -197,6 +350,17 @@ def _check_reserved(where: str, host: HostConfig) -> None:
         if amount > totals[rc]:
             raise HostsFileError(f"{where}: 'reserved'[{rc!r}] = {amount} exceeds the "
                                  f"total of {totals[rc]}")
+
+
+def _check_provider_names(where: str, host: HostConfig) -> None:
+    """Each device provider's name (`<host>:<agent>:<device>`) must fit Placement's 200."""
+    for device in host.network_devices:
+        name = f"{host.name}:{AGENT_TYPES[device.kind]}:{device.name}"
+        if len(name) > _MAX_PROVIDER_NAME:
+            raise HostsFileError(
+                f"{where}: the provider name {name!r} of network device {device.name!r} is "
+                f"longer than Placement's {_MAX_PROVIDER_NAME} characters; shorten the host "
+                "name or the device name")
 
 
 def _check_unique(path: str, hosts: list[HostConfig]) -> None:

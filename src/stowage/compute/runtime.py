@@ -55,7 +55,8 @@ class ControlPlane:
         self.transport.register(rpc.SCHEDULER, self.scheduler)
         self.transport.register(rpc.CONDUCTOR, self.conductor)
         services.register_controller_services(self.db, self.controller_host)
-        hosts = {h.name: h for h in sim_hosts(self.settings.sim_hosts)}
+        hosts = {h.name: h for h in sim_hosts(self.settings.sim_hosts,
+                                              self.settings.sim_network_devices)}
         if self.settings.hosts_file:
             # A host described in the file wins over the default host of that name.
             hosts.update((h.name, h) for h in load_hosts_file(self.settings.hosts_file))

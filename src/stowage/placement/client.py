@@ -181,8 +181,11 @@ class PlacementClient:
             return found
         return dict(resp.json())
 
-    def providers(self) -> list[dict[str, Any]]:
-        return list(self._send("GET", "/resource_providers").json()["resource_providers"])
+    def providers(self, in_tree: str | None = None) -> list[dict[str, Any]]:
+        """Every provider, or those of the tree holding `in_tree` (none if it is unknown)."""
+        params = None if in_tree is None else [("in_tree", in_tree)]
+        return list(self._send("GET", "/resource_providers", params=params)
+                    .json()["resource_providers"])
 
     def provider_part(self, uuid: str, part: str) -> Any:
         """One sub-resource's content: `inventories`, `traits` or `aggregates`."""

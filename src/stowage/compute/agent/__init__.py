@@ -1,1 +1,2 @@
-"""The compute agent: resource tracker, driver interface, simulated driver, PCI tracker."""
+"""The compute agent: resource tracker, network device providers, driver interface,
+simulated driver, PCI tracker."""

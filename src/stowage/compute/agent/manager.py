@@ -39,6 +39,7 @@ from stowage.compute.agent.driver import Driver
 from stowage.compute.agent.evacuation import EvacuationSteps
 from stowage.compute.agent.guest_store import GuestStore
 from stowage.compute.agent.live_migration import LiveMigrationSteps
+from stowage.compute.agent.network_devices import sriov_vfs
 from stowage.compute.agent.pci import ClaimKey, PciClaimFailed, PciTracker
 from stowage.compute.agent.shelving import ShelvingSteps
 from stowage.compute.agent.simulated import SimulatedDriver
@@ -69,7 +70,7 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
         self.placement = placement
         self.driver: Driver = (driver if driver is not None else
                                SimulatedDriver(host.name, store=GuestStore(db, host.name)))
-        self.pci = PciTracker(host.name, host.pci)
+        self.pci = PciTracker(host.name, host.pci, vfs=sriov_vfs(host))
         # The compute node's uuid (= its resource provider's); known once start() returns.
         self.node_uuid = ""
         self.providers = rt.HostProviders("")

@@ -1,14 +1,22 @@
-"""PCI devices of one host, counted by alias, and the claims held on them.
+"""PCI devices of one host, counted by alias, its SR-IOV VFs counted by PF, and the claims on them.
 
-Placement does not see PCI devices (stowage models them as Nova's PCI
-tracker did before they moved to Placement), so the agent itself refuses a
-claim the host cannot satisfy; the conductor then reschedules.
+Placement does not see the flavor's PCI devices (stowage models them as
+Nova's PCI tracker did before they moved to Placement), so the agent itself
+refuses a claim the host cannot satisfy; the conductor then reschedules.
+
+The VFs of each SR-IOV PF (`vfs` of a `sriov` network device) are counted
+per PF name apart from the aliases: Placement sees them as the PF provider's
+`SRIOV_NET_VF` inventory (agent/network_devices.py), and a `direct` port's
+VF is claimed here *on the PF its allocation names* -- Nova's
+`parent_ifname`, read from the last part of the PF provider's name -- so
+the VF and the port's bandwidth always come from the same PF.
 
 A claim is keyed by (instance uuid, migration uuid or ""): the instance's own
 devices are (instance, ""), a move's destination devices (instance,
 migration). The keys never change while a claim lives, so a same-host resize
 holds the old and the new devices side by side and each undo drops exactly
-what its step took, however often it runs.
+what its step took, however often it runs. One key may hold devices by alias
+and VFs by PF at once; dropping the key drops both.
 """
 
 from __future__ import annotations
@@ -22,55 +30,102 @@ ClaimKey = tuple[str, str]
 
 
 class PciClaimFailed(Exception):
-    """Not enough free devices of an alias on this host."""
+    """Not enough free devices of an alias, or VFs of a PF, on this host."""
+
+
+class _Pool:
+    """Devices counted by name (an alias, or a PF), and what each claim key holds of them.
+
+    Not thread-safe: the tracker's lock guards it.
+    """
+
+    def __init__(self, what: str, devices: Mapping[str, int]) -> None:
+        self.what = what
+        self.devices = dict(devices)
+        self.claims: dict[ClaimKey, dict[str, int]] = {}
+
+    def check(self, host: str, key: ClaimKey, wanted: Mapping[str, int]) -> None:
+        for name, count in sorted(wanted.items()):
+            free = self.free(name, ignoring=key)
+            if count > free:
+                raise PciClaimFailed(
+                    f"{self.what} request {name}:{count} failed on host {host}: "
+                    f"{free} of {self.devices.get(name, 0)} free")
+
+    def free(self, name: str, ignoring: ClaimKey | None = None) -> int:
+        used = sum(c.get(name, 0) for k, c in self.claims.items() if k != ignoring)
+        return self.devices.get(name, 0) - used
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        return {name: {"total": total, "free": self.free(name)}
+                for name, total in sorted(self.devices.items())}
 
 
 class PciTracker:
-    def __init__(self, host: str, devices: Mapping[str, int]) -> None:
+    def __init__(self, host: str, devices: Mapping[str, int],
+                 vfs: Mapping[str, int] | None = None) -> None:
         self.host = host
-        self.devices = dict(devices)
-        self._claims: dict[ClaimKey, dict[str, int]] = {}
+        self._aliases = _Pool("PCI device", devices)
+        self._vfs = _Pool("VF", vfs or {})
         self._lock = threading.Lock()
 
-    def claim(self, key: ClaimKey, wanted: Mapping[str, int]) -> bool:
-        """Hold `wanted` under `key` (replacing what `key` held); True if the claim is new.
+    @property
+    def devices(self) -> dict[str, int]:
+        return self._aliases.devices
 
-        Raises PciClaimFailed, changing nothing, when an alias lacks devices.
+    def claim(self, key: ClaimKey, wanted: Mapping[str, int]) -> bool:
+        """Hold `wanted` (alias -> count) under `key`, replacing the key's devices.
+
+        True if the key held no devices before. Raises PciClaimFailed,
+        changing nothing, when an alias lacks devices.
         """
-        wanted = {alias: n for alias, n in wanted.items() if n > 0}
+        return self._claim(self._aliases, key, wanted)
+
+    def claim_vfs(self, key: ClaimKey, wanted: Mapping[str, int]) -> bool:
+        """Hold `wanted` (PF name -> VF count) under `key`, replacing the key's VFs.
+
+        True if the key held no VFs before. Raises PciClaimFailed, changing
+        nothing, when a PF lacks free VFs (or is no PF of this host).
+        """
+        return self._claim(self._vfs, key, wanted)
+
+    def _claim(self, pool: _Pool, key: ClaimKey, wanted: Mapping[str, int]) -> bool:
+        wanted = {name: n for name, n in wanted.items() if n > 0}
         with self._lock:
-            existed = key in self._claims
+            existed = key in pool.claims
             if not wanted:
                 return False
-            for alias, count in sorted(wanted.items()):
-                free = self._free(alias, ignoring=key)
-                if count > free:
-                    raise PciClaimFailed(
-                        f"PCI device request {alias}:{count} failed on host {self.host}: "
-                        f"{free} of {self.devices.get(alias, 0)} free")
-            self._claims[key] = wanted
+            pool.check(self.host, key, wanted)
+            pool.claims[key] = wanted
             return not existed
 
     def drop(self, key: ClaimKey) -> None:
         with self._lock:
-            self._claims.pop(key, None)
+            for pool in (self._aliases, self._vfs):
+                pool.claims.pop(key, None)
 
     def drop_instance(self, instance_uuid: str, keep: ClaimKey | None = None) -> None:
         """Drop every claim of the instance on this host, except `keep`."""
         with self._lock:
-            for key in [k for k in self._claims if k[0] == instance_uuid and k != keep]:
-                del self._claims[key]
+            for pool in (self._aliases, self._vfs):
+                for key in [k for k in pool.claims if k[0] == instance_uuid and k != keep]:
+                    del pool.claims[key]
 
     def holds(self, key: ClaimKey) -> bool:
         with self._lock:
-            return key in self._claims
+            return key in self._aliases.claims or key in self._vfs.claims
+
+    def vfs_held(self, key: ClaimKey) -> dict[str, int]:
+        """PF name -> VFs the key holds there (which PF serves a port's VF)."""
+        with self._lock:
+            return dict(self._vfs.claims.get(key, {}))
 
     def stats(self) -> dict[str, dict[str, int]]:
         """alias -> {"total": n, "free": n}, as compute_nodes.pci_stats stores it."""
         with self._lock:
-            return {alias: {"total": total, "free": self._free(alias)}
-                    for alias, total in sorted(self.devices.items())}
+            return self._aliases.stats()
 
-    def _free(self, alias: str, ignoring: ClaimKey | None = None) -> int:
-        used = sum(c.get(alias, 0) for k, c in self._claims.items() if k != ignoring)
-        return self.devices.get(alias, 0) - used
+    def vf_stats(self) -> dict[str, dict[str, int]]:
+        """PF name -> {"total": n, "free": n}: the host's VFs."""
+        with self._lock:
+            return self._vfs.stats()

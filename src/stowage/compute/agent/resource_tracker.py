@@ -11,6 +11,14 @@ Writes happen only when something differs, and traits/aggregates that
 somebody else put on the providers are kept: the agent owns its configured
 ones and COMPUTE_STATUS_DISABLED, nothing more.
 
+Network devices (`report_devices`): the providers `network_devices.device_tree`
+derives, under the root, created when missing and kept to the configuration.
+A device no longer configured loses its provider (and an agent provider left
+without devices goes too), unless that provider holds allocations: it then
+stays, its inventory all reserved so nothing new lands on it, and goes at the
+first report after they are released. Likewise an inventory class dropped
+from a device while allocated stays, fully reserved, until it is free.
+
 Reconcile (Nova's resource tracker `_update_available_resource`): heal the
 allocation of an instance this host runs that holds nothing here, and delete
 the allocations of consumers stowage knows to be over (a deleted instance, a
@@ -30,13 +38,14 @@ import sqlalchemy as sa
 
 from stowage.compute import instances, migrations, states
 from stowage.compute import tables as t
+from stowage.compute.agent import network_devices as nd
 from stowage.compute.hosts import HostConfig, shared_disk
 from stowage.compute.resources import placement_request
 from stowage.db import Database
 from stowage.placement.client import PlacementClient, PlacementError
 
-__all__ = ["HostProviders", "providers_of", "report", "set_status_trait", "usage",
-           "reconcile", "Reconciled", "DISABLED_TRAIT"]
+__all__ = ["HostProviders", "providers_of", "report", "report_devices", "delete_tree",
+           "set_status_trait", "usage", "reconcile", "Reconciled", "DISABLED_TRAIT"]
 
 LOG = logging.getLogger(__name__)
 
@@ -107,6 +116,103 @@ def report(placement: PlacementClient, host: HostConfig, providers: HostProvider
                                                               else set()),
               drop={DISABLED_TRAIT} if not disabled else set())
     _sync_set(placement, providers.root, "aggregates", aggregates)
+    report_devices(placement, host, providers.root)
+
+
+def report_devices(placement: PlacementClient, host: HostConfig, node_uuid: str) -> None:
+    """Make the host's network device providers match its configuration (module docstring).
+
+    A provider that cannot be written is logged and left for the next report;
+    the others are still reported.
+    """
+    wanted = nd.device_tree(host, node_uuid)
+    for rp in wanted:
+        try:
+            _report_device(placement, host, rp)
+        except PlacementError as exc:
+            LOG.warning("host %s: cannot report network device provider %s: %s", host.name,
+                        rp.name, exc)
+    try:
+        _remove_unconfigured(placement, host, node_uuid, {rp.uuid for rp in wanted})
+    except PlacementError as exc:
+        LOG.warning("host %s: cannot list its providers: %s", host.name, exc)
+
+
+def _report_device(placement: PlacementClient, host: HostConfig,
+                   rp: nd.DeviceProvider) -> None:
+    found = placement.ensure_provider(rp.uuid, rp.name, rp.parent)
+    if found.get("parent_provider_uuid") != rp.parent:
+        LOG.error("host %s: provider %s (%s) is under %s, not under %s; delete it so that the "
+                  "agent can create it again", host.name, rp.name, rp.uuid,
+                  found.get("parent_provider_uuid"), rp.parent)
+        return
+    current = set(placement.provider_part(rp.uuid, "traits"))
+    traits = {t for t in current if not t.startswith(nd.OWNED_TRAIT_PREFIXES)} | rp.traits
+    if traits != current:
+        placement.set_traits(rp.uuid, sorted(traits))
+    _sync_device_inventories(placement, host, rp.uuid, rp.inventories)
+
+
+def _sync_device_inventories(placement: PlacementClient, host: HostConfig, uuid: str,
+                             wanted: Mapping[str, Mapping[str, Any]]) -> None:
+    """`wanted`, plus each class it drops that is still allocated, kept with reserved = total."""
+    current = placement.provider_part(uuid, "inventories")
+    dropped = set(current) - set(wanted)
+    inventories = dict(wanted)
+    if dropped:
+        used = placement.usages(uuid)
+        for rc in sorted(rc for rc in dropped if used.get(rc, 0) > 0):
+            kept = {k: current[rc][k] for k in _INVENTORY_FIELDS}
+            inventories[rc] = {**kept, "reserved": kept["total"]}
+            LOG.warning("host %s: %s on provider %s is no longer configured but %d is "
+                        "allocated; kept, all reserved, until it is released", host.name, rc,
+                        uuid, used[rc])
+    _sync_inventories(placement, uuid, inventories, current)
+
+
+def _remove_unconfigured(placement: PlacementClient, host: HostConfig, node_uuid: str,
+                         wanted: set[str]) -> None:
+    """Delete the agent's providers that the configuration no longer names, devices first."""
+    tree = placement.providers(in_tree=node_uuid)
+    stale = [rp for rp in tree if rp["uuid"] not in wanted and rp["uuid"] != node_uuid
+             and nd.is_agent_owned(rp["name"], host.name)]
+    parents = {rp["uuid"]: rp["parent_provider_uuid"] for rp in tree}
+    for rp in sorted(stale, key=lambda rp: rp["parent_provider_uuid"] == node_uuid):
+        uuid = rp["uuid"]
+        if uuid in parents.values():
+            continue  # an agent provider whose device provider was kept
+        try:
+            if placement.provider_allocations(uuid):
+                LOG.warning("host %s: provider %s is no longer configured but holds "
+                            "allocations; kept, its inventory reserved, until they are "
+                            "released", host.name, rp["name"])
+                _sync_device_inventories(placement, host, uuid, {})
+                continue
+            placement.delete_provider(uuid)
+        except PlacementError as exc:
+            LOG.warning("host %s: cannot remove provider %s: %s", host.name, rp["name"], exc)
+            continue
+        LOG.info("host %s: removed provider %s, no longer configured", host.name, rp["name"])
+        del parents[uuid]
+
+
+def delete_tree(placement: PlacementClient, root_uuid: str) -> None:
+    """Delete a compute node's provider and every provider under it, children first.
+
+    Placement refuses to delete a provider with children, and a host with
+    network devices has some. Raises PlacementError (e.g. allocations remain).
+    """
+    tree = placement.providers(in_tree=root_uuid)
+    parents = {rp["uuid"]: rp["parent_provider_uuid"] for rp in tree}
+
+    def depth(uuid: str) -> int:
+        n = 0
+        while parents.get(uuid):
+            uuid, n = parents[uuid], n + 1
+        return n
+
+    for uuid in sorted(parents, key=depth, reverse=True):
+        placement.delete_provider(uuid)
 
 
 def set_status_trait(placement: PlacementClient, provider_uuid: str, disabled: bool) -> None:
@@ -120,8 +226,10 @@ def set_status_trait(placement: PlacementClient, provider_uuid: str, disabled: b
 
 
 def _sync_inventories(placement: PlacementClient, uuid: str,
-                      wanted: Mapping[str, Mapping[str, Any]]) -> None:
-    current = placement.provider_part(uuid, "inventories")
+                      wanted: Mapping[str, Mapping[str, Any]],
+                      current: Mapping[str, Any] | None = None) -> None:
+    if current is None:
+        current = placement.provider_part(uuid, "inventories")
     seen = {rc: {k: inv[k] for k in _INVENTORY_FIELDS} for rc, inv in current.items()}
     if seen != {rc: dict(inv) for rc, inv in wanted.items()}:
         placement.set_inventories(uuid, wanted)

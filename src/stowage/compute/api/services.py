@@ -247,7 +247,7 @@ def delete_service(req: Request) -> Response:
         evacuation.release_deleted_source(req.app.db, plane.placement, service.host)
     for node in nodes if plane is not None else ():
         try:
-            plane.placement.delete_provider(node.uuid)
+            rt.delete_tree(plane.placement, node.uuid)  # with its network device providers
         except PlacementError as exc:
             LOG.error("Failed to delete compute node resource provider for compute node "
                       "%s: %s", node.uuid, exc)
