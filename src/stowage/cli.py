@@ -16,7 +16,7 @@ from stowage.db import Database, schema
 
 __all__ = ["main", "asgi_from_env", "build_asgi", "plane_of"]
 
-ALL_SERVICES = ("placement", "compute", "image")
+ALL_SERVICES = ("placement", "compute", "image", "network")
 # How `stowage serve --workers N` hands its resolved arguments to worker
 # processes: uvicorn starts each worker by importing `asgi_from_env`.
 WORKER_ARGS_ENV = "STOWAGE_SERVE_WORKER_ARGS"
@@ -54,11 +54,13 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
     """One ASGI app: a single service at `/` when `at_root`, else each under `/<name>`."""
     from stowage.compute.api.app import build_app as compute_app
     from stowage.image.app import build_app as image_app
+    from stowage.network.app import build_app as network_app
     from stowage.placement.app import build_app as placement_app
     from stowage.web.app import PrefixDispatcher
     from stowage.web.identity import IdentityStub
 
-    builders = {"placement": placement_app, "compute": compute_app, "image": image_app}
+    builders = {"placement": placement_app, "compute": compute_app, "image": image_app,
+                "network": network_app}
     unknown = set(settings.services) - set(builders)
     if unknown:
         raise SystemExit(f"stowage: unknown service(s) {sorted(unknown)}; "

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 __all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
-           "PlacementSettings", "PolicySettings", "Settings", "load"]
+           "NetworkSettings", "PlacementSettings", "PolicySettings", "Settings", "load"]
 
 DEFAULT_DATABASE = "sqlite:///stowage.db"
 ENV_PREFIX = "STOWAGE_"
@@ -135,15 +135,53 @@ class ComputeSettings:
 
 
 @dataclass(frozen=True)
+class NetworkSettings:
+    """Neutron's options for stowage's Networking API (Neutron's names where it has one)."""
+
+    # How a port's read-only `resource_request` is rendered: "groups" (extension
+    # port-resource-request-groups, Neutron since Yoga) or "legacy" (one group
+    # without an id, extension port-resource-request only).
+    resource_request_format: str = "groups"
+    # ML2's global_physnet_mtu; tunnel networks take their overhead off it.
+    global_physnet_mtu: int = 1500
+    # ML2's first tenant_network_types entry: the segment type of a network
+    # created without provider attributes (vxlan, geneve or local).
+    tenant_network_type: str = "vxlan"
+    # Neutron's base_mac: generated MAC addresses keep its first three octets.
+    base_mac: str = "fa:16:3e:00:00:00"
+
+    def __post_init__(self) -> None:
+        if self.resource_request_format not in ("groups", "legacy"):
+            raise ValueError("[network] resource_request_format must be 'groups' or "
+                             f"'legacy', not {self.resource_request_format!r}")
+        if self.tenant_network_type not in ("vxlan", "geneve", "local"):
+            raise ValueError("[network] tenant_network_type must be vxlan, geneve or local, "
+                             f"not {self.tenant_network_type!r}")
+        mtu = self.global_physnet_mtu
+        if isinstance(mtu, bool) or not isinstance(mtu, int) or mtu < 68:
+            raise ValueError(f"[network] global_physnet_mtu must be an integer >= 68, not "
+                             f"{mtu!r}")
+        octets = self.base_mac.split(":")
+        if len(octets) != 6 or not all(len(o) == 2 and _is_hex(o) for o in octets):
+            raise ValueError(f"[network] base_mac must look like fa:16:3e:00:00:00, not "
+                             f"{self.base_mac!r}")
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+@dataclass(frozen=True)
 class Settings:
     database: str = DEFAULT_DATABASE
     bind: str = "127.0.0.1:8780"
-    services: tuple[str, ...] = ("placement", "compute", "image")
+    services: tuple[str, ...] = ("placement", "compute", "image", "network")
     api: ApiSettings = ApiSettings()
     policy: PolicySettings = PolicySettings()
     cors: CorsSettings = CorsSettings()
     placement: PlacementSettings = PlacementSettings()
     compute: ComputeSettings = ComputeSettings()
+    network: NetworkSettings = NetworkSettings()
 
 
 def _section(cls: type[Any], raw: Mapping[str, Any]) -> Any:
@@ -196,5 +234,6 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         cors=_section(CorsSettings, raw.get("cors", {})),
         placement=_section(PlacementSettings, raw.get("placement", {})),
         compute=_compute(raw.get("compute", {}), flags),
+        network=_section(NetworkSettings, raw.get("network", {})),
         **{k: v for k, v in top.items() if k not in _COMPUTE_FLAGS},
     )

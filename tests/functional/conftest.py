@@ -28,6 +28,7 @@ from stowage.compute.hosts import HostConfig
 from stowage.compute.runtime import ControlPlane
 from stowage.db import Database, schema
 from stowage.image import tables as image_tables
+from stowage.network import tables as network_tables
 from stowage.placement import changes, tables
 from tests.conftest import BACKENDS
 from tests.dbs import throwaway_database
@@ -74,11 +75,12 @@ def start_server(settings: config.Settings, at_root: bool = True) -> LiveServer:
 def reset_tables(db: Database) -> None:
     """Empty the tables, and tell every worker's snapshot to reload everything.
 
-    The provider change log is kept (placement snapshots replay it); compute
-    and image tables are simply emptied, children first.
+    The provider change log is kept (placement snapshots replay it); compute,
+    image and network tables are simply emptied, children first.
     """
     with db.write() as conn:
-        for metadata in (compute_tables.metadata, image_tables.metadata):
+        for metadata in (compute_tables.metadata, image_tables.metadata,
+                         network_tables.metadata):
             for table in reversed(metadata.sorted_tables):
                 conn.execute(table.delete())
         for table in reversed(tables.metadata.sorted_tables):
@@ -136,7 +138,7 @@ def db_engine(live_placement: LiveServer) -> sa.Engine:
 def live_stowage(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
     """Every service mounted under its name, as plain `stowage serve` runs them::
 
-        http://127.0.0.1:PORT/placement   /compute   /image   /identity
+        http://127.0.0.1:PORT/placement   /compute   /image   /network   /identity
     """
     with serving(request.param) as live:
         yield live
@@ -223,6 +225,14 @@ def image(live_stowage: LiveServer) -> Iterator[httpx.Client]:
     """An admin Image client at `/image`, on empty tables."""
     reset_cloud(live_stowage)
     with api_client(f"{live_stowage.url}/image") as client:
+        yield client
+
+
+@pytest.fixture
+def network(live_stowage: LiveServer) -> Iterator[httpx.Client]:
+    """An admin Networking client at `/network` (paths start with /v2.0), on empty tables."""
+    reset_cloud(live_stowage)
+    with api_client(f"{live_stowage.url}/network") as client:
         yield client
 
 

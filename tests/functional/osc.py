@@ -32,7 +32,8 @@ def osc(server: LiveServer, *args: str, json_out: bool = True) -> Any:
                OS_ENDPOINT=f"{server.url}/placement",
                OS_COMPUTE_ENDPOINT_OVERRIDE=f"{server.url}/compute/v2.1",
                OS_IDENTITY_ENDPOINT_OVERRIDE=f"{server.url}/identity/v3",
-               OS_IMAGE_ENDPOINT_OVERRIDE=f"{server.url}/image")
+               OS_IMAGE_ENDPOINT_OVERRIDE=f"{server.url}/image",
+               OS_NETWORK_ENDPOINT_OVERRIDE=f"{server.url}/network")
     cmd = ["openstack", *args] + (["-f", "json"] if json_out else [])
     # stdin is not a terminal here, so `image create` uploads it (empty) as the image data.
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,

@@ -40,12 +40,6 @@ def test_uuids_are_neutrons_and_stable() -> None:
         nd.device_uuid("host1", BRIDGE)
 
 
-def test_traits_are_normalised_as_os_traits_does() -> None:
-    assert nd.physnet_trait("physnet0") == "CUSTOM_PHYSNET_PHYSNET0"
-    assert nd.physnet_trait("phys-net.1") == "CUSTOM_PHYSNET_PHYS_NET_1"
-    assert nd.vnic_type_trait("direct-physical") == "CUSTOM_VNIC_TYPE_DIRECT_PHYSICAL"
-
-
 def test_a_host_without_devices_has_no_device_providers() -> None:
     assert nd.device_tree(HostConfig("host1"), NODE) == []
 

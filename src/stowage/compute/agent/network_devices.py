@@ -56,12 +56,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import os_resource_classes as orc
-import os_traits
 
 from stowage.compute.hosts import AGENT_TYPES, OVS, SRIOV, HostConfig, NetworkDevice
+from stowage.network.resource_request import physnet_trait, vnic_type_trait
 
 __all__ = ["DeviceProvider", "device_tree", "agent_uuid", "device_uuid", "agent_name",
-           "device_name", "physnet_trait", "vnic_type_trait", "is_agent_owned",
+           "device_name", "is_agent_owned",
            "OWNED_TRAIT_PREFIXES", "NAMESPACES", "sriov_vfs"]
 
 # The uuid5 namespaces of Neutron's mechanism drivers (`resource_provider_uuid5_namespace`).
@@ -96,14 +96,6 @@ def agent_uuid(hypervisor: str, kind: str) -> str:
 
 def device_uuid(hypervisor: str, device: NetworkDevice) -> str:
     return str(uuidlib.uuid5(NAMESPACES[device.kind], f"{hypervisor}:{device.name}"))
-
-
-def physnet_trait(physnet: str) -> str:
-    return str(os_traits.normalize_name(f"PHYSNET_{physnet}"))
-
-
-def vnic_type_trait(vnic_type: str) -> str:
-    return str(os_traits.normalize_name(f"VNIC_TYPE_{vnic_type}"))
 
 
 def is_agent_owned(provider_name: str, hypervisor: str) -> bool:

@@ -1,0 +1,11 @@
+"""The Network service: a Networking API v2.0 subset (Neutron-compatible).
+
+Networks with one provider segment, subnets, ports with fixed IPs and
+bindings (several per port, one active, for live migration), QoS policies
+with minimum-bandwidth rules, and the port's `resource_request` that those
+rules turn into (see `resource_request`, which compute also uses to read
+it). Records live next to their tables (`networks`, `subnets`, `ports`,
+`ipam`, `bindings`, `qos`); `api/` holds the handlers; `app` assembles the
+service. The service does not talk to Placement: the allocation a port
+holds is written into its binding by compute.
+"""

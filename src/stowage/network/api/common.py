@@ -1,0 +1,177 @@
+"""What every Networking API handler shares: transactions, If-Match, and the collection
+query parameters (`fields`, filters, sorting, `limit`/`marker`).
+
+Collections are filtered on the rendered records, as Neutron's filters name
+API attributes (`binding:host_id`, `fixed_ips=ip_address=...`): a parameter
+that is neither a known filter nor a paging/sorting one is 400
+("[foo] is invalid attribute for filtering", extension `filter-validation`).
+Several values of one filter match any of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+from urllib.parse import urlencode
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stowage.network.api.attributes import bad, boolean
+from stowage.web.http import Request, Response, json_response
+
+__all__ = ["listing", "write", "read", "expected_revision", "stamp", "fields_of", "select_fields",
+           "query_filters", "apply_filters", "page", "PAGING_PARAMS"]
+
+LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+# A write that lost a deadlock (or a serialization race) is run again this many times.
+WRITE_ATTEMPTS = 4
+PAGING_PARAMS = frozenset({"fields", "limit", "marker", "page_reverse", "sort_key",
+                           "sort_dir"})
+# PostgreSQL deadlock / serialization failure; MySQL deadlock / lock wait timeout.
+_RETRY_SQLSTATES = frozenset({"40P01", "40001"})
+_RETRY_MYSQL_CODES = frozenset({1213, 1205})
+
+
+def _retryable(exc: sa.exc.DBAPIError) -> bool:
+    orig = exc.orig
+    if getattr(orig, "sqlstate", None) in _RETRY_SQLSTATES:
+        return True
+    args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
+    return len(args) > 0 and args[0] in _RETRY_MYSQL_CODES
+
+
+def write(req: Request, work: Callable[[Connection], T]) -> T:
+    """Run `work` in one write transaction; run it again if the database chose it as a
+    deadlock victim (Neutron retries such writes the same way)."""
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            with req.app.db.write() as conn:
+                return work(conn)
+        except sa.exc.DBAPIError as exc:
+            if attempt == WRITE_ATTEMPTS or not _retryable(exc):
+                raise
+            LOG.info("retrying %s %s after %s", req.method, req.path, exc.orig)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def read(req: Request, work: Callable[[Connection], T]) -> T:
+    with req.app.db.read() as conn:
+        return work(conn)
+
+
+def expected_revision(req: Request) -> int | None:
+    """The revision an `If-Match: revision_number=N` header requires, if any."""
+    header = req.headers.get("if-match")
+    if header is None:
+        return None
+    name, _, value = header.strip().partition("=")
+    if name.strip() != "revision_number" or not value.strip().isdigit():
+        raise bad(f"If-Match header must be 'revision_number=<integer>', not '{header}'")
+    return int(value.strip())
+
+
+def stamp(value: Any) -> str:
+    return str(value.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
+def fields_of(req: Request) -> list[str]:
+    return [f for f in req.query_values("fields") if f]
+
+
+def select_fields(view: dict[str, Any], fields: Sequence[str]) -> dict[str, Any]:
+    return {k: v for k, v in view.items() if k in fields} if fields else view
+
+
+def query_filters(req: Request, allowed: Iterable[str]) -> dict[str, list[str]]:
+    """The filters of the query string; 400 for a parameter that filters nothing."""
+    allowed = set(allowed)
+    found: dict[str, list[str]] = {}
+    for key, value in req.query:
+        if key in PAGING_PARAMS:
+            continue
+        if key not in allowed:
+            raise bad(f"[{key}] is invalid attribute for filtering")
+        found.setdefault(key, []).append(value)
+    return found
+
+
+def _matches(actual: Any, wanted: str) -> bool:
+    if isinstance(actual, bool):
+        try:
+            return actual is boolean(wanted)
+        except ValueError:
+            return False
+    if actual is None:
+        return wanted in ("", "None")
+    if isinstance(actual, list):
+        return any(_matches_item(item, wanted) for item in actual)
+    return str(actual) == wanted
+
+
+def _matches_item(item: Any, wanted: str) -> bool:
+    """A list attribute matches `key=value` against its dicts (fixed_ips), or a member."""
+    if isinstance(item, dict):
+        key, _, value = wanted.partition("=")
+        return str(item.get(key)) == value
+    return str(item) == wanted
+
+
+def apply_filters(views: Iterable[dict[str, Any]],
+                  filters: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    return [v for v in views
+            if all(any(_matches(v.get(k), w) for w in wanted) for k, wanted in filters.items())]
+
+
+def _sort_key(key: str) -> Callable[[dict[str, Any]], tuple[bool, str]]:
+    return lambda view: (view.get(key) is None, str(view.get(key)))
+
+
+def _sorted(req: Request, views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    keys = req.query_values("sort_key")
+    if not keys:
+        return views
+    dirs = req.query_values("sort_dir")
+    for index in reversed(range(len(keys))):
+        key = keys[index]
+        reverse = (dirs[index] if index < len(dirs) else "asc") == "desc"
+        views = sorted(views, key=_sort_key(key), reverse=reverse)
+    return views
+
+
+def page(req: Request, views: list[dict[str, Any]],
+         collection: str) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+    """Sorted views after `marker`, at most `limit` of them, and the `next` link."""
+    views = _sorted(req, views)
+    markers = req.query_values("marker")
+    if markers:
+        ids = [v["id"] for v in views]
+        if markers[-1] not in ids:
+            return [], []
+        views = views[ids.index(markers[-1]) + 1:]
+    limits = req.query_values("limit")
+    if not limits:
+        return views, []
+    if not limits[-1].isdigit():
+        raise bad(f"Invalid input for limit. Reason: '{limits[-1]}' is not an integer.")
+    limit = int(limits[-1])
+    if limit == 0 or len(views) <= limit:
+        return views, []
+    shown = views[:limit]
+    params = [(k, v) for k, v in req.query if k != "marker"] + [("marker", shown[-1]["id"])]
+    return shown, [{"rel": "next",
+                    "href": req.url(f"/v2.0/{collection}?{urlencode(params)}")}]
+
+
+def listing(req: Request, views: list[dict[str, Any]], filters: Mapping[str, Sequence[str]],
+            key: str, collection: str | None = None) -> Response:
+    """A list answer as every Neutron collection gives it: filtered, sorted and paged
+    views, cut to `fields`, under `key`, with `<key>_links` when there is a next page."""
+    shown, links = page(req, apply_filters(views, filters), collection or key)
+    fields = fields_of(req)
+    body: dict[str, object] = {key: [select_fields(v, fields) for v in shown]}
+    if links:
+        body[f"{key}_links"] = links
+    return json_response(body)

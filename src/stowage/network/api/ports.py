@@ -1,0 +1,140 @@
+"""`/v2.0/ports`: list, create, show, update, delete, with the `binding`, `qos`,
+`qos-port-network-policy` and `port-resource-request(-groups)` attributes.
+
+Security groups, allowed address pairs and extra DHCP options are not
+served: they are shown empty, and only an empty list may be sent for them.
+A port's MAC address is set at creation only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from stowage.network import ports
+from stowage.network.api import common, views
+from stowage.network.api.attributes import (
+    DESCRIPTION,
+    NAME,
+    Attr,
+    boolean,
+    dict_or_none,
+    fixed_ips,
+    mac_address,
+    one_of,
+    owned_attrs,
+    parse,
+    read_only,
+    string,
+    uuid_or_none,
+    uuid_value,
+)
+from stowage.network.mechanism import VNIC_TYPES
+from stowage.web.http import Request, Response, empty_response, json_response
+from stowage.web.routing import Route
+
+__all__ = ["ROUTES"]
+
+
+def _empty_list(value: Any) -> list[Any]:
+    if value != []:
+        raise ValueError("only an empty list is supported by this service")
+    return []
+
+
+def _host(value: Any) -> str:
+    return "" if value is None else str(string(255)(value))
+
+
+ATTRS = owned_attrs(
+    NAME, DESCRIPTION,
+    Attr("network_id", uuid_value, put=False, required=True),
+    Attr("admin_state_up", boolean),
+    Attr("mac_address", mac_address, put=False),
+    Attr("fixed_ips", fixed_ips),
+    Attr("device_id", string(255)),
+    Attr("device_owner", string(255)),
+    Attr("binding:vnic_type", one_of(VNIC_TYPES)),
+    Attr("binding:host_id", _host, admin=True),
+    Attr("binding:profile", dict_or_none, admin=True),
+    Attr("qos_policy_id", uuid_or_none),
+    Attr("security_groups", _empty_list),
+    Attr("allowed_address_pairs", _empty_list),
+    Attr("extra_dhcp_opts", _empty_list),
+    *read_only("status", "binding:vif_type", "binding:vif_details", "resource_request",
+               "qos_network_policy_id"),
+)
+FILTERS = ("id", "name", "description", "network_id", "mac_address", "admin_state_up",
+           "status", "device_id", "device_owner", "tenant_id", "project_id", "fixed_ips",
+           "binding:host_id", "binding:vnic_type", "qos_policy_id", "revision_number")
+# Filters the database applies (the others are applied to the rendered ports).
+_SQL_FILTERS = {"id": "id", "network_id": "network_id", "device_id": "device_id",
+                "device_owner": "device_owner", "project_id": "project_id",
+                "tenant_id": "project_id"}
+
+
+def _render(conn: Connection, req: Request, found: Sequence[ports.Port]) -> list[dict[str, Any]]:
+    """Ports as the caller may see them (resource requests are computed for admins only)."""
+    requests: dict[str, Any] = {}
+    if req.context.is_admin:
+        requests = ports.resource_requests(conn, found, req.app.settings.network
+                                           .resource_request_format)
+    return [views.port(p, req.context, requests.get(p.id)) for p in found]
+
+
+def list_ports(req: Request) -> Response:
+    filters = common.query_filters(req, FILTERS)
+    narrow: dict[str, list[str]] = {}
+    for name, column in _SQL_FILTERS.items():
+        if name in filters:
+            narrow.setdefault(column, []).extend(filters[name])
+
+    def work(conn: Connection) -> list[dict[str, Any]]:
+        return _render(conn, req, ports.list_ports(conn, req.context, narrow))
+
+    return common.listing(req, common.read(req, work), filters, "ports")
+
+
+def _one(req: Request, port: ports.Port, conn: Connection) -> dict[str, Any]:
+    return _render(conn, req, [port])[0]
+
+
+def show_port(req: Request) -> Response:
+    view = common.read(req, lambda conn: _one(
+        req, ports.get(conn, req.context, req.params["port_id"]), conn))
+    return json_response({"port": common.select_fields(view, common.fields_of(req))})
+
+
+def create_port(req: Request) -> Response:
+    values = parse(req, "port", ATTRS, create=True, action="create_port")
+    settings = req.app.settings.network
+    view = common.write(req, lambda conn: _one(
+        req, ports.create(conn, req.context, values, settings), conn))
+    return json_response({"port": view}, status=201)
+
+
+def update_port(req: Request) -> Response:
+    values = parse(req, "port", ATTRS, create=False, action="update_port")
+    expected = common.expected_revision(req)
+    view = common.write(req, lambda conn: _one(
+        req, ports.update(conn, req.context, req.params["port_id"], values, expected), conn))
+    return json_response({"port": view})
+
+
+def delete_port(req: Request) -> Response:
+    expected = common.expected_revision(req)
+    common.write(req, lambda conn: ports.delete(conn, req.context, req.params["port_id"],
+                                                expected))
+    return empty_response(204)
+
+
+_ONE = "/v2.0/ports/{port_id}"
+ROUTES = [
+    Route("GET", "/v2.0/ports", list_ports),
+    Route("POST", "/v2.0/ports", create_port, json_body=True),
+    Route("GET", _ONE, show_port),
+    Route("PUT", _ONE, update_port, json_body=True),
+    Route("DELETE", _ONE, delete_port),
+]

@@ -1,0 +1,112 @@
+"""`/v2.0/subnets`: list, create, show, update, delete.
+
+Subnet pools, IPv6 address modes and segments are not served: those
+attributes are shown as null and only null may be sent for them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stowage.network import errors as e
+from stowage.network import subnets
+from stowage.network.api import common, views
+from stowage.network.api.attributes import (
+    DESCRIPTION,
+    NAME,
+    Attr,
+    allocation_pools,
+    boolean,
+    host_routes,
+    integer,
+    ip_address_or_none,
+    nameservers,
+    one_of,
+    owned_attrs,
+    parse,
+    string,
+    uuid_value,
+)
+from stowage.web.http import Request, Response, empty_response, json_response
+from stowage.web.routing import Route
+
+__all__ = ["ROUTES"]
+
+
+def _null_only(what: str) -> Any:
+    def check(value: Any) -> None:
+        if value is not None:
+            raise ValueError(f"{what} is not supported by this service")
+    return check
+
+
+def _ip_version(value: Any) -> int:
+    return int(one_of([4, 6])(integer()(value)))
+
+
+ATTRS = owned_attrs(
+    NAME, DESCRIPTION,
+    Attr("network_id", uuid_value, put=False, required=True),
+    Attr("ip_version", _ip_version, put=False, required=True),
+    Attr("cidr", string(64), put=False),
+    Attr("gateway_ip", ip_address_or_none),
+    Attr("allocation_pools", allocation_pools),
+    Attr("enable_dhcp", boolean),
+    Attr("dns_nameservers", nameservers),
+    Attr("host_routes", host_routes),
+    Attr("ipv6_ra_mode", _null_only("ipv6_ra_mode")),
+    Attr("ipv6_address_mode", _null_only("ipv6_address_mode")),
+    Attr("subnetpool_id", _null_only("subnetpool_id"), put=False),
+    Attr("segment_id", _null_only("segment_id")),
+)
+FILTERS = ("id", "name", "description", "network_id", "ip_version", "cidr", "gateway_ip",
+           "enable_dhcp", "tenant_id", "project_id", "revision_number", "ipv6_ra_mode",
+           "ipv6_address_mode", "subnetpool_id")
+
+
+def list_subnets(req: Request) -> Response:
+    filters = common.query_filters(req, FILTERS)
+    ids = filters.get("id")
+    found = common.read(req, lambda conn: subnets.list_subnets(conn, req.context, ids))
+    return common.listing(req, [views.subnet(s) for s in found], filters, "subnets")
+
+
+def show_subnet(req: Request) -> Response:
+    found = common.read(req, lambda conn: subnets.get(conn, req.context,
+                                                      req.params["subnet_id"]))
+    return json_response({"subnet": common.select_fields(views.subnet(found),
+                                                         common.fields_of(req))})
+
+
+def create_subnet(req: Request) -> Response:
+    values = parse(req, "subnet", ATTRS, create=True, action="create_subnet")
+    if not values.get("cidr"):
+        raise e.bad_request("subnet", "a subnetpool must be specified in the absence of a "
+                                      "cidr")
+    made = common.write(req, lambda conn: subnets.create(conn, req.context, values))
+    return json_response({"subnet": views.subnet(made)}, status=201)
+
+
+def update_subnet(req: Request) -> Response:
+    values = parse(req, "subnet", ATTRS, create=False, action="update_subnet")
+    expected = common.expected_revision(req)
+    changed = common.write(req, lambda conn: subnets.update(
+        conn, req.context, req.params["subnet_id"], values, expected))
+    return json_response({"subnet": views.subnet(changed)})
+
+
+def delete_subnet(req: Request) -> Response:
+    expected = common.expected_revision(req)
+    common.write(req, lambda conn: subnets.delete(conn, req.context, req.params["subnet_id"],
+                                                  expected))
+    return empty_response(204)
+
+
+_ONE = "/v2.0/subnets/{subnet_id}"
+ROUTES = [
+    Route("GET", "/v2.0/subnets", list_subnets),
+    Route("POST", "/v2.0/subnets", create_subnet, json_body=True),
+    Route("GET", _ONE, show_subnet),
+    Route("PUT", _ONE, update_subnet, json_body=True),
+    Route("DELETE", _ONE, delete_subnet),
+]

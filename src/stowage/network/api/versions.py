@@ -1,0 +1,121 @@
+"""The version document (`/`), the v2.0 resource list (`/v2.0`) and the extensions this
+service implements (`/v2.0/extensions[/{alias}]`).
+
+Only extensions whose behaviour is really served are listed: clients (the
+openstack CLI, Nova) switch features on by alias. `port-resource-request-
+groups` is listed only while `[network] resource_request_format` is
+"groups", since it announces that format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stowage.network import errors as e
+from stowage.web.errors import HTTPError
+from stowage.web.http import Request, Response, json_response
+from stowage.web.routing import Route
+
+__all__ = ["ROUTES", "PUBLIC_PATHS", "EXTENSIONS", "extensions_for"]
+
+# alias -> (name, description, updated): one entry per extension, Neutron's wording.
+EXTENSIONS: dict[str, tuple[str, str, str]] = {
+    "binding": ("Port Binding", "Expose port bindings of a virtual port to external "
+                "application", "2014-02-03T10:00:00-00:00"),
+    "binding-extended": ("Port Bindings Extended", "Expose port bindings of a virtual port "
+                         "to external application", "2017-07-17T10:00:00-00:00"),
+    "filter-validation": ("Filter parameters validation", "Provides validation on filter "
+                          "parameters.", "2018-03-21T10:00:00-00:00"),
+    "network-mtu": ("Network MTU", "Provides MTU attribute for a network resource.",
+                    "2015-03-25T10:00:00-00:00"),
+    "network-mtu-writable": ("Network MTU (writable)", "Provides a writable MTU attribute "
+                             "for a network resource.", "2017-07-12T00:00:00-00:00"),
+    "pagination": ("Pagination support", "Extension that indicates that pagination is "
+                   "enabled.", "2016-06-12T00:00:00-00:00"),
+    "port-resource-request": ("Port Resource Request", "Expose resource request to Port",
+                              "2018-05-08T10:00:00-00:00"),
+    "port-resource-request-groups": ("Port Resource Request Groups", "Support requesting "
+                                     "multiple groups of resources and traits from the same "
+                                     "RP subtree in resource_request",
+                                     "2021-08-02T10:00:00-00:00"),
+    "project-id": ("project_id field enabled", "Extension that indicates that project_id "
+                   "field is enabled.", "2016-09-09T09:09:09-09:09"),
+    "provider": ("Provider Network", "Expose mapping of virtual networks to physical "
+                 "networks", "2012-09-07T10:00:00-00:00"),
+    "qos": ("Quality of Service", "The Quality of Service extension.",
+            "2015-06-08T10:00:00-00:00"),
+    "qos-bw-minimum-ingress": ("Ingress direction for QoS minimum bandwidth rule", "Allow "
+                               "to configure QoS minumum bandwidth rule with ingress "
+                               "direction.", "2018-07-09T10:00:00-00:00"),
+    "qos-port-network-policy": ("QoS port network policy ID", "Adds a the QoS network ID to "
+                                "the port definition", "2019-11-01T10:00:00-00:00"),
+    "revision-if-match": ("If-Match constraints based on revision_number", "Extension "
+                          "indicating that If-Match based on revision_number is supported.",
+                          "2016-12-11T00:00:00-00:00"),
+    "sorting": ("Sorting support", "Extension that indicates that sorting is enabled.",
+                "2016-06-12T00:00:00-00:00"),
+    "standard-attr-description": ("standard-attr-description", "Extension to add "
+                                  "descriptions to standard attributes",
+                                  "2016-02-10T10:00:00-00:00"),
+    "standard-attr-revisions": ("Resource revision numbers", "This extension will display "
+                                "the revision number of neutron resources.",
+                                "2016-04-11T10:00:00-00:00"),
+    "standard-attr-timestamp": ("Resource timestamps", "Adds created_at and updated_at "
+                                "fields to all Neutron resources that have Neutron standard "
+                                "attributes.", "2016-09-12T10:00:00-00:00"),
+}
+PUBLIC_PATHS = frozenset({"", "/", "/v2.0", "/v2.0/"})
+RESOURCES = (("network", "networks"), ("subnet", "subnets"), ("port", "ports"),
+             ("policy", "qos/policies"), ("rule_type", "qos/rule-types"),
+             ("extension", "extensions"))
+
+
+def extensions_for(resource_request_format: str) -> list[str]:
+    aliases = sorted(EXTENSIONS)
+    if resource_request_format != "groups":
+        aliases.remove("port-resource-request-groups")
+    return aliases
+
+
+def _extension(alias: str) -> dict[str, Any]:
+    name, description, updated = EXTENSIONS[alias]
+    return {"alias": alias, "name": name, "description": description, "updated": updated,
+            "links": []}
+
+
+def versions(req: Request) -> Response:
+    return json_response({"versions": [{"id": "v2.0", "status": "CURRENT",
+                                        "links": [{"rel": "self",
+                                                   "href": req.url("/v2.0/")}]}]})
+
+
+def resources(req: Request) -> Response:
+    return json_response({"resources": [
+        {"name": name, "collection": collection,
+         "links": [{"rel": "self", "href": req.url(f"/v2.0/{collection}")}]}
+        for name, collection in RESOURCES]})
+
+
+def _served(req: Request) -> list[str]:
+    return extensions_for(req.app.settings.network.resource_request_format)
+
+
+def list_extensions(req: Request) -> Response:
+    return json_response({"extensions": [_extension(a) for a in _served(req)]})
+
+
+def show_extension(req: Request) -> Response:
+    alias = req.params["alias"]
+    if alias not in _served(req):
+        raise HTTPError(404, f"Extension with alias {alias} does not exist",
+                        e.EXTENSION_NOT_FOUND)
+    return json_response({"extension": _extension(alias)})
+
+
+ROUTES = [
+    Route("GET", "/", versions),
+    Route("GET", "/v2.0", resources),
+    Route("GET", "/v2.0/", resources),
+    Route("GET", "/v2.0/extensions", list_extensions),
+    Route("GET", "/v2.0/extensions/{alias}", show_extension),
+]

@@ -1,0 +1,89 @@
+"""Records rendered as Neutron renders them, less what the caller may not see.
+
+Every record carries Neutron's standard attributes (`revision_number`,
+`created_at`, `updated_at`, `description`) and both `project_id` and its old
+name `tenant_id`. Admin-only attributes (`policy.ADMIN_NETWORK_ATTRS`,
+`policy.ADMIN_PORT_ATTRS`) are left out for anybody else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stowage.context import RequestContext
+from stowage.network import policy
+from stowage.network.api.common import stamp
+from stowage.network.bindings import PortBinding
+from stowage.network.networks import Network
+from stowage.network.ports import Port
+from stowage.network.qos import RULE_TYPE, Policy, Rule
+from stowage.network.subnets import Subnet
+
+__all__ = ["network", "subnet", "port", "binding", "qos_policy", "rule"]
+
+
+def _standard(record: Any) -> dict[str, Any]:
+    return {"tenant_id": record.project_id, "project_id": record.project_id,
+            "description": record.description, "revision_number": record.revision_number,
+            "created_at": stamp(record.created_at), "updated_at": stamp(record.updated_at)}
+
+
+def _hide(view: dict[str, Any], ctx: RequestContext, names: tuple[str, ...]) -> dict[str, Any]:
+    if ctx.is_admin:
+        return view
+    return {k: v for k, v in view.items() if k not in names}
+
+
+def network(n: Network, ctx: RequestContext) -> dict[str, Any]:
+    view = {"id": n.id, "name": n.name, "status": n.status,
+            "admin_state_up": n.admin_state_up, "shared": n.shared, "mtu": n.mtu,
+            "subnets": list(n.subnet_ids),
+            "provider:network_type": n.segment.network_type,
+            "provider:physical_network": n.segment.physical_network,
+            "provider:segmentation_id": n.segment.segmentation_id,
+            "qos_policy_id": n.qos_policy_id, **_standard(n)}
+    return _hide(view, ctx, policy.ADMIN_NETWORK_ATTRS)
+
+
+def subnet(s: Subnet) -> dict[str, Any]:
+    return {"id": s.id, "name": s.name, "network_id": s.network_id,
+            "ip_version": s.ip_version, "cidr": s.cidr, "gateway_ip": s.gateway_ip,
+            "allocation_pools": list(s.allocation_pools), "enable_dhcp": s.enable_dhcp,
+            "dns_nameservers": list(s.dns_nameservers), "host_routes": list(s.host_routes),
+            "ipv6_ra_mode": None, "ipv6_address_mode": None, "subnetpool_id": None,
+            **_standard(s)}
+
+
+def port(p: Port, ctx: RequestContext, resource_request: dict[str, Any] | None) -> dict[str, Any]:
+    view = {"id": p.id, "name": p.name, "network_id": p.network_id,
+            "mac_address": p.mac_address, "admin_state_up": p.admin_state_up,
+            "status": p.status, "device_id": p.device_id, "device_owner": p.device_owner,
+            "fixed_ips": [{"subnet_id": ip.subnet_id, "ip_address": ip.ip_address}
+                          for ip in p.fixed_ips],
+            "allowed_address_pairs": [], "extra_dhcp_opts": [], "security_groups": [],
+            "binding:vnic_type": p.binding.vnic_type, "binding:host_id": p.binding.host,
+            "binding:profile": dict(p.binding.profile),
+            "binding:vif_type": p.binding.vif_type,
+            "binding:vif_details": dict(p.binding.vif_details),
+            "qos_policy_id": p.qos_policy_id,
+            "qos_network_policy_id": p.network_qos_policy_id,
+            "resource_request": resource_request, **_standard(p)}
+    return _hide(view, ctx, policy.ADMIN_PORT_ATTRS)
+
+
+def binding(b: PortBinding) -> dict[str, Any]:
+    return {"host": b.host, "status": b.status, "vnic_type": b.vnic_type,
+            "profile": dict(b.profile), "vif_type": b.vif_type,
+            "vif_details": dict(b.vif_details)}
+
+
+def rule(r: Rule, with_policy: bool = False) -> dict[str, Any]:
+    view: dict[str, Any] = {"id": r.id, "min_kbps": r.min_kbps, "direction": r.direction}
+    if with_policy:
+        view.update(qos_policy_id=r.qos_policy_id, type=RULE_TYPE)
+    return view
+
+
+def qos_policy(q: Policy) -> dict[str, Any]:
+    return {"id": q.id, "name": q.name, "shared": q.shared,
+            "rules": [rule(r, with_policy=True) for r in q.rules], **_standard(q)}

@@ -1,0 +1,73 @@
+"""Assemble the Network service: routes, noauth2 and Neutron's error bodies.
+
+The Networking API has no microversions: features are announced as
+extensions (`GET /v2.0/extensions`), so responses carry no version headers.
+Errors are rendered as `{"NeutronError": {"type", "message", "detail"}}`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stowage.config import Settings
+from stowage.db import Database
+from stowage.network.api.versions import PUBLIC_PATHS
+from stowage.network.errors import StatusError
+from stowage.web.app import ServiceApp, ServiceSpec
+from stowage.web.auth import noauth2
+from stowage.web.cors import Cors
+from stowage.web.errors import HTTPError
+from stowage.web.http import Request, Response, json_response
+from stowage.web.routing import Handler, Route, Router, routes_of
+
+__all__ = ["NetworkState", "build_app", "render_error", "HANDLER_MODULES"]
+
+# One module per URL noun, in matching order.
+HANDLER_MODULES = ("versions", "networks", "subnets", "ports", "bindings", "qos")
+# The error `type` Neutron gives a status when no specific exception names one.
+_DEFAULT_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden",
+                  404: "HTTPNotFound", 405: "HTTPMethodNotAllowed", 406: "HTTPNotAcceptable",
+                  409: "HTTPConflict", 412: "HTTPPreconditionFailed",
+                  415: "HTTPUnsupportedMediaType", 500: "HTTPInternalServerError",
+                  501: "HTTPNotImplemented", 503: "HTTPServiceUnavailable"}
+
+
+@dataclass
+class NetworkState:
+    settings: Settings
+    db: Database
+
+
+def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:
+    error_type = err.code or _DEFAULT_TYPES.get(err.status, "HTTPError")
+    return json_response({"NeutronError": {"type": error_type, "message": err.detail,
+                                           "detail": ""}}, status=err.status)
+
+
+def _statuses(handler: Handler) -> Handler:
+    """Let domain errors with uncommon statuses (412, 500, 501, 503) through as such."""
+    def handle(req: Request) -> Response:
+        try:
+            return handler(req)
+        except StatusError as exc:
+            raise HTTPError(exc.status, exc.detail, exc.code) from None
+    return handle
+
+
+def routes() -> list[Route]:
+    return [Route(r.method, r.path, _statuses(r.handler), r.min_version, r.json_body)
+            for r in routes_of("stowage.network.api", HANDLER_MODULES)]
+
+
+def build_app(settings: Settings, db: Database) -> ServiceApp:
+    spec = ServiceSpec(
+        service_type="network",
+        versions=("2.0",),
+        router=Router(routes()),
+        render_error=render_error,
+        authenticate=noauth2,
+        microversioned=False,
+        public_paths=PUBLIC_PATHS,
+        cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
+    )
+    return ServiceApp(spec, NetworkState(settings, db))

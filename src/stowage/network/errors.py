@@ -1,0 +1,87 @@
+"""Neutron's error types, frozen: the `type` of `{"NeutronError": {"type": ..., ...}}`.
+
+Domain code raises the shared `NotFound` / `Conflict` / `Invalid` /
+`Forbidden` with one of these codes (404 / 409 / 400 / 403), or `StatusError`
+for the few statuses those four do not cover (412, 500, 501, 503). The
+messages are Neutron's, so that clients matching on them keep working.
+"""
+
+from __future__ import annotations
+
+from stowage.errors import Conflict, DomainError, Invalid, NotFound
+
+__all__ = ["StatusError", "not_found", "in_use", "invalid_input", "bad_request",
+           "NETWORK_NOT_FOUND", "SUBNET_NOT_FOUND", "PORT_NOT_FOUND", "QOS_POLICY_NOT_FOUND",
+           "QOS_RULE_NOT_FOUND", "PORT_BINDING_NOT_FOUND", "EXTENSION_NOT_FOUND",
+           "RULE_TYPE_NOT_FOUND", "NETWORK_IN_USE", "SUBNET_IN_USE", "QOS_POLICY_IN_USE",
+           "IP_ADDRESS_IN_USE", "MAC_ADDRESS_IN_USE", "IP_GENERATION_FAILURE",
+           "FLAT_NETWORK_IN_USE", "VLAN_ID_IN_USE", "TUNNEL_ID_IN_USE", "NO_NETWORK_AVAILABLE",
+           "QOS_RULES_CONFLICT", "PORT_BINDING_EXISTS", "PORT_BINDING_ACTIVE",
+           "PORT_BINDING_ERROR", "INVALID_INPUT", "BAD_REQUEST", "HTTP_BAD_REQUEST",
+           "POLICY_NOT_AUTHORIZED", "PRECONDITION_FAILED", "NOT_IMPLEMENTED",
+           "INVALID_IP_FOR_NETWORK", "INVALID_IP_FOR_SUBNET", "OUT_OF_BOUNDS_POOL",
+           "OVERLAPPING_POOLS", "GATEWAY_CONFLICT"]
+
+# 404
+NETWORK_NOT_FOUND = "NetworkNotFound"
+SUBNET_NOT_FOUND = "SubnetNotFound"
+PORT_NOT_FOUND = "PortNotFound"
+QOS_POLICY_NOT_FOUND = "QosPolicyNotFound"
+QOS_RULE_NOT_FOUND = "QosRuleNotFound"
+PORT_BINDING_NOT_FOUND = "PortBindingNotFound"
+EXTENSION_NOT_FOUND = "HTTPNotFound"
+RULE_TYPE_NOT_FOUND = "QosRuleTypeNotFound"
+# 409
+NETWORK_IN_USE = "NetworkInUse"
+SUBNET_IN_USE = "SubnetInUse"
+QOS_POLICY_IN_USE = "QosPolicyInUse"
+IP_ADDRESS_IN_USE = "IpAddressInUse"
+MAC_ADDRESS_IN_USE = "MacAddressInUse"
+IP_GENERATION_FAILURE = "IpAddressGenerationFailure"
+FLAT_NETWORK_IN_USE = "FlatNetworkInUse"
+VLAN_ID_IN_USE = "VlanIdInUse"
+TUNNEL_ID_IN_USE = "TunnelIdInUse"
+QOS_RULES_CONFLICT = "QoSRulesConflict"
+PORT_BINDING_EXISTS = "PortBindingAlreadyExists"
+PORT_BINDING_ACTIVE = "PortBindingAlreadyActive"
+OVERLAPPING_POOLS = "OverlappingAllocationPools"
+GATEWAY_CONFLICT = "GatewayConflictWithAllocationPools"
+# 400
+INVALID_INPUT = "InvalidInput"
+BAD_REQUEST = "BadRequest"
+HTTP_BAD_REQUEST = "HTTPBadRequest"
+INVALID_IP_FOR_NETWORK = "InvalidIpForNetwork"
+INVALID_IP_FOR_SUBNET = "InvalidIpForSubnet"
+OUT_OF_BOUNDS_POOL = "OutOfBoundsAllocationPool"
+# 403, 412, 500, 501, 503
+POLICY_NOT_AUTHORIZED = "PolicyNotAuthorized"
+PRECONDITION_FAILED = "HTTPPreconditionFailed"
+PORT_BINDING_ERROR = "PortBindingError"
+NOT_IMPLEMENTED = "NotImplementedError"
+NO_NETWORK_AVAILABLE = "NoNetworkAvailable"
+
+
+class StatusError(DomainError):
+    """A failure whose status is none of 400/403/404/409."""
+
+    def __init__(self, status: int, detail: str, code: str) -> None:
+        super().__init__(detail, code)
+        self.status = status
+
+
+def not_found(code: str, detail: str) -> NotFound:
+    return NotFound(detail, code)
+
+
+def in_use(code: str, detail: str) -> Conflict:
+    return Conflict(detail, code)
+
+
+def invalid_input(message: str) -> Invalid:
+    """Neutron's InvalidInput: the plugin refused values the API layer let through."""
+    return Invalid(f"Invalid input for operation: {message}.", INVALID_INPUT)
+
+
+def bad_request(resource: str, message: str) -> Invalid:
+    """Neutron's BadRequest: `Bad <resource> request: <message>.`"""
+    return Invalid(f"Bad {resource} request: {message}.", BAD_REQUEST)

@@ -1,0 +1,143 @@
+"""SQLAlchemy Core tables of the Network service.
+
+Who references whom (arrows point at the referenced table)::
+
+    qos_minimum_bandwidth_rules ──► qos_policies ◄── networks ◄── subnets
+                                         ▲              ▲            ▲
+                                         └──── ports ───┘            │
+                                                ▲                    │
+                            port_bindings ──────┤                    │
+                            ip_allocations ─────┘────────────────────┘
+
+The constraints carry the rules that concurrent writers must not break:
+
+- `networks.segment_key` is unique: no two networks share a flat physnet, a
+  VLAN on a physnet, or a tunnel id (NULL for `local` networks).
+- `ports (network_id, mac_address)` is unique: a MAC once per network.
+- `ip_allocations (subnet_id, ip_address)` is the primary key: an address is
+  handed out once per subnet, whoever asks at the same moment.
+- `port_bindings (port_id, host)` is the primary key: one binding per host.
+- A QoS policy referenced by a network or a port cannot be deleted (RESTRICT).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+from stowage.placement.tables import exact_string
+
+__all__ = ["metadata", "qos_policies", "qos_minimum_bandwidth_rules", "networks", "subnets",
+           "ports", "port_bindings", "ip_allocations"]
+
+metadata = sa.MetaData()
+
+
+# Microseconds on MySQL too: records list in creation order, and a second is too coarse.
+_STAMP = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+
+
+def _standard() -> list[sa.Column[Any]]:
+    """Neutron's standard attributes: revision number and timestamps."""
+    return [sa.Column("revision_number", sa.BigInteger, nullable=False, default=0),
+            sa.Column("created_at", _STAMP, nullable=False),
+            sa.Column("updated_at", _STAMP, nullable=False)]
+
+
+qos_policies = sa.Table(
+    "qos_policies", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("name", exact_string(255), nullable=False),
+    sa.Column("description", sa.String(255), nullable=False),
+    sa.Column("shared", sa.Boolean, nullable=False),
+    *_standard(),
+)
+
+qos_minimum_bandwidth_rules = sa.Table(
+    "qos_minimum_bandwidth_rules", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("qos_policy_id", exact_string(36),
+              sa.ForeignKey("qos_policies.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("min_kbps", sa.BigInteger, nullable=False),
+    sa.Column("direction", sa.String(16), nullable=False),
+    sa.UniqueConstraint("qos_policy_id", "direction", name="uniq_qos_min_bw_policy_direction"),
+)
+
+networks = sa.Table(
+    "networks", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("name", exact_string(255), nullable=False),
+    sa.Column("description", sa.String(255), nullable=False),
+    sa.Column("admin_state_up", sa.Boolean, nullable=False),
+    sa.Column("shared", sa.Boolean, nullable=False),
+    sa.Column("mtu", sa.Integer, nullable=False),
+    sa.Column("network_type", sa.String(32), nullable=False),
+    sa.Column("physical_network", exact_string(64), nullable=True),
+    sa.Column("segmentation_id", sa.Integer, nullable=True),
+    sa.Column("segment_key", exact_string(128), nullable=True),
+    sa.Column("qos_policy_id", exact_string(36), sa.ForeignKey("qos_policies.id"),
+              nullable=True),
+    *_standard(),
+    sa.UniqueConstraint("segment_key", name="uniq_networks_segment_key"),
+)
+
+subnets = sa.Table(
+    "subnets", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("network_id", exact_string(36), sa.ForeignKey("networks.id"), nullable=False),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("name", exact_string(255), nullable=False),
+    sa.Column("description", sa.String(255), nullable=False),
+    sa.Column("ip_version", sa.Integer, nullable=False),
+    sa.Column("cidr", sa.String(64), nullable=False),
+    sa.Column("gateway_ip", sa.String(64), nullable=True),
+    sa.Column("allocation_pools", sa.JSON, nullable=False),
+    sa.Column("enable_dhcp", sa.Boolean, nullable=False),
+    sa.Column("dns_nameservers", sa.JSON, nullable=False),
+    sa.Column("host_routes", sa.JSON, nullable=False),
+    *_standard(),
+)
+
+ports = sa.Table(
+    "ports", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("network_id", exact_string(36), sa.ForeignKey("networks.id"), nullable=False),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("name", exact_string(255), nullable=False),
+    sa.Column("description", sa.String(255), nullable=False),
+    sa.Column("mac_address", exact_string(32), nullable=False),
+    sa.Column("admin_state_up", sa.Boolean, nullable=False),
+    sa.Column("device_id", exact_string(255), nullable=False),
+    sa.Column("device_owner", exact_string(255), nullable=False),
+    sa.Column("qos_policy_id", exact_string(36), sa.ForeignKey("qos_policies.id"),
+              nullable=True),
+    *_standard(),
+    sa.UniqueConstraint("network_id", "mac_address", name="uniq_ports_network_mac"),
+)
+
+port_bindings = sa.Table(
+    "port_bindings", metadata,
+    sa.Column("port_id", exact_string(36), sa.ForeignKey("ports.id", ondelete="CASCADE"),
+              primary_key=True),
+    # '' while the port is bound to no host, as Neutron keeps it.
+    sa.Column("host", exact_string(255), primary_key=True),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("vnic_type", sa.String(64), nullable=False),
+    sa.Column("profile", sa.JSON, nullable=False),
+    sa.Column("vif_type", sa.String(64), nullable=False),
+    sa.Column("vif_details", sa.JSON, nullable=False),
+)
+
+ip_allocations = sa.Table(
+    "ip_allocations", metadata,
+    sa.Column("subnet_id", exact_string(36), sa.ForeignKey("subnets.id"), primary_key=True),
+    sa.Column("ip_address", sa.String(64), primary_key=True),
+    sa.Column("port_id", exact_string(36), sa.ForeignKey("ports.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("network_id", exact_string(36), nullable=False),
+    sa.Index("ix_ip_allocations_port", "port_id"),
+)
