@@ -1,11 +1,13 @@
 """What the fuzz test sends to each write route: where its ids come from, and valid bodies.
 
-Every write route of the route tables (Placement, Compute, Image) and every
+Every write route of the route tables (Placement, Compute, Image, Network) and every
 server action needs an entry in `SPECS` (or `ACTIONS`); `targets()` lists
 them from the tables themselves, so a new route without an entry fails the
 test with a message naming it. A spec is deliberately small: the ids a path
 parameter may take in the seeded world (`fuzz_world`), and one or more valid
-bodies that `fuzz_values.body_variants` turns hostile.
+bodies that `fuzz_values.body_variants` turns hostile. Network routes that
+take Neutron's `If-Match: revision_number=N` are sent one now and then: the
+seeded record's revision, or a hostile one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from hypothesis import strategies as st
 from stowage.compute.api import all_routes as compute_routes
 from stowage.compute.versions import VERSIONS as COMPUTE_VERSIONS
 from stowage.image.api import ROUTES as IMAGE_ROUTES
+from stowage.network.app import routes as network_routes
 from stowage.placement.api import all_routes as placement_routes
 from stowage.placement.versions import VERSIONS as PLACEMENT_VERSIONS
 from tests.functional.fuzz_values import (
@@ -31,6 +34,7 @@ from tests.functional.fuzz_values import (
     Resolve,
     body_variants,
     encode,
+    hostile_text,
     path_segment,
     query_strings,
     weighted,
@@ -54,6 +58,8 @@ class Spec:
     bodies: Sequence[Any] = ()
     content_type: str = JSON
     caller: str = "admin"
+    # Whether the route reads If-Match (Neutron's revision_number compare-and-swap).
+    if_match: bool = False
 
 
 @dataclass(frozen=True)
@@ -223,10 +229,118 @@ _IMAGE: dict[str, Spec] = {
                                            content_type="application/octet-stream"),
 }
 
+# The seeded records a path names, and one that does not exist. Hypothesis draws the first
+# most often: for a delete, the *_FREE one that nothing holds; for bindings, the server's port.
+_NET = ("net.provider", "net.tenant", "uuid.new")
+_NET_FREE = ("net.tenant", "net.provider", "uuid.new")
+_SUBNET = ("subnet.provider", "subnet.tenant", "uuid.new")
+_SUBNET_FREE = ("subnet.tenant", "subnet.provider", "uuid.new")
+_PORT = ("port.plain", "port.compute", "uuid.new")
+_QOS = ("qos.policy", "qos.other", "uuid.new")
+_QOS_FREE = ("qos.other", "qos.policy", "uuid.new")
+_BINDING = {"port_id": ("port.compute", "port.plain", "uuid.new"),
+            "host": ("host.2", "host.1", "host.new")}
+_RULE = {"policy_id": _QOS, "rule_id": ("rule.egress", "rule.ingress", "uuid.new")}
+_PROVIDER = {"provider:network_type": "vlan", "provider:physical_network": Ref("physnet"),
+             "provider:segmentation_id": 100}
+_NETWORK: dict[str, Spec] = {
+    "POST /v2.0/networks": Spec(bodies=[
+        {"network": {"name": "fz-new", "description": "fuzzed", "admin_state_up": True,
+                     "shared": False, "mtu": 1400, "qos_policy_id": Ref("qos.policy"),
+                     "project_id": Ref("project"), **_PROVIDER,
+                     "provider:segmentation_id": 101}},
+        {"network": {"name": "fz-new", **_PROVIDER}},
+        {"network": {"name": "fz-new", "provider:network_type": "flat",
+                     "provider:physical_network": "physnet1"}},
+        {"network": {"name": "fz-new", "provider:network_type": "vxlan",
+                     "provider:segmentation_id": 5000}},
+        {"network": {"name": "fz-new", "mtu": 1400}}]),
+    "PUT /v2.0/networks/{network_id}": Spec({"network_id": _NET}, [
+        {"network": {"name": "fz-renamed", "description": "d", "admin_state_up": False,
+                     "mtu": 1400, "qos_policy_id": Ref("qos.policy")}},
+        {"network": {"shared": False, "qos_policy_id": None, **_PROVIDER}}], if_match=True),
+    "DELETE /v2.0/networks/{network_id}": Spec({"network_id": _NET_FREE}, caller="member",
+                                               if_match=True),
+    "POST /v2.0/subnets": Spec(caller="member", bodies=[
+        {"subnet": {"name": "fz-new", "description": "fuzzed", "network_id": Ref("net.tenant"),
+                    "ip_version": 4, "cidr": "10.0.3.0/24", "gateway_ip": "10.0.3.1",
+                    "allocation_pools": [{"start": "10.0.3.10", "end": "10.0.3.100"}],
+                    "enable_dhcp": True, "dns_nameservers": ["192.0.2.53"],
+                    "host_routes": [{"destination": "192.0.2.0/24", "nexthop": "10.0.3.254"}],
+                    "ipv6_ra_mode": None, "segment_id": None, "project_id": Ref("project")}},
+        {"subnet": {"network_id": Ref("net.provider"), "ip_version": 6,
+                    "cidr": "2001:db8::/64"}},
+        {"subnet": {"network_id": Ref("net.provider"), "ip_version": 4,
+                    "cidr": "10.0.1.128/25"}}]),
+    "PUT /v2.0/subnets/{subnet_id}": Spec({"subnet_id": _SUBNET}, caller="member", bodies=[
+        {"subnet": {"name": "fz-renamed", "description": "d", "enable_dhcp": False,
+                    "gateway_ip": None, "dns_nameservers": ["192.0.2.53", "2001:db8::53"],
+                    "allocation_pools": [{"start": "10.0.1.5", "end": "10.0.1.250"}],
+                    "host_routes": []}},
+        {"subnet": {"gateway_ip": "10.0.2.254"}}], if_match=True),
+    "DELETE /v2.0/subnets/{subnet_id}": Spec({"subnet_id": _SUBNET_FREE}, caller="member",
+                                             if_match=True),
+    "POST /v2.0/ports": Spec(bodies=[
+        {"port": {"network_id": Ref("net.provider"), "name": "fz-new", "description": "fuzzed",
+                  "admin_state_up": True, "mac_address": "fa:16:3e:00:00:99",
+                  "fixed_ips": [{"subnet_id": Ref("subnet.provider"),
+                                 "ip_address": "10.0.1.20"}],
+                  "device_id": Ref("uuid.other"), "device_owner": "compute:nova",
+                  "binding:vnic_type": "direct", "binding:host_id": Ref("host.1"),
+                  "binding:profile": {"allocation": Ref("rp.host1")},
+                  "qos_policy_id": Ref("qos.policy"), "security_groups": [],
+                  "allowed_address_pairs": [], "extra_dhcp_opts": [],
+                  "project_id": Ref("project")}},
+        {"port": {"network_id": Ref("net.tenant"), "binding:vnic_type": "macvtap",
+                  "fixed_ips": [{"subnet_id": Ref("subnet.tenant")}]}},
+        {"port": {"network_id": Ref("net.provider"), "mac_address": Ref("mac.plain"),
+                  "fixed_ips": [{"ip_address": Ref("ip.plain")}]}}]),
+    "PUT /v2.0/ports/{port_id}": Spec({"port_id": _PORT}, [
+        {"port": {"name": "fz-renamed", "description": "d", "admin_state_up": False,
+                  "device_id": "d", "device_owner": "compute:nova", "qos_policy_id": None,
+                  "fixed_ips": [{"subnet_id": Ref("subnet.provider"),
+                                 "ip_address": "10.0.1.30"}, {"ip_address": Ref("ip.plain")}],
+                  "binding:host_id": Ref("host.2"), "binding:vnic_type": "direct",
+                  "binding:profile": {"allocation": Ref("rp.host2")}}},
+        {"port": {"qos_policy_id": Ref("qos.policy"), "binding:host_id": None,
+                  "binding:profile": None, "fixed_ips": []}},
+        {"port": {"name": "fz-renamed", "fixed_ips": [{"subnet_id": Ref("subnet.provider")}],
+                  "binding:vnic_type": "normal"}},
+        # port.compute's bandwidth is allocated: 501, as Neutron
+        {"port": {"qos_policy_id": Ref("qos.policy")}}], if_match=True),
+    "DELETE /v2.0/ports/{port_id}": Spec({"port_id": _PORT}, caller="member", if_match=True),
+    "POST /v2.0/ports/{port_id}/bindings": Spec({"port_id": _BINDING["port_id"]}, [
+        {"binding": {"host": Ref("host.new"), "vnic_type": "normal",
+                     "profile": {"allocation": Ref("rp.host2")}, "project_id": Ref("project")}},
+        {"binding": {"host": Ref("host.2"), "vnic_type": "direct"}}]),
+    "PUT /v2.0/ports/{port_id}/bindings/{host}": Spec(_BINDING, [
+        {"binding": {"vnic_type": "direct", "profile": {"allocation": Ref("rp.host2")}}},
+        {"binding": {"profile": None}},
+        # no driver binds it: 500 PortBindingError on the inactive binding, as Neutron
+        {"binding": {"vnic_type": "baremetal"}}]),
+    "DELETE /v2.0/ports/{port_id}/bindings/{host}": Spec(_BINDING),
+    "PUT /v2.0/ports/{port_id}/bindings/{host}/activate": Spec(_BINDING),
+    "POST /v2.0/qos/policies": Spec(bodies=[
+        {"policy": {"name": "fz-new", "description": "fuzzed", "shared": True,
+                    "project_id": Ref("project")}}]),
+    "PUT /v2.0/qos/policies/{policy_id}": Spec({"policy_id": _QOS}, [
+        {"policy": {"name": "fz-renamed", "description": "d", "shared": False}}],
+        if_match=True),
+    "DELETE /v2.0/qos/policies/{policy_id}": Spec({"policy_id": _QOS_FREE}, if_match=True),
+    "POST /v2.0/qos/policies/{policy_id}/minimum_bandwidth_rules": Spec(
+        {"policy_id": _QOS}, [{"minimum_bandwidth_rule": {"min_kbps": 1000,
+                                                          "direction": "egress"}},
+                              {"minimum_bandwidth_rule": {"min_kbps": 10}}]),
+    "PUT /v2.0/qos/policies/{policy_id}/minimum_bandwidth_rules/{rule_id}": Spec(_RULE, [
+        {"minimum_bandwidth_rule": {"min_kbps": 3000, "direction": "ingress"}},
+        {"minimum_bandwidth_rule": {"min_kbps": 0}}]),
+    "DELETE /v2.0/qos/policies/{policy_id}/minimum_bandwidth_rules/{rule_id}": Spec(_RULE),
+}
+
 SPECS: dict[tuple[str, str, str], Spec] = {
     (service, *key.split(" ", 1)): spec  # type: ignore[misc]
     for service, table in (("placement", _PLACEMENT), ("compute", _COMPUTE),
-                           ("image", _IMAGE))
+                           ("image", _IMAGE), ("network", _NETWORK))
     for key, spec in table.items()}
 
 _ACTION_SERVERS = {"server_id": _SERVER}
@@ -261,7 +375,7 @@ def targets() -> list[Target]:
     """Every write route of the route tables, the action route once per server action."""
     found: list[Target] = []
     for service, routes in (("placement", placement_routes()), ("compute", compute_routes()),
-                            ("image", IMAGE_ROUTES)):
+                            ("image", IMAGE_ROUTES), ("network", network_routes())):
         for route in routes:
             if route.method not in WRITE_METHODS:
                 continue
@@ -306,13 +420,16 @@ class FuzzRequest:
     query: str
     body: BodyChoice | None
     ascii_only: bool = True
+    # Neutron's If-Match header: text, or the Ref of a seeded record's revision.
+    if_match: str | Ref | None = None
 
     def __repr__(self) -> str:
         """Everything that was sent, long values cut (hypothesis prints this on a failure)."""
         fields = (f"target={str(self.target)!r}", f"params={_cut(self.params)}",
                   f"who={self.who!r}", f"version={self.version!r}",
                   f"content_type={self.content_type!r}", f"query={_cut(self.query)}",
-                  f"body={_cut(self.body)}", f"ascii_only={self.ascii_only}")
+                  f"body={_cut(self.body)}", f"ascii_only={self.ascii_only}",
+                  f"if_match={_cut(self.if_match)}")
         return "FuzzRequest(" + ", ".join(fields) + ")"
 
     def url_path(self, resolve: Resolve) -> str:
@@ -322,7 +439,7 @@ class FuzzRequest:
             path = path.replace("{" + name + "}", text)
         return path + (f"?{self.query}" if self.query else "")
 
-    def headers(self) -> dict[str, str]:
+    def headers(self, resolve: Resolve) -> dict[str, str]:
         token, roles = TOKENS[self.who]
         headers = {"x-auth-token": token, "accept": "application/json"}
         if roles:
@@ -331,6 +448,9 @@ class FuzzRequest:
             headers["openstack-api-version"] = f"{self.target.service} {self.version}"
         if self.content_type is not None:
             headers["content-type"] = self.content_type
+        if self.if_match is not None:
+            headers["if-match"] = str(resolve(self.if_match) if isinstance(self.if_match, Ref)
+                                      else self.if_match)
         return headers
 
     def content(self, resolve: Resolve) -> bytes:
@@ -365,6 +485,32 @@ def _content_types(usual: str) -> st.SearchStrategy[str | None]:
     return weighted((9, st.just(usual)), (1, odd))
 
 
+# If-Match values Neutron refuses (400) or that match no revision (412), and some that
+# parse oddly: digits that are not ASCII, numbers no BIGINT holds.
+_IF_MATCH = ("revision_number=0", "revision_number=999", "revision_number=-1",
+             "revision_number=", "revision_number=1.5", "revision_number= 0",
+             "revision_number=\u00b2", "revision_number=\u0663", "revision_number=0x1",
+             "revision_number=9223372036854775808", "revision_number=" + "9" * 30,
+             "revision_number=1=1", "REVISION_NUMBER=0", "revision=0", "*", "", "etag")
+
+
+def _header_text(text: str) -> bool:
+    """Whether an HTTP client sends `text` as a header value (no controls, not padded)."""
+    return text == text.strip(" \t") and all(" " <= ch != "\x7f" or ch == "\t"
+                                              for ch in text)
+
+
+def _if_matches(target: Target, spec: Spec) -> st.SearchStrategy[str | Ref | None]:
+    """Usually no If-Match; else the revision of a seeded record named in the path."""
+    if not spec.if_match:
+        return st.none()
+    names = [part[1:-1] for part in target.path.split("/") if part.startswith("{")]
+    seeded = sorted({f"rev.{ref}" for name in names for ref in spec.params.get(name, ())
+                     if not ref.startswith("uuid.")})
+    hostile = st.one_of(st.sampled_from(_IF_MATCH), hostile_text().filter(_header_text))
+    return weighted((6, st.none()), (2, st.sampled_from(seeded).map(Ref)), (2, hostile))
+
+
 def requests_for(target: Target, spec: Spec) -> st.SearchStrategy[FuzzRequest]:
     names = [part[1:-1] for part in target.path.split("/") if part.startswith("{")]
     params = st.tuples(*(st.tuples(st.just(name), path_segment(spec.params.get(name, ())))
@@ -375,4 +521,4 @@ def requests_for(target: Target, spec: Spec) -> st.SearchStrategy[FuzzRequest]:
         body = weighted((8, st.none()), (2, body_variants([{}])))
     return st.builds(FuzzRequest, st.just(target), params, _callers(spec.caller),
                      _versions(target), _content_types(spec.content_type),
-                     query_strings(), body, st.booleans())
+                     query_strings(), body, st.booleans(), _if_matches(target, spec))

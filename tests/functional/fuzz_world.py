@@ -17,7 +17,17 @@ fuzzed paths and bodies hit real records::
               fz-private (access: fuzzproj)
       image fz-image (public)
 
-`refs` names every id (`server.active`, `rp.root`, `gen.rp.root`, ...); a
+      network fz-provider  vlan physnet0/100, shared (fuzzproj)
+        ├─ subnet 10.0.1.0/24, pool .10-.200
+        ├─ port fz-plain    10.0.1.10, fa:16:3e:00:00:01, QoS fz-qos, unbound
+        └─ port fz-compute  compute:nova, host1 ACTIVE (profile: allocation), host2 INACTIVE
+      network fz-tenant    vxlan (fuzzproj)
+        └─ subnet 10.0.2.0/24
+      QoS policy fz-qos    (fuzzproj) minimum bandwidth egress 1000, ingress 2000 kbps
+      QoS policy fz-other  (otherproj) no rules, used by nothing
+
+`refs` names every id (`server.active`, `rp.root`, `gen.rp.root`, `net.provider`,
+`port.compute`, `rule.egress`, `rev.port.plain` (an If-Match value), ...); a
 request refers to them by name so that a reseeded world (new uuids) still
 answers the same generated example the same way.
 """
@@ -33,6 +43,7 @@ import sqlalchemy as sa
 from stowage.compute import tables as compute_tables
 from stowage.compute.hosts import HostConfig
 from stowage.image import tables as image_tables
+from stowage.network import tables as network_tables
 from stowage.placement import changes
 from stowage.placement import tables as placement_tables
 from tests.functional.conftest import LiveServer, api_client, reset_cloud
@@ -63,6 +74,8 @@ _FIXED = {
     "flavor.new": "fz-new", "spec.key": "hw:cpu_policy", "spec.new": "hw:mem_page_size",
     "host.1": "host1", "host.2": "host2", "svc.enable": "enable", "svc.disable": "disable",
     "svc.disable-log-reason": "disable-log-reason", "svc.force-down": "force-down",
+    "host.new": "host3", "physnet": "physnet0", "ip.plain": "10.0.1.10",
+    "mac.plain": "fa:16:3e:00:00:01",
 }
 # Where each service's routes start, below its mount point.
 _ROOTS = {"compute": "/v2.1"}
@@ -109,10 +122,14 @@ class World:
                 self.client("compute", "member", "compute latest") as member, \
                 self.client("image") as image:
             self._seed_compute(admin, member, image)
+        with self.client("network") as admin, self.client("network", "member") as member:
+            self._seed_network(admin, member)
         self.settle()
         with self.client("placement", version="placement latest") as placement, \
-                self.client("compute", version="compute latest") as admin:
+                self.client("compute", version="compute latest") as admin, \
+                self.client("network") as network:
             self._read_ids(placement, admin)
+            self._read_revisions(network)
         self._rows = _rows(self.live)
 
     def restore(self) -> None:
@@ -197,6 +214,53 @@ class World:
         ok(member.post(f"/servers/{refs['server.resized']}/action",
                        json={"resize": {"flavorRef": refs["flavor.big"]}}))
 
+    def _seed_network(self, admin: httpx.Client, member: httpx.Client) -> None:
+        refs = self.refs
+        refs["net.provider"] = ok(admin.post("/v2.0/networks", json={"network": {
+            "name": "fz-provider", "project_id": PROJECT, "shared": True,
+            "provider:network_type": "vlan", "provider:physical_network": refs["physnet"],
+            "provider:segmentation_id": 100}}))["network"]["id"]
+        refs["net.tenant"] = ok(member.post("/v2.0/networks", json={"network": {
+            "name": "fz-tenant"}}))["network"]["id"]
+        for key, prefix in (("provider", "10.0.1"), ("tenant", "10.0.2")):
+            body: dict[str, Any] = {"name": f"fz-{key}", "network_id": refs[f"net.{key}"],
+                                    "ip_version": 4, "cidr": f"{prefix}.0/24"}
+            if key == "provider":
+                body["allocation_pools"] = [{"start": f"{prefix}.10", "end": f"{prefix}.200"}]
+            refs[f"subnet.{key}"] = ok(member.post("/v2.0/subnets",
+                                                   json={"subnet": body}))["subnet"]["id"]
+        refs["qos.policy"] = ok(admin.post("/v2.0/qos/policies", json={"policy": {
+            "name": "fz-qos", "project_id": PROJECT}}))["policy"]["id"]
+        for direction, kbps in (("egress", 1000), ("ingress", 2000)):
+            refs[f"rule.{direction}"] = ok(admin.post(
+                f"/v2.0/qos/policies/{refs['qos.policy']}/minimum_bandwidth_rules",
+                json={"minimum_bandwidth_rule": {"min_kbps": kbps, "direction": direction}}
+            ))["minimum_bandwidth_rule"]["id"]
+        refs["qos.other"] = ok(admin.post("/v2.0/qos/policies", json={"policy": {
+            "name": "fz-other", "project_id": "otherproj"}}))["policy"]["id"]
+        refs["port.plain"] = ok(member.post("/v2.0/ports", json={"port": {
+            "name": "fz-plain", "network_id": refs["net.provider"],
+            "mac_address": refs["mac.plain"], "qos_policy_id": refs["qos.policy"],
+            "fixed_ips": [{"subnet_id": refs["subnet.provider"],
+                           "ip_address": refs["ip.plain"]}]}}))["port"]["id"]
+        refs["port.compute"] = port = ok(admin.post("/v2.0/ports", json={"port": {
+            "name": "fz-compute", "network_id": refs["net.provider"], "project_id": PROJECT,
+            "device_owner": "compute:nova", "device_id": str(uuid.uuid4()),
+            "binding:host_id": refs["host.1"],
+            "binding:profile": {"allocation": refs["rp.host1"]}}}))["port"]["id"]
+        ok(admin.post(f"/v2.0/ports/{port}/bindings", json={"binding": {
+            "host": refs["host.2"], "profile": {"allocation": refs["rp.host2"]}}}))
+
+    def _read_revisions(self, network: httpx.Client) -> None:
+        """`rev.<name>`: the If-Match header value that names the record's revision."""
+        for name, path in (("net.provider", "networks"), ("net.tenant", "networks"),
+                           ("subnet.provider", "subnets"), ("subnet.tenant", "subnets"),
+                           ("port.plain", "ports"), ("port.compute", "ports"),
+                           ("qos.policy", "qos/policies"), ("qos.other", "qos/policies")):
+            found = ok(network.get(f"/v2.0/{path}/{self.refs[name]}"))
+            revision = next(iter(found.values()))["revision_number"]
+            self.refs[f"rev.{name}"] = f"revision_number={revision}"
+
     def _read_ids(self, placement: httpx.Client, admin: httpx.Client) -> None:
         """Generations and service ids, read once the control plane is idle."""
         refs = self.refs
@@ -232,7 +296,7 @@ Rows = dict[str, list[dict[str, Any]]]
 def _tables() -> list[sa.Table]:
     """Every table but the change log, parents before children."""
     return [table for metadata in (placement_tables.metadata, compute_tables.metadata,
-                                   image_tables.metadata)
+                                   image_tables.metadata, network_tables.metadata)
             for table in metadata.sorted_tables if table.name not in _SKIPPED_TABLES]
 
 

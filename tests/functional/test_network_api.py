@@ -211,6 +211,22 @@ def test_if_match_compares_and_swaps_the_revision(network: httpx.Client) -> None
     assert network.delete(url, headers={"if-match": "revision_number=1"}).status_code == 204
 
 
+def test_if_match_values_no_revision_can_have(network: httpx.Client) -> None:
+    net = nw.network(network, "cas")
+    url = f"/v2.0/networks/{net['id']}"
+    # Beyond BIGINT: a 500 on SQLite, which cannot bind such an integer.
+    huge = "9" * 30
+    message = nw.neutron_error(network.put(url, json={"network": {"name": "x"}},
+                                           headers={"if-match": f"revision_number={huge}"}),
+                               412, "HTTPPreconditionFailed")
+    assert message == f"Constrained to {huge}, but current revision is 0"
+    # Header bytes read as Latin-1: b'\xb2' is '\u00b2', which passes str.isdigit() but
+    # not int(): a 500 before.
+    nw.neutron_error(network.delete(url, headers={"if-match": b"revision_number=\xb2"}), 400,
+                     "HTTPBadRequest")
+    assert network.get(url).json()["network"]["revision_number"] == 0
+
+
 def test_provider_attributes_cannot_change(network: httpx.Client) -> None:
     net = nw.physnet(network, vlan=10)
     url = f"/v2.0/networks/{net['id']}"

@@ -158,6 +158,16 @@ def test_bad_binding_bodies(network: httpx.Client, body: dict[str, Any], reason:
     assert list(_bindings(network, port["id"])) == ["src"]
 
 
+def test_a_profile_no_json_column_holds_is_refused(network: httpx.Client) -> None:
+    port = _compute_port(network)
+    # 1e400 decodes to inf: MySQL's JSON column refused it (500), SQLite kept Infinity.
+    resp = network.post(f"/v2.0/ports/{port['id']}/bindings",
+                        content=b'{"binding": {"host": "h", "profile": {"a": 1e400}}}',
+                        headers={"content-type": "application/json"})
+    assert "holds a number out of range" in nw.neutron_error(resp, 400, "HTTPBadRequest")
+    assert list(_bindings(network, port["id"])) == ["src"]
+
+
 def test_bindings_are_admin_only(live_stowage: LiveServer, network: httpx.Client) -> None:
     net = nw.network(network, shared=True)
     with api_client(f"{live_stowage.url}/network", token="demo:p1") as demo:

@@ -107,6 +107,36 @@ def test_bad_fixed_ips_change_nothing(network: httpx.Client, fixed_ips: Any, sta
         ["10.0.0.7"]
 
 
+@pytest.mark.parametrize(("body", "reason"), [
+    # Was a TypeError (500): Neutron refuses null fixed IPs, on create as on update.
+    (b'{"port": {"fixed_ips": null}}', "Invalid data format for fixed IP: 'None'"),
+    # 1e400 decodes to inf: MySQL's JSON column refused it (500), SQLite kept Infinity.
+    (b'{"port": {"binding:profile": {"a": 1e400}}}', "holds a number out of range"),
+])
+def test_bad_port_updates_change_nothing(network: httpx.Client, body: bytes,
+                                         reason: str) -> None:
+    net = nw.network(network)
+    nw.subnet(network, net["id"], "10.0.0.0/24")
+    port = nw.port(network, net["id"], **{"binding:profile": {"a": 1}})
+    resp = network.put(f"/v2.0/ports/{port['id']}", content=body,
+                       headers={"content-type": "application/json"})
+    assert reason in nw.neutron_error(resp, 400, "HTTPBadRequest")
+    assert _all_ports(network) == [port]
+
+
+def test_an_address_with_a_zone_index_is_not_another_address(network: httpx.Client) -> None:
+    net = nw.network(network)
+    nw.subnet(network, net["id"], "2001:db8::/64")
+    held = nw.port(network, net["id"], fixed_ips=[{"ip_address": "2001:db8::5"}])
+    for body in ({"port": {"network_id": net["id"],
+                           "fixed_ips": [{"ip_address": "2001:db8::5%eth0"}]}},
+                 {"port": {"network_id": net["id"],
+                           "fixed_ips": [{"ip_address": "2001:db8::6%1"}]}}):
+        resp = network.post("/v2.0/ports", json=body)
+        assert "is not a valid IP address" in nw.neutron_error(resp, 400, "HTTPBadRequest")
+    assert _all_ports(network) == [held]
+
+
 def test_exhausted_pools(network: httpx.Client) -> None:
     net = nw.network(network)
     sub = nw.subnet(network, net["id"], "10.0.0.0/29",

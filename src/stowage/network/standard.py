@@ -8,7 +8,8 @@ row's `revision_number`::
      WHERE id = :id [AND revision_number = :expected]
 
 That one statement is the compare-and-swap behind `If-Match:
-revision_number=N` (412 when it matches no row although the row exists), and
+revision_number=N` (412 when it matches no row although the row exists; an N
+beyond the BIGINT column matches none without being sent), and
 it takes the row's write lock (PostgreSQL, MySQL; SQLite serialises writers
 anyway), so two writers of the same record run one after the other and the
 second sees the first one's result.
@@ -26,19 +27,23 @@ from stowage.errors import DomainError
 from stowage.network import errors as e
 from stowage.timeutil import utcnow
 
-__all__ = ["lock", "try_insert", "utcnow"]
+__all__ = ["lock", "try_insert", "utcnow", "MAX_REVISION"]
+
+# The largest revision_number the BIGINT column holds (SQLite cannot even bind a larger one).
+MAX_REVISION = 2**63 - 1
 
 
 def lock(conn: Connection, table: sa.Table, row_id: str, expected: int | None,
          missing: Callable[[], DomainError]) -> None:
     """Bump the row's revision (and lock it), or raise `missing()` / 412."""
-    query = table.update().where(table.c.id == row_id)
-    if expected is not None:
-        query = query.where(table.c.revision_number == expected)
-    result = conn.execute(query.values(revision_number=table.c.revision_number + 1,
-                                       updated_at=utcnow()))
-    if result.rowcount == 1:
-        return
+    if expected is None or expected <= MAX_REVISION:
+        query = table.update().where(table.c.id == row_id)
+        if expected is not None:
+            query = query.where(table.c.revision_number == expected)
+        result = conn.execute(query.values(revision_number=table.c.revision_number + 1,
+                                           updated_at=utcnow()))
+        if result.rowcount == 1:
+            return
     current = conn.execute(sa.select(table.c.revision_number)
                            .where(table.c.id == row_id)).scalar()
     if current is None:

@@ -21,6 +21,7 @@ The validators raise ValueError with Neutron's reason; `parse()` words it.
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -127,8 +128,15 @@ def one_of(values: Sequence[Any]) -> Validator:
 
 
 def dict_or_none(value: Any) -> dict[str, Any] | None:
-    if value is not None and not isinstance(value, dict):
+    if value is None:
+        return None
+    if not isinstance(value, dict):
         raise ValueError(f"'{_shown(value)}' is not a dictionary")
+    try:
+        # 1e400 decodes to inf, which no JSON column (nor JSON answer) can hold.
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise ValueError(f"'{_shown(value)}' holds a number out of range") from None
     return value
 
 
@@ -143,9 +151,14 @@ def _address(value: Any) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None
     if not isinstance(value, str):
         return None
     try:
-        return ipaddress.ip_address(value)
+        address = ipaddress.ip_address(value)
     except ValueError:
         return None
+    # A zone index ('fe80::1%eth0') names a link, not an address to hand out: the same
+    # address with and without one would be two allocations.
+    if isinstance(address, ipaddress.IPv6Address) and address.scope_id is not None:
+        return None
+    return address
 
 
 def ip_address(value: Any) -> str:
@@ -170,9 +183,7 @@ def _fixed_ip(value: Any) -> dict[str, str]:
     return entry
 
 
-def fixed_ips(value: Any) -> list[dict[str, str]] | None:
-    if value is None:
-        return None
+def fixed_ips(value: Any) -> list[dict[str, str]]:
     if not isinstance(value, list):
         raise ValueError(f"Invalid data format for fixed IP: '{_shown(value)}'")
     return [_fixed_ip(item) for item in value]

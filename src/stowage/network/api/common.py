@@ -68,9 +68,11 @@ def expected_revision(req: Request) -> int | None:
     if header is None:
         return None
     name, _, value = header.strip().partition("=")
-    if name.strip() != "revision_number" or not value.strip().isdigit():
+    value = value.strip()
+    # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
+    if name.strip() != "revision_number" or not (value.isascii() and value.isdigit()):
         raise bad(f"If-Match header must be 'revision_number=<integer>', not '{header}'")
-    return int(value.strip())
+    return int(value)
 
 
 def stamp(value: Any) -> str:
