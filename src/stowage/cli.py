@@ -67,7 +67,8 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
                          f"choose from {', '.join(ALL_SERVICES)}")
     apps = {name: builders[name](settings, db) for name in settings.services}
     if "compute" in apps:
-        apps["compute"].state.plane = _control_plane(settings, db, apps.get("placement"))
+        apps["compute"].state.plane = _control_plane(settings, db, apps.get("placement"),
+                                                     apps.get("network"))
     if at_root and len(apps) == 1:
         return next(iter(apps.values()))
     mounts: dict[str, Any] = {f"/{name}": app for name, app in apps.items()}
@@ -75,9 +76,15 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
     return PrefixDispatcher(mounts)
 
 
-def _control_plane(settings: config.Settings, db: Database, placement_app: Any) -> Any:
-    """Conductor, scheduler and simulated hosts behind the Compute API, started."""
+def _control_plane(settings: config.Settings, db: Database, placement_app: Any,
+                   network_app: Any) -> Any:
+    """Conductor, scheduler and simulated hosts behind the Compute API, started.
+
+    Placement is required; the Network service is optional (without it, servers
+    can only be booted with `networks: none`, or without networks before 2.37).
+    """
     from stowage.compute.runtime import ControlPlane
+    from stowage.network.client import NetworkClient
     from stowage.placement.client import PlacementClient
 
     if placement_app is not None:
@@ -87,7 +94,10 @@ def _control_plane(settings: config.Settings, db: Database, placement_app: Any) 
     else:
         raise SystemExit("stowage: compute needs Placement: serve both, or set "
                          "[compute] placement_url in the settings file")
-    plane = ControlPlane(settings.compute, db, client)
+    network = (NetworkClient.local(network_app) if network_app is not None else
+               NetworkClient.over_http(settings.compute.network_url)
+               if settings.compute.network_url else None)
+    plane = ControlPlane(settings.compute, db, client, network)
     plane.start()
     return plane
 

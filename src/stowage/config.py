@@ -98,6 +98,9 @@ class ComputeSettings:
     sim_network_devices: bool = False
     # Placement's URL when it is not served by this process.
     placement_url: str | None = None
+    # The Network service's URL (without /v2.0) when it is not served by this process;
+    # without either, servers can only be booted without networks.
+    network_url: str | None = None
     allow_resize_to_same_host: bool = False
     # Hosts tried per build or move: the selected one plus alternates.
     max_attempts: int = 3

@@ -32,11 +32,13 @@ runs every point on every backend. Each point starts the service twice: about
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -306,3 +308,96 @@ def test_a_crash_at_every_journal_point_is_recovered(backend: str, point: str,
 def test_a_crash_during_recovery_is_recovered_too(point: str, again: str,
                                                   tmp_path: Path) -> None:
     _crash_and_recover(BACKENDS[0], tmp_path, point, again)
+
+
+# --- a server with a QoS port: the bindings are done again ------------------------------
+_PORT_OPTIONS = "sim_network_devices = true\n"  # every host: br-physnet0 on physnet0
+_PORT_QOS = {"NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 2000}
+
+
+class PortWorld(World):
+    """A server booted with a port asking 1000/2000 kbps on physnet0."""
+
+    def __init__(self, s: Stowage) -> None:
+        super().__init__(s)
+        self.port = ""
+
+    def boot(self, s: Stowage) -> None:
+        with httpx.Client(base_url=f"{s.base}/network/v2.0", timeout=30,
+                          headers={"x-auth-token": "admin"}) as net:
+            network = net.post("/networks", json={"network": {
+                "name": "net0", "provider:network_type": "flat",
+                "provider:physical_network": "physnet0"}}).json()["network"]
+            net.post("/subnets", json={"subnet": {"network_id": network["id"],
+                                                  "cidr": "10.0.0.0/24", "ip_version": 4}})
+            policy = net.post("/qos/policies", json={"policy": {"name": "qp"}}).json()["policy"]
+            for direction, kbps in (("egress", 1000), ("ingress", 2000)):
+                net.post(f"/qos/policies/{policy['id']}/minimum_bandwidth_rules", json={
+                    "minimum_bandwidth_rule": {"min_kbps": kbps, "direction": direction}})
+            self.port = net.post("/ports", json={"port": {
+                "network_id": network["id"], "qos_policy_id": policy["id"]}}).json()["port"]["id"]
+        resp = s.compute.post("/servers", json={"server": {
+            "name": "vm", "flavorRef": self.small, "imageRef": self.image,
+            "networks": [{"port": self.port}]}})
+        assert resp.status_code == 202, resp.text
+        self.server = str(resp.json()["server"]["id"])
+        s.wait_status(self.server, "ACTIVE")
+
+
+def _bridge(s: Stowage, host: str) -> str:
+    found = s.placement.get("/resource_providers",
+                            params={"name": f"{host}:Open vSwitch agent:br-physnet0"}).json()
+    return str(found["resource_providers"][0]["uuid"])
+
+
+def _check_port(s: Stowage, db: Database, w: PortWorld, want: str) -> None:
+    view = s.wait_settled(w.server)
+    assert view is not None and view["status"] == want, view
+    host = view["OS-EXT-SRV-ATTR:host"]
+    flavor = LARGE if view["flavor"]["original_name"] == "large" else SMALL
+    assert s.held(w.server) == {s.node(host): flavor, _bridge(s, host): _PORT_QOS}
+    resp = httpx.get(f"{s.base}/network/v2.0/ports/{w.port}", headers={"x-auth-token": "admin"})
+    port = resp.json()["port"]
+    group = port["resource_request"]["request_groups"][0]["id"]
+    assert (port["device_id"], port["binding:host_id"]) == (w.server, host)
+    assert port["binding:profile"]["allocation"] == {group: _bridge(s, host)}
+    assert s.audit(db) == []
+
+
+@pytest.mark.parametrize(("point", "want"), [
+    ("build:spawn:executing", "ACTIVE"),
+    ("resize:finish_resize:executing", "ACTIVE"),
+    ("resize:finish_resize:done", "VERIFY_RESIZE"),
+    ("revert_resize:finish_revert_resize:executing", "ACTIVE"),
+])
+def test_a_crash_with_a_qos_port_binds_it_where_the_server_is(point: str, want: str,
+                                                              tmp_path: Path) -> None:
+    operation = point.split(":")[0]
+    with throwaway_database(BACKENDS[0]) as url:
+        db = Database(url)
+        schema.upgrade(db)
+        try:
+            s = Stowage(url, tmp_path, crash_at=point, options=_PORT_OPTIONS)
+            try:
+                w = PortWorld(s)
+                if operation == "build":
+                    with contextlib.suppress(Exception):  # the crash cuts the wait off
+                        w.boot(s)
+                elif operation == "resize":
+                    w.boot(s)
+                    _ask(s, w, "resize")
+                else:
+                    w.boot(s)
+                    assert s.action(w.server, {"resize": {"flavorRef": w.large}}
+                                    ).status_code == 202
+                    s.wait_status(w.server, "VERIFY_RESIZE")
+                    _ask(s, w, "revert_resize")
+                assert s.crashed(), f"the journal never reached {point}"
+            finally:
+                s.stop()
+            with running(url, tmp_path, options=_PORT_OPTIONS) as s:
+                if not w.server:
+                    w.server = str(s.compute.get("/servers").json()["servers"][0]["id"])
+                _check_port(s, db, w, want)
+        finally:
+            db.dispose()

@@ -93,3 +93,20 @@ def test_claiming_vfs_again_under_a_key_replaces_them() -> None:
     assert pci.claim_vfs(("a", ""), {"ens6": 1}) is False
     assert pci.vfs_held(("a", "")) == {"ens6": 1}
     assert pci.vf_stats()["ens5"]["free"] == 1
+
+
+def test_each_port_gets_a_numbered_vf_of_its_pf_and_keeps_it() -> None:
+    pci = PciTracker("h", {}, vfs={"ens5": 2, "ens6": 1})
+    assert pci.claim_port_vfs(("a", ""), {"p1": "ens5", "p2": "ens6"}) == {
+        "p1": ("ens5", 0), "p2": ("ens6", 0)}
+    assert pci.claim_port_vfs(("a", "m"), {"p1": "ens5"}) == {"p1": ("ens5", 1)}
+    with pytest.raises(PciClaimFailed):
+        pci.claim_port_vfs(("b", ""), {"p3": "ens5"})
+    # Claimed again (a step done twice): the same VFs, nothing more held.
+    assert pci.claim_port_vfs(("a", ""), {"p1": "ens5", "p2": "ens6"})["p1"] == ("ens5", 0)
+    assert pci.vf_stats()["ens5"] == {"total": 2, "free": 0}
+    pci.drop_instance("a", keep=("a", "m"))
+    assert pci.port_vfs(("a", "m")) == {"p1": ("ens5", 1)}
+    # Rebuilt from counts after a restart, then named by its port again.
+    assert pci.claim_vfs(("c", ""), {"ens5": 1}) is True
+    assert pci.claim_port_vfs(("c", ""), {"p4": "ens5"}) == {"p4": ("ens5", 0)}

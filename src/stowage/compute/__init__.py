@@ -1,1 +1,1 @@
-"""The Compute service (a Nova-compatible API): flavors now; servers, moves and hosts later."""
+"""The Compute service (a Nova-compatible API): flavors, servers and their ports, moves, hosts."""

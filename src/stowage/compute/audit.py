@@ -7,12 +7,14 @@
    owns its source's allocation until the source agent, started again,
    cleans up and sets it `completed`.
 4. A settled instance (active, stopped, shelved or error, with a host, no
-   move in progress) holds exactly its flavor, all of it in its host's tree or on a
-   sharing provider; an instance in VERIFY_RESIZE holds its new flavor on the
+   move in progress) holds exactly its flavor and its ports' request groups
+   (bandwidth, VFs: `instance_ports.request`), all of it in its host's tree or
+   on a sharing provider; an instance in VERIFY_RESIZE holds its new flavor on the
    destination and its migration the old flavor on the source; an evacuated
    one holds its flavor on its new host, and each `done` evacuation's
-   migration the flavor on that evacuation's source. An instance without a
-   host (shelved and offloaded, never scheduled) holds nothing.
+   migration the flavor on that evacuation's source (the ports' groups count
+   on both sides of a move). An instance without a host (shelved and
+   offloaded, never scheduled) holds nothing.
 
 `audit()` returns the violations as sentences (empty when all hold). The
 tests call it after every operation; `stowage manage placement audit` runs it.
@@ -28,7 +30,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from stowage.compute import instances, migrations, resources, states
+from stowage.compute import instance_ports, instances, migrations, port_requests, resources, states
 from stowage.compute import tables as t
 from stowage.db import Database
 from stowage.placement.client import PlacementClient
@@ -82,11 +84,22 @@ def audit(db: Database, placement: PlacementClient) -> list[str]:
     live, moves = _known(db)
     in_tree = {rp["uuid"]: rp["root_provider_uuid"] for rp in providers}
     nodes = _node_uuids(db)
+    ports = _port_amounts(db, list(live))
     for consumer, what in _orphans(held, live, moves).items():
         problems.append(f"{consumer} holds {held[consumer]} but is a {what}")
     for inst in live.values():
-        problems.extend(_instance_problems(inst, held, moves, in_tree, nodes))
+        problems.extend(_instance_problems(inst, held, moves, in_tree, nodes,
+                                           ports.get(inst.uuid, {})))
     return problems
+
+
+def _port_amounts(db: Database, uuids: list[str]) -> dict[str, dict[str, int]]:
+    """instance -> what its ports' request groups add to its flavor, by resource class."""
+    with db.read() as conn:
+        rows = instance_ports.of_instances(conn, uuids)
+    return {uuid: port_requests.amounts(port_requests.PortRequest.from_json(r.request)
+                                        for r in ports if r.request)
+            for uuid, ports in rows.items()}
 
 
 def _orphans(held: Mapping[str, Any], live: Mapping[str, Any],
@@ -140,35 +153,40 @@ def delete_orphans(db: Database, placement: PlacementClient) -> dict[str, str]:
 
 def _instance_problems(inst: instances.Instance, held: Mapping[str, Any],
                        moves: Mapping[str, migrations.Migration], in_tree: Mapping[str, str],
-                       nodes: Mapping[str, str]) -> list[str]:
+                       nodes: Mapping[str, str], ports: Mapping[str, int]) -> list[str]:
     active_moves = [m for m in moves.values() if m.instance_uuid == inst.uuid and not m.finished]
     mine = held.get(inst.uuid, {})
     if inst.host is None:
         return [f"instance {inst.uuid} has no host but holds {mine}"] if mine else []
     if inst.vm_state == states.RESIZED and active_moves:
         move = active_moves[0]
-        return (_holds_flavor(inst.uuid, mine, inst.flavor, inst, nodes.get(inst.host), in_tree)
+        return (_holds_flavor(inst.uuid, mine, inst.flavor, inst, nodes.get(inst.host), in_tree,
+                              ports)
                 + _holds_flavor(move.uuid, held.get(move.uuid, {}),
                                 inst.old_flavor or inst.flavor, inst,
-                                nodes.get(move.source_compute or ""), in_tree))
+                                nodes.get(move.source_compute or ""), in_tree, ports))
     if inst.vm_state not in _SETTLED or inst.task_state is not None or active_moves:
         return []
     evacuated = [m for m in moves.values()
                  if m.instance_uuid == inst.uuid and migrations.awaiting_source_cleanup(m)]
-    return _holds_flavor(inst.uuid, mine, inst.flavor, inst, nodes.get(inst.host), in_tree) + [
+    return _holds_flavor(inst.uuid, mine, inst.flavor, inst, nodes.get(inst.host), in_tree,
+                         ports) + [
         problem for move in evacuated
         for problem in _holds_flavor(move.uuid, held.get(move.uuid, {}), inst.flavor, inst,
-                                     nodes.get(move.source_compute or ""), in_tree)]
+                                     nodes.get(move.source_compute or ""), in_tree, ports)]
 
 
 def _holds_flavor(consumer: str, by_rp: Mapping[str, Mapping[str, int]],
                   flavor: Mapping[str, Any], inst: instances.Instance, root: str | None,
-                  in_tree: Mapping[str, str]) -> list[str]:
+                  in_tree: Mapping[str, str], ports: Mapping[str, int]) -> list[str]:
     want = resources.placement_request(flavor, inst.volume_backed).amounts()
+    for rc, n in ports.items():
+        want[rc] = want.get(rc, 0) + n
     have = _total(by_rp)
     problems = []
     if have != want:
-        problems.append(f"{consumer} of instance {inst.uuid} holds {have}, flavor needs {want}")
+        problems.append(f"{consumer} of instance {inst.uuid} holds {have}, flavor and ports "
+                        f"need {want}")
     for rp in by_rp:
         if root is not None and in_tree.get(rp) != root and "DISK_GB" not in by_rp[rp]:
             problems.append(f"{consumer} holds on provider {rp} outside its host's tree")

@@ -37,10 +37,12 @@ class RequestGroup:
 
 @dataclass
 class PlacementRequest:
-    """Groups by suffix ("" is the unsuffixed group), and the group policy."""
+    """Groups by suffix ("" is the unsuffixed group), the group policy, and the sets of
+    suffixed groups that must be served from one subtree (`same_subtree`, 1.36)."""
 
     groups: dict[str, RequestGroup]
     group_policy: str | None = None
+    same_subtree: list[list[str]] = field(default_factory=list)
 
     def amounts(self) -> dict[str, int]:
         """All groups summed: what the consumer holds in total."""
@@ -64,6 +66,7 @@ class PlacementRequest:
             params.append(("group_policy", self.group_policy))
         elif len([s for s in self.groups if s]) > 1:
             params.append(("group_policy", "none"))
+        params.extend(("same_subtree", ",".join(suffixes)) for suffixes in self.same_subtree)
         return params
 
 

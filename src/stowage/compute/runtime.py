@@ -25,6 +25,7 @@ from stowage.compute.scheduler.manager import Scheduler
 from stowage.config import ComputeSettings
 from stowage.db import Database
 from stowage.messaging.local import LocalTransport
+from stowage.network.client import NetworkClient
 from stowage.placement.client import PlacementClient
 
 __all__ = ["ControlPlane"]
@@ -36,14 +37,16 @@ class ControlPlane:
     """Everything behind the Compute API; `start()` does the I/O, the constructor none."""
 
     def __init__(self, settings: ComputeSettings, db: Database,
-                 placement: PlacementClient) -> None:
+                 placement: PlacementClient, network: NetworkClient | None = None) -> None:
         self.settings = settings
         self.db = db
         self.placement = placement
+        # The Network service, for servers with ports (None: none is configured).
+        self.network = network
         self.transport = LocalTransport()
         self.conductor_api = rpc.ConductorAPI(self.transport)
         self.scheduler = Scheduler(settings, db, placement)
-        self.conductor = Conductor(settings, db, placement, self.transport)
+        self.conductor = Conductor(settings, db, placement, self.transport, network)
         self.agents: dict[str, ComputeAgent] = {}
         # Where the conductor and scheduler services of this process are listed.
         self.controller_host = socket.gethostname()

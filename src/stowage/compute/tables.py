@@ -14,7 +14,7 @@ from stowage.placement.tables import exact_string
 __all__ = ["metadata", "flavors", "flavor_extra_specs", "flavor_projects", "services",
            "compute_nodes", "instances", "instance_faults", "request_specs", "migrations",
            "instance_actions", "instance_action_events", "server_groups",
-           "server_group_members", "operation_steps", "simulated_guests"]
+           "server_group_members", "operation_steps", "simulated_guests", "instance_ports"]
 
 metadata = sa.MetaData()
 
@@ -285,4 +285,28 @@ simulated_guests = sa.Table(
     sa.Column("incoming", exact_string(36), nullable=True),
     sa.UniqueConstraint("host", "instance_uuid", "migration_uuid",
                         name="uniq_simulated_guests"),
+)
+
+# The ports of each server, one row per entry of its `networks` request, in order
+# (Nova's requested networks and info cache): a port the user passed, or one Nova
+# creates on a network (`port_id` NULL until created; `created` tells delete to
+# delete it rather than unbind it). `port_id` is unique: two servers booted with
+# one port at once cannot both have it. `request` is the port's resource request
+# as last scheduled (its groups, in `compute/port_requests.py`'s form); `vif` the
+# addresses the server view shows (network name, MAC, fixed IPs).
+instance_ports = sa.Table(
+    "instance_ports", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("instance_uuid", exact_string(36), nullable=False, index=True),
+    sa.Column("position", sa.Integer, nullable=False),
+    sa.Column("port_id", exact_string(36), nullable=True),
+    sa.Column("network_id", exact_string(36), nullable=True),
+    sa.Column("fixed_ip", sa.String(64), nullable=True),
+    sa.Column("created", sa.Boolean, nullable=False),
+    sa.Column("request", sa.JSON, nullable=True),
+    sa.Column("vif", sa.JSON, nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+    sa.UniqueConstraint("port_id", name="uniq_instance_ports_port"),
+    sa.UniqueConstraint("instance_uuid", "position", name="uniq_instance_ports_position"),
 )

@@ -6,6 +6,7 @@ with minimum-bandwidth rules, and the port's `resource_request` that those
 rules turn into (see `resource_request`, which compute also uses to read
 it). Records live next to their tables (`networks`, `subnets`, `ports`,
 `ipam`, `bindings`, `qos`); `api/` holds the handlers; `app` assembles the
-service. The service does not talk to Placement: the allocation a port
-holds is written into its binding by compute.
+service; `client` is what compute uses to read ports and write their
+bindings, in-process or over HTTP. The service does not talk to Placement:
+the allocation a port holds is written into its binding by compute.
 """

@@ -17,14 +17,14 @@ us retry (inventories, traits, aggregates) re-read the generation and retry.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode
 
 import httpx
 
 from stowage.web.http import Request
+from stowage.web.service_client import Answer, Send, in_process, over_http
 
 __all__ = ["PlacementClient", "PlacementError", "PlacementConflict", "LocalTransport",
            "Holding", "MICROVERSION"]
@@ -87,47 +87,6 @@ def _error(status: int, body: bytes) -> PlacementError:
     return cls(status, code, detail)
 
 
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-# (method, path, JSON body or None, query parameters or None) -> the answer
-Send = Callable[[str, str, bytes | None, Sequence[tuple[str, str]] | None], Answer]
-
-
-def _over_http(http: httpx.Client) -> Send:
-    def send(method: str, path: str, content: bytes | None,
-             params: Sequence[tuple[str, str]] | None) -> Answer:
-        headers = {"content-type": "application/json"} if content is not None else {}
-        resp = http.request(method, path, content=content, headers=headers,
-                            params=list(params) if params is not None else None)
-        return Answer(resp.status_code, resp.content)
-    return send
-
-
-def _in_process(app: Any) -> Send:
-    """The placement app's pipeline called directly: no HTTP message is built or parsed."""
-    base = {k.lower(): v for k, v in _headers().items()}
-    with_body = {**base, "content-type": "application/json"}
-
-    def send(method: str, path: str, content: bytes | None,
-             params: Sequence[tuple[str, str]] | None) -> Answer:
-        headers = dict(with_body if content is not None else base)
-        if content is not None:
-            headers["content-length"] = str(len(content))
-        req = Request(method=method, path=path, body=content or b"", headers=headers,
-                      query_string=urlencode(list(params), quote_via=quote) if params else "",
-                      base_url="http://placement.local", app=app.state)
-        resp = app.respond(req)
-        return Answer(resp.status, resp.body)
-    return send
-
-
 class PlacementClient:
     """Placement calls the resource tracker, scheduler and conductor need."""
 
@@ -135,12 +94,12 @@ class PlacementClient:
         self.http = http
         if send is None:
             assert http is not None, "an httpx client or a send function"
-            send = _over_http(http)
+            send = over_http(http)
         self._transport = send
 
     @classmethod
     def local(cls, app: Any) -> PlacementClient:
-        return cls(send=_in_process(app))
+        return cls(send=in_process(app, _headers(), "http://placement.local"))
 
     @classmethod
     def over_http(cls, url: str, timeout: float = 30.0) -> PlacementClient:

@@ -71,8 +71,9 @@ class EvacuationSteps:
         def _save_pci(self) -> None:
             ...
 
-        def _pci_claim(self, key: ClaimKey, flavor: dict[str, Any]
-                       ) -> AbstractContextManager[None]:
+        def _pci_claim(self, key: ClaimKey, flavor: dict[str, Any],
+                       vf_ports: dict[str, str] | None = None
+                       ) -> AbstractContextManager[dict[str, dict[str, Any]]]:
             ...
 
     # --- destination --------------------------------------------------------------

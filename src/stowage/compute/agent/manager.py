@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from stowage.compute import instances, migrations, server_groups, services, states
+from stowage.compute.agent import port_devices
 from stowage.compute.agent import resource_tracker as rt
 from stowage.compute.agent.driver import Driver
 from stowage.compute.agent.evacuation import EvacuationSteps
@@ -125,6 +126,8 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
                 conn, uuids=[m.instance_uuid for m in moves])}
         for inst in here:
             self._reclaim((inst.uuid, ""), inst.flavor)
+        port_devices.reclaim_from_allocations(self.pci, self.host, self.placement,
+                                              [i.uuid for i in here], moves)
         for mig in moves:
             moving = moved.get(mig.instance_uuid)
             if moving is None or moving.host == self.host.name:
@@ -217,17 +220,28 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
         return "disabled" if service.disabled else "enabled"
 
     # --- steps: build, delete, power ------------------------------------------------
-    def build_and_run_instance(self, instance_uuid: str, flavor: dict[str, Any]) -> None:
-        """Claim the flavor's PCI devices and this host, then spawn.
+    def build_and_run_instance(self, instance_uuid: str, flavor: dict[str, Any],
+                               vf_ports: dict[str, str] | None = None
+                               ) -> dict[str, dict[str, Any]]:
+        """Claim the flavor's PCI devices, the ports' VFs and this host, then spawn.
 
         Claiming the host records it on the instance after the late check of
         the instance's server group (`_claim_host`). A refused check or a
-        failed spawn gives the PCI claim back; the conductor clears the host
-        and tries an alternate.
+        failed spawn gives the PCI claims back; the conductor clears the host
+        and tries an alternate. Returns each SR-IOV port's VF (`port_devices`),
+        for its binding.
         """
-        with self._pci_claim((instance_uuid, ""), flavor):
+        with self._pci_claim((instance_uuid, ""), flavor, vf_ports) as vfs:
             self._claim_host(instance_uuid)
             self.driver.spawn(instance_uuid, flavor)
+        return vfs
+
+    def port_devices(self, instance_uuid: str, migration_uuid: str,
+                     vf_ports: dict[str, str]) -> dict[str, dict[str, Any]]:
+        """The VF each port holds here under (instance, migration), claimed again from the
+        PF its provider names if it is missing (idempotent: a binding written again after
+        a rollback or a restart names the VF the port really has)."""
+        return port_devices.claim(self.pci, self.host, (instance_uuid, migration_uuid), vf_ports)
 
     def terminate_instance(self, instance_uuid: str) -> None:
         """Destroy the guest and everything it holds here; an unknown guest is fine."""
@@ -251,11 +265,14 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
 
     # --- steps: resize / cold migrate ----------------------------------------------
     def prep_resize(self, instance_uuid: str, migration_uuid: str,
-                    new_flavor: dict[str, Any]) -> None:
-        """Destination: claim the new flavor's PCI devices under the migration's key, then
-        this host as the migration's destination, after the late check of the group policy."""
-        with self._pci_claim((instance_uuid, migration_uuid), new_flavor):
+                    new_flavor: dict[str, Any], vf_ports: dict[str, str] | None = None
+                    ) -> dict[str, dict[str, Any]]:
+        """Destination: claim the new flavor's PCI devices and the ports' VFs under the
+        migration's key, then this host as the migration's destination, after the late
+        check of the group policy; returns each SR-IOV port's VF here."""
+        with self._pci_claim((instance_uuid, migration_uuid), new_flavor, vf_ports) as vfs:
             self._claim_destination(instance_uuid, migration_uuid)
+        return vfs
 
     # --- the late check of server group policies ------------------------------------
     def _claim_host(self, instance_uuid: str) -> None:
@@ -352,15 +369,20 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
         return mig.source_compute == mig.dest_compute == self.host.name
 
     @contextmanager
-    def _pci_claim(self, key: ClaimKey, flavor: dict[str, Any]) -> Iterator[None]:
-        """Claim the flavor's PCI devices for the step inside; a step that fails gives a
-        claim it created back (a claim that existed already, a retried step's, stays)."""
+    def _pci_claim(self, key: ClaimKey, flavor: dict[str, Any],
+                   vf_ports: dict[str, str] | None = None
+                   ) -> Iterator[dict[str, dict[str, Any]]]:
+        """Claim the flavor's PCI devices and the ports' VFs for the step inside; a step
+        that fails gives claims it created back (those that existed already, a retried
+        step's, stay). Yields each SR-IOV port's VF."""
         self.driver.checkpoint("claim")
+        had_vfs = bool(self.pci.vfs_held(key))
         created = self.pci.claim(key, pci_requests(flavor))
         try:
-            yield
+            vfs = port_devices.claim(self.pci, self.host, key, vf_ports) if vf_ports else {}
+            yield vfs
         except Exception:
-            if created:
+            if created or (vf_ports and not had_vfs):
                 self.pci.drop(key)
             raise
         finally:

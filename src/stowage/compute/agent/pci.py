@@ -17,16 +17,23 @@ migration). The keys never change while a claim lives, so a same-host resize
 holds the old and the new devices side by side and each undo drops exactly
 what its step took, however often it runs. One key may hold devices by alias
 and VFs by PF at once; dropping the key drops both.
+
+Each VF a key holds is a numbered function of its PF (lowest free number
+first), labelled with the port it serves once the port is known
+(`claim_port_vfs`): the port's binding shows that VF's PCI address. VFs
+rebuilt from the allocations after a restart (`claim_vfs`) are unlabelled
+until their ports are named again.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-__all__ = ["PciTracker", "PciClaimFailed", "ClaimKey"]
+__all__ = ["PciTracker", "PciClaimFailed", "ClaimKey", "VfSlot"]
 
 ClaimKey = tuple[str, str]
+VfSlot = tuple[str, int]  # (PF name, VF number)
 
 
 class PciClaimFailed(Exception):
@@ -67,6 +74,8 @@ class PciTracker:
         self.host = host
         self._aliases = _Pool("PCI device", devices)
         self._vfs = _Pool("VF", vfs or {})
+        # PF name -> VF number -> (claim key, port id or None)
+        self._slots: dict[str, dict[int, tuple[ClaimKey, str | None]]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -87,22 +96,75 @@ class PciTracker:
         True if the key held no VFs before. Raises PciClaimFailed, changing
         nothing, when a PF lacks free VFs (or is no PF of this host).
         """
-        return self._claim(self._vfs, key, wanted)
+        with self._lock:
+            created = self._claim_locked(self._vfs, key, wanted)
+            if any(n > 0 for n in wanted.values()):
+                self._number(key, {pf: [None] * n for pf, n in wanted.items() if n > 0})
+            return created
+
+    def claim_port_vfs(self, key: ClaimKey, ports: Mapping[str, str]) -> dict[str, VfSlot]:
+        """Hold one VF for each port (port id -> PF name) under `key`, replacing the key's
+        VFs; returns port id -> (PF, VF number). A port keeps the VF it had under the key.
+
+        Raises PciClaimFailed, changing nothing, when a PF lacks free VFs.
+        """
+        wanted: dict[str, list[str | None]] = {}
+        for port, pf in sorted(ports.items()):
+            wanted.setdefault(pf, []).append(port)
+        with self._lock:
+            self._claim_locked(self._vfs, key, {pf: len(p) for pf, p in wanted.items()})
+            self._number(key, wanted)
+            return self._labels(key)
+
+    def port_vfs(self, key: ClaimKey) -> dict[str, VfSlot]:
+        """port id -> (PF, VF number) of the labelled VFs the key holds."""
+        with self._lock:
+            return self._labels(key)
+
+    def _number(self, key: ClaimKey, wanted: Mapping[str, list[str | None]]) -> None:
+        """Give the key's VFs their numbers: kept where the port (or an unlabelled VF of
+        the PF) was the key's already, the lowest free number otherwise."""
+        old = {pf: {n: port for n, (k, port) in used.items() if k == key}
+               for pf, used in self._slots.items()}
+        self._release(lambda k: k == key)
+        for pf, ports in wanted.items():
+            used = self._slots.setdefault(pf, {})
+            mine = old.get(pf, {})
+            keep = {port: n for n, port in mine.items() if port is not None}
+            spare = sorted(n for n, port in mine.items() if port is None or port not in ports)
+            for port in ports:
+                number = keep.get(port) if port is not None else None
+                if number is None:
+                    number = spare.pop(0) if spare else _lowest_free(used)
+                used[number] = (key, port)
+
+    def _labels(self, key: ClaimKey) -> dict[str, VfSlot]:
+        return {port: (pf, n) for pf, used in self._slots.items()
+                for n, (k, port) in used.items() if k == key and port is not None}
+
+    def _release(self, which: Callable[[ClaimKey], bool]) -> None:
+        for used in self._slots.values():
+            for number in [n for n, (k, _) in used.items() if which(k)]:
+                del used[number]
 
     def _claim(self, pool: _Pool, key: ClaimKey, wanted: Mapping[str, int]) -> bool:
-        wanted = {name: n for name, n in wanted.items() if n > 0}
         with self._lock:
-            existed = key in pool.claims
-            if not wanted:
-                return False
-            pool.check(self.host, key, wanted)
-            pool.claims[key] = wanted
-            return not existed
+            return self._claim_locked(pool, key, wanted)
+
+    def _claim_locked(self, pool: _Pool, key: ClaimKey, wanted: Mapping[str, int]) -> bool:
+        wanted = {name: n for name, n in wanted.items() if n > 0}
+        existed = key in pool.claims
+        if not wanted:
+            return False
+        pool.check(self.host, key, wanted)
+        pool.claims[key] = wanted
+        return not existed
 
     def drop(self, key: ClaimKey) -> None:
         with self._lock:
             for pool in (self._aliases, self._vfs):
                 pool.claims.pop(key, None)
+            self._release(lambda k: k == key)
 
     def drop_instance(self, instance_uuid: str, keep: ClaimKey | None = None) -> None:
         """Drop every claim of the instance on this host, except `keep`."""
@@ -110,6 +172,7 @@ class PciTracker:
             for pool in (self._aliases, self._vfs):
                 for key in [k for k in pool.claims if k[0] == instance_uuid and k != keep]:
                     del pool.claims[key]
+            self._release(lambda k: k[0] == instance_uuid and k != keep)
 
     def holds(self, key: ClaimKey) -> bool:
         with self._lock:
@@ -129,3 +192,10 @@ class PciTracker:
         """PF name -> {"total": n, "free": n}: the host's VFs."""
         with self._lock:
             return self._vfs.stats()
+
+
+def _lowest_free(used: Mapping[int, object]) -> int:
+    number = 0
+    while number in used:
+        number += 1
+    return number

@@ -32,7 +32,9 @@ class ShelvingSteps:
     pci: PciTracker
 
     if TYPE_CHECKING:  # provided by ComputeAgent
-        def build_and_run_instance(self, instance_uuid: str, flavor: dict[str, Any]) -> None:
+        def build_and_run_instance(self, instance_uuid: str, flavor: dict[str, Any],
+                                   vf_ports: dict[str, str] | None = None
+                                   ) -> dict[str, dict[str, Any]]:
             ...
 
         def _save_pci(self) -> None:

@@ -9,6 +9,11 @@ node alone pins the build to the node's host), the server group real, and
 max_count within `max_count_per_request`. A request that fails any check
 writes nothing.
 
+The requested networks are checked against the Network service
+(`server_networks`) before anything is written; each server's ports are
+recorded with it (`instance_ports`), where a port another server took
+meanwhile is refused (409 PortInUse) and the whole request with it.
+
 Only then are the instance rows, request specs, group memberships and
 `create` actions written, `_BATCH` instances per transaction so that a
 multi-create never holds the database's write lock for long; the checks share
@@ -32,7 +37,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import actions, server_groups, states
+from stowage.compute import actions, instance_ports, server_groups, states
 from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute.api import server_queries as queries
@@ -54,6 +59,7 @@ from stowage.compute.api.server_create_schema import (
     counts,
     create_schema,
 )
+from stowage.compute.api.server_networks import port_in_use, requested_networks
 from stowage.compute.conductor import tasks
 from stowage.errors import NotFound
 from stowage.image import images
@@ -339,6 +345,8 @@ class _Build:
     snapshot: dict[str, Any]
     reservation: str = field(default_factory=_reservation_id)
     made: list[inst.Instance] = field(default_factory=list)
+    # Each server's `networks` entries, checked (recorded in `instance_ports`).
+    requested: list[instance_ports.Requested] = field(default_factory=list)
     # The conductor's journal entry for the build, written with the last batch.
     operation: str | None = None
 
@@ -366,6 +374,10 @@ def _write_batch(req: Request, conn: Connection, build: _Build) -> None:
             reservation_id=build.reservation, launch_index=index))
         inst.save_request_spec(conn, instance.uuid,
                                _spec(req, boot, instance.uuid, build.snapshot))
+        try:
+            instance_ports.record_requested(conn, instance.uuid, build.requested)
+        except instance_ports.PortTaken as exc:
+            raise port_in_use(exc.port_id) from None
         if boot.group is not None:
             server_groups.add_member(conn, boot.group, instance.uuid)
         actions.start_action(conn, instance.uuid, "create", ctx.request_id, ctx.user_id,
@@ -407,13 +419,14 @@ def create_server(req: Request) -> Response:
     data = validate_body(read_body(req), create_schema(req.version.minor))
     check_formats(data)
     boot = _parse(req, data)
+    requested = requested_networks(req, boot.networks, boot.count[1])
     with req.app.db.write() as conn:
         flavor = _flavor(req, conn, boot)
         _check_image(req, conn, boot, flavor)
         _check_key_name(boot)
         _check_placement_hints(req, conn, boot, flavor)
         _check_limits(req, boot)
-        build = _Build(boot, flv.snapshot(flavor))
+        build = _Build(boot, flv.snapshot(flavor), requested=requested)
         _write_batch(req, conn, build)
     _write_rest(req, build)
     conductor(req).build_instances([i.uuid for i in build.made], req.context.request_id,

@@ -265,6 +265,9 @@ def server_with_host(conn: Connection, uuid: str, project_id: str | None = None,
 
 
 def forget_instance(conn: Connection, instance_uuid: str) -> None:
-    """Drop what a deleted instance leaves behind: its request spec and group membership."""
+    """Drop what a deleted instance leaves behind: its request spec, group membership and
+    the ports it was given (none of them bound yet: it was never built)."""
     conn.execute(t.request_specs.delete().where(t.request_specs.c.instance_uuid == instance_uuid))
     server_groups.remove_member(conn, instance_uuid)
+    conn.execute(t.instance_ports.delete().where(
+        t.instance_ports.c.instance_uuid == instance_uuid))

@@ -16,9 +16,14 @@ What each microversion adds (2.1 is the base view):
     2.75  PUT /servers/{id} answers with the whole view
     2.90  OS-EXT-SRV-ATTR:hostname shown to everyone, not only with the extended attrs
 
+`addresses` lists each port's fixed IPs under its network's name, with
+`OS-EXT-IPS:type` "fixed" and `OS-EXT-IPS-MAC:mac_addr`, in the order of the
+server's `networks` (what compute recorded when it bound the port, as Nova's
+network info cache).
+
 Policy decisions that do not depend on the server are taken once per request
-(`Shown`), and the records a list needs (faults, host services) are read in
-one query each, not per server.
+(`Shown`), and the records a list needs (faults, host services, ports) are
+read in one query each, not per server.
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from stowage.compute import instance_ports, states
 from stowage.compute import instances as inst
-from stowage.compute import states
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api.common import MAX_LIMIT, allowed, at_least, links, next_link
 from stowage.compute.services import Service
@@ -108,13 +113,15 @@ class Extras:
     faults: dict[str, dict[str, Any]] = field(default_factory=dict)
     services: dict[str, Service] = field(default_factory=dict)
     groups: dict[str, list[str]] = field(default_factory=dict)
+    ports: dict[str, list[instance_ports.InstancePort]] = field(default_factory=dict)
 
 
 def load_extras(conn: Connection, instances: Sequence[inst.Instance],
                 with_groups: bool = False) -> Extras:
     failed = [i.uuid for i in instances if status(i) in _FAULT_STATUSES]
     extras = Extras(faults=inst.latest_faults(conn, failed) if failed else {},
-                    services=queries.host_services(conn, (i.host for i in instances)))
+                    services=queries.host_services(conn, (i.host for i in instances)),
+                    ports=instance_ports.of_instances(conn, [i.uuid for i in instances]))
     if with_groups:
         extras.groups = {i.uuid: queries.groups_of(conn, i.uuid) for i in instances}
     return extras
@@ -164,6 +171,18 @@ def _zone(req: Request, instance: inst.Instance, extras: Extras) -> str:
     return instance.availability_zone or ""
 
 
+def addresses(ports: Sequence[instance_ports.InstancePort]) -> dict[str, list[dict[str, Any]]]:
+    """network name -> the fixed IPs of the server's ports on it, in request order."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for port in ports:
+        vif = port.vif or {}
+        for ip in vif.get("ips") or ():
+            found.setdefault(str(vif.get("network", "")), []).append(
+                {"version": ip["version"], "addr": ip["address"], "OS-EXT-IPS:type": "fixed",
+                 "OS-EXT-IPS-MAC:mac_addr": vif.get("mac")})
+    return found
+
+
 def _extended(req: Request, instance: inst.Instance) -> dict[str, Any]:
     view: dict[str, Any] = {"OS-EXT-SRV-ATTR:host": instance.host,
             "OS-EXT-SRV-ATTR:instance_name": INSTANCE_NAME.format(instance.id or 0),
@@ -192,7 +211,7 @@ def _base(req: Request, instance: inst.Instance, shown: Shown,
         "flavor": _flavor(req, instance.flavor, shown),
         "created": isotime(instance.created_at),
         "updated": isotime(instance.updated_at or instance.created_at),
-        "addresses": {},
+        "addresses": addresses(extras.ports.get(instance.uuid, ())),
         "accessIPv4": "",
         "accessIPv6": "",
         "links": links(req, "servers", instance.uuid),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stowage.compute import actions, states
+from stowage.compute import actions, instance_ports, states
 from stowage.compute import instances as inst
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api import server_shelve
@@ -75,7 +75,8 @@ def show_server(req: Request) -> Response:
         authorize(req, "os_compute_api:servers:show", target(instance))
         extras = views.Extras(
             services={instance.host: service} if service is not None and instance.host
-            else {}, groups={instance.uuid: groups})
+            else {}, groups={instance.uuid: groups},
+            ports=instance_ports.of_instances(conn, [instance.uuid]))
         if views.status(instance) in views.FAULT_STATUSES:
             extras.faults = inst.latest_faults(conn, [instance.uuid])
     view = views.show(req, instance, views.Shown.for_request(req), extras, with_groups=True)

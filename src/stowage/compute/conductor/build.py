@@ -1,15 +1,29 @@
 """Building servers: schedule and claim, spawn on the chosen host, reschedule on failure.
 
-    scheduler (claims the first choice) ─> agent spawns ─> ACTIVE
-                 └─ spawn fails: drop the claim, claim the next alternate, retry
+    ports' requests ─> scheduler (claims the first choice, ports' groups included)
+        ─> ports created (network entries) ─> agent claims VFs, spawns
+        ─> ports bound to the host ─> ACTIVE
+                 └─ spawn or binding fails: drop the claim, claim the next
+                    alternate, retry (the ports are bound again there)
+
+A server with ports asks for their request groups too (`ports.requests_of`,
+read from the Network service when the build starts); the chosen candidate's
+`mappings` say which provider serves each group, the agent takes each
+SR-IOV port's VF from the PF so chosen, and each port is bound to the host
+with its allocation (`ports.bind`). A port Nova creates for a network entry
+whose QoS policy gives it a resource request aborts the build without a
+reschedule, as Nova's NetworksWithQoSPolicyNotSupported does.
 
 When the scheduler finds nothing, or every alternate failed, the server goes
-to ERROR with a fault and holds no allocation. A server deleted while it was
-being built is cleaned up here: guest destroyed, allocation dropped.
+to ERROR with a fault, holds no allocation and lets its ports go (the ports
+Nova created are deleted, the user's unbound). A server deleted while it was
+being built is cleaned up here: guest destroyed, allocation dropped (its
+ports are the delete's).
 
 A build a crash cut off is settled on the next start (`recover_build`): a
-server whose guest exists on its host and that holds its claim is ACTIVE;
-any other is cleaned (guest destroyed, claim dropped) and built again.
+server whose guest exists on its host and that holds its claim is ACTIVE,
+its ports bound again (idempotent); any other is cleaned (guest destroyed,
+claim dropped) and built again.
 """
 
 from __future__ import annotations
@@ -19,7 +33,8 @@ import logging
 from typing import Any
 
 from stowage.compute import instances, states
-from stowage.compute.conductor.common import Ops
+from stowage.compute.conductor import ports
+from stowage.compute.conductor.common import Ops, being_deleted
 from stowage.compute.conductor.tasks import Interrupted, Journal
 from stowage.compute.instances import UnexpectedTaskState
 from stowage.compute.states import TASK
@@ -40,8 +55,13 @@ def build_instances(ops: Ops, instance_uuids: list[str], journal: Journal) -> No
     with ops.db.read() as conn:
         spec = instances.request_spec(conn, instance_uuids[0])
     spec["num_instances"] = len(instance_uuids)
-    journal.record("schedule", "executing")
+    # Ports belong to one server (a request naming ports creates one server).
+    server_ports = {uuid: ports.load(ops, uuid) for uuid in instance_uuids}
     try:
+        if len(instance_uuids) == 1:
+            requests = ports.requests_of(ops, server_ports[instance_uuids[0]])
+            spec["port_requests"] = ports.spec_entries(requests)
+        journal.record("schedule", "executing")
         with ops.event(instance_uuids[0], "conductor_schedule_and_build_instances"):
             selections = ops.scheduler.select_destinations(spec, instance_uuids)
     except MessagingError as exc:
@@ -50,10 +70,11 @@ def build_instances(ops: Ops, instance_uuids: list[str], journal: Journal) -> No
         return
     journal.record("schedule", "done")
     for uuid, choices in zip(instance_uuids, selections, strict=True):
-        _build_one(ops, uuid, list(choices), journal)
+        _build_one(ops, uuid, list(choices), journal, server_ports[uuid])
 
 
-def _build_one(ops: Ops, uuid: str, choices: list[dict[str, Any]], journal: Journal) -> None:
+def _build_one(ops: Ops, uuid: str, choices: list[dict[str, Any]], journal: Journal,
+               server_ports: ports.ServerPorts) -> None:
     last: Exception | None = None
     first = True
     while choices:
@@ -64,12 +85,17 @@ def _build_one(ops: Ops, uuid: str, choices: list[dict[str, Any]], journal: Jour
         try:
             journal.record("spawn", "executing",
                            json.dumps({"instance_uuid": uuid, "host": choice["host"]}))
-            _spawn_on(ops, uuid, choice)
+            _spawn_on(ops, uuid, choice, server_ports)
             journal.record("spawn", "done")
             ops.finish_action(uuid)
             return
         except (NotFound, UnexpectedTaskState):
             _deleted_meanwhile(ops, uuid, choice["host"])
+            return
+        except ports.NetworksWithQoSPolicyNotSupported as exc:
+            _error_out(ops, uuid, RemoteError(
+                "BuildAbortException", f"Build of instance {uuid} aborted: Failed to "
+                f"allocate the network(s), not rescheduling. ({exc})"))
             return
         except MessagingError as exc:
             LOG.info("build of %s on %s failed: %s", uuid, choice["host"], exc)
@@ -81,22 +107,40 @@ def _build_one(ops: Ops, uuid: str, choices: list[dict[str, Any]], journal: Jour
                                       reason + (f" Last error: {last}" if last else "")))
 
 
-def _spawn_on(ops: Ops, uuid: str, choice: dict[str, Any]) -> None:
+def _spawn_on(ops: Ops, uuid: str, choice: dict[str, Any],
+              server_ports: ports.ServerPorts) -> None:
+    """Ports created, VFs claimed and guest spawned on the host, ports bound to it; a
+    failure leaves the host with nothing of the server (the caller reschedules)."""
     host = str(choice["host"])
     # The agent records the host once the server group's late check allows it.
     inst = ops.update(uuid, expected_task_state=(TASK.SCHEDULING, TASK.SPAWNING),
                       task_state=TASK.SPAWNING)
+    spawned = False
     try:
+        ports.create(ops, server_ports, inst.project_id)
+        group_map = ports.mapping(ops, server_ports.requests, choice, holder=uuid)
+        vf_ports = ports.vf_ports(server_ports.requests, group_map)
         with ops.event(uuid, "compute__do_build_and_run_instance", host):
-            ops.call_agent(host, "build_and_run_instance", instance_uuid=uuid,
-                           flavor=inst.flavor)
+            pci = ops.call_agent(host, "build_and_run_instance", instance_uuid=uuid,
+                                 flavor=inst.flavor, **({"vf_ports": vf_ports} if vf_ports
+                                                        else {}))
+            spawned = True
+            ports.bind(ops, server_ports, host, group_map, pci or {},
+                       lambda: _deleting(ops, uuid))
     except MessagingError:
+        if spawned:  # the binding failed: the guest must not stay on this host
+            ops.terminate_quietly(host, uuid)
         ops.update(uuid, expected_task_state=TASK.SPAWNING, host=None, node=None,
                    task_state=TASK.SCHEDULING)
         raise
     ops.update(uuid, expected_task_state=TASK.SPAWNING, host=host, node=choice["node"],
                vm_state=states.ACTIVE, task_state=None, power_state=states.RUNNING,
                launched_at=utcnow())
+
+
+def _deleting(ops: Ops, uuid: str) -> bool:
+    with ops.db.read() as conn:
+        return being_deleted(conn, uuid)
 
 
 def _deleted_meanwhile(ops: Ops, uuid: str, host: str) -> None:
@@ -110,14 +154,25 @@ def _deleted_meanwhile(ops: Ops, uuid: str, host: str) -> None:
 
 
 def _error_out(ops: Ops, uuid: str, exc: Exception) -> None:
-    """ERROR with a fault (Nova's code 500 for NoValidHost too) and no allocation."""
+    """ERROR with a fault (Nova's code 500 for NoValidHost too), no allocation, and its
+    ports let go (Nova's `_cleanup_allocated_networks`)."""
     ops.placement.delete_allocations(uuid)
     try:
         ops.update(uuid, vm_state=states.ERROR, task_state=None, host=None, node=None)
     except NotFound:
         return
+    _release_ports(ops, uuid)
     ops.fault(uuid, exc, None)
     ops.finish_action(uuid, "Error")
+
+
+def _release_ports(ops: Ops, uuid: str) -> None:
+    """Let the ports of a server that will not run go; a failure is only logged (the
+    delete of the server tries again)."""
+    try:
+        ports.release(ops, ports.load(ops, uuid))
+    except MessagingError as exc:
+        LOG.warning("could not release the ports of %s: %s", uuid, exc)
 
 
 def recover_build(ops: Ops, op: Interrupted, journal: Journal) -> None:
@@ -146,9 +201,17 @@ def recover_build(ops: Ops, op: Interrupted, journal: Journal) -> None:
 
 
 def _spawned(ops: Ops, inst: instances.Instance) -> bool:
-    """The guest runs on the instance's host and the instance holds its claim: ACTIVE."""
+    """The guest runs on the instance's host and the instance holds its claim: ACTIVE,
+    once its ports are bound there (again: the crash may have come before)."""
     power = ops.guest_power(inst.host, inst.uuid)
     if power == states.NOSTATE or not ops.placement.holding(inst.uuid).allocations:
+        return False
+    assert inst.host is not None
+    try:
+        ports.rebind(ops, ports.load(ops, inst.uuid), inst.host, inst.uuid, "",
+                     lambda: _deleting(ops, inst.uuid))
+    except MessagingError as exc:
+        LOG.warning("could not bind the ports of %s again: %s", inst.uuid, exc)
         return False
     ops.update(inst.uuid, vm_state=states.ACTIVE, task_state=None, power_state=power,
                launched_at=utcnow())

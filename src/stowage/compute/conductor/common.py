@@ -36,6 +36,7 @@ from stowage.config import ComputeSettings
 from stowage.db import Database
 from stowage.errors import NotFound
 from stowage.messaging import MessagingError, RemoteError
+from stowage.network.client import NetworkClient
 from stowage.placement.client import Holding, PlacementClient
 from stowage.timeutil import utcnow
 
@@ -122,6 +123,8 @@ class Ops:
     request_id: str
     # Crash tests only (`[compute] crash_at`): ends the process at a journal point.
     hook: CrashHook | None = None
+    # The Network service, for servers with ports (None: none is configured).
+    network: NetworkClient | None = None
     _events: dict[str, ActionEvents] = field(default_factory=dict, init=False, repr=False)
 
     def journal(self, operation: str, instance_uuid: str | None, uuid: str | None = None,

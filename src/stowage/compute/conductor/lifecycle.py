@@ -1,9 +1,11 @@
 """Stopping, starting and deleting servers.
 
 Delete confirms a pending resize first (so the migration's source allocation
-is dropped with the source guest), then destroys the guest and drops the
-instance's allocation. A host whose compute service is down (no heartbeat
-within `service_down_time`, forced down, or deleted) is not asked: Nova's
+is dropped with the source guest), then destroys the guest, lets the
+server's ports go (the ports Nova created are deleted, the user's unbound, as
+Nova's `deallocate_for_instance`) and drops the instance's allocation. A
+host whose compute service is down (no heartbeat within
+`service_down_time`, forced down, or deleted) is not asked: Nova's
 *local delete* drops the allocations and the records without it, and the
 host's agent destroys the guests of deleted instances when it starts again
 (or at its next periodic run, if it kept running while forced down). The
@@ -23,6 +25,7 @@ import logging
 from typing import Any
 
 from stowage.compute import instances, migrations, services, states
+from stowage.compute.conductor import ports
 from stowage.compute.conductor.common import Ops
 from stowage.compute.conductor.resize_end import STEPS as RESIZE_END_STEPS
 from stowage.compute.conductor.resize_end import confirm_migration
@@ -85,6 +88,7 @@ def _settle_power(ops: Ops, uuid: str, task: str, **values: Any) -> bool:
 def delete_instance(ops: Ops, instance_uuid: str, journal: Journal) -> None:
     inst = ops.instance_any(instance_uuid)
     if inst.deleted:  # a crash came after the records went: only the allocation may be left
+        ports.release(ops, ports.load(ops, inst.uuid))
         ops.placement.delete_allocations(inst.uuid)
         ops.finish_action(inst.uuid)
         return
@@ -109,6 +113,8 @@ def delete_instance(ops: Ops, instance_uuid: str, journal: Journal) -> None:
         for host in sorted(h for h in hosts if h and _service_up(ops, h)):
             ops.terminate_quietly(host, inst.uuid)
     if inst.host and not _terminate(ops, inst, journal):
+        return
+    if not _release_ports(ops, inst):
         return
     journal.record("drop_allocation", "executing")
     ops.placement.delete_allocations(inst.uuid)
@@ -147,6 +153,20 @@ def _terminate(ops: Ops, inst: instances.Instance, journal: Journal) -> bool:
         ops.finish_action(inst.uuid, "Error")
         return False
     journal.record("terminate", "done")
+    return True
+
+
+def _release_ports(ops: Ops, inst: instances.Instance) -> bool:
+    """The server's ports go before its records (Nova's `_try_deallocate_network`); when
+    the Network service refuses, the server is ERROR and the delete can be asked again."""
+    try:
+        ports.release(ops, ports.load(ops, inst.uuid))
+    except MessagingError as exc:
+        LOG.warning("could not release the ports of %s: %s", inst.uuid, exc)
+        ops.update(inst.uuid, vm_state=states.ERROR, task_state=None)
+        ops.fault(inst.uuid, exc, inst.host)
+        ops.finish_action(inst.uuid, "Error")
+        return False
     return True
 
 

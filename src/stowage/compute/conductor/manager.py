@@ -65,6 +65,7 @@ from stowage.context import new_request_id
 from stowage.db import Database
 from stowage.errors import NotFound
 from stowage.messaging import Transport
+from stowage.network.client import NetworkClient
 from stowage.placement.client import PlacementClient
 from stowage.timeutil import utcnow
 
@@ -94,17 +95,18 @@ RECOVERY: dict[str, Recover] = {
 
 class Conductor:
     def __init__(self, settings: ComputeSettings, db: Database, placement: PlacementClient,
-                 transport: Transport) -> None:
+                 transport: Transport, network: NetworkClient | None = None) -> None:
         self.settings = settings
         self.db = db
         self.placement = placement
+        self.network = network
         self.agents = AgentAPI(transport)
         self.scheduler = SchedulerAPI(transport)
         self.api = ConductorAPI(transport)
 
     def _ops(self, request_id: str) -> Ops:
         return Ops(self.settings, self.db, self.placement, self.agents, self.scheduler,
-                   request_id, tasks.crash_hook(self.settings.crash_at))
+                   request_id, tasks.crash_hook(self.settings.crash_at), self.network)
 
     def _run(self, operation: str, instance_uuid: str, request_id: str,
              operation_uuid: str | None, work: Callable[[Ops, Journal], None]) -> None:

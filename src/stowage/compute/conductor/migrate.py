@@ -10,6 +10,16 @@ holding nothing. Failures before the guest is touched (scheduling, dest
 claims) put the instance back where it was; failures on the hypervisors leave
 it in ERROR, as Nova does, with the accounting of before the move.
 
+A server with ports asks for their request groups on the destination too
+(read from the Network service when the destination is claimed): the
+destination agent takes each SR-IOV port's VF from the PF the new candidate's
+`mappings` name (prep_resize), and the ports are bound to the destination with
+the new mapping just before it starts the guest (finish_resize, Nova's
+`migrate_instance_finish` there). Every undo of that step binds them back to
+the source, mapped from the allocation the migration holds there, each VF
+the one the source still holds; a same-host resize keeps its ports on the
+same host's providers, mapped from the new allocation.
+
 A server deleted during its move (DELETE answers in any task state, as Nova's
 does) is not written back: the move notices at its next step or state change,
 its rollbacks give nothing back to the instance and destroy what they made
@@ -34,6 +44,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, states
+from stowage.compute.conductor import ports
 from stowage.compute.conductor.common import MoveState, Ops, no_valid_host
 from stowage.compute.conductor.tasks import (
     Interrupted,
@@ -65,6 +76,31 @@ class Move(MoveState):
     migration: Migration
     selections: list[dict[str, Any]] = field(default_factory=list)
     dest: dict[str, Any] | None = None
+    # The server's ports (read when the destination is claimed, or lazily by an undo),
+    # and the VF each SR-IOV port holds on the destination (from prep_resize).
+    server_ports: ports.ServerPorts | None = None
+    dest_pci: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def ports(self) -> ports.ServerPorts:
+        if self.server_ports is None:
+            self.server_ports = ports.load(self.ops, self.instance.uuid)
+        return self.server_ports
+
+    def dest_mapping(self) -> dict[str, str]:
+        """group -> provider on the destination: the candidate's mappings, else (a step
+        done again after a restart) what the instance holds there."""
+        return ports.mapping(self.ops, self.ports().requests, self.dest, self.instance.uuid)
+
+    def bind_to_source(self) -> None:
+        """The ports back on the source, as the migration's source allocation maps them
+        (or the instance's, once given back), each VF the one the source holds."""
+        server_ports = self.ports()
+        if not server_ports:
+            return
+        holder = (self.migration.uuid
+                  if self.ops.placement.holding(self.migration.uuid).allocations
+                  else self.instance.uuid)
+        ports.rebind(self.ops, server_ports, self.source_host, holder, "", self.gone)
 
 
 class CreateMigration(Step):
@@ -121,6 +157,8 @@ class ClaimDestination(Step):
 
     def execute(self) -> None:
         m = self.move
+        requests = ports.requests_of(m.ops, m.ports())
+        self.spec["port_requests"] = ports.spec_entries(requests)
         m.schedule(self.spec, m.ops.placement.holding(m.instance.uuid))
 
     def rollback(self) -> None:
@@ -151,8 +189,11 @@ class PrepOnDestination(Step):
         m = self.move
         while True:
             try:
-                m.ops.call_agent(m.dest_host, "prep_resize", instance_uuid=m.instance.uuid,
-                                 migration_uuid=m.migration.uuid, new_flavor=m.new_flavor)
+                vf_ports = ports.vf_ports(m.ports().requests, m.dest_mapping())
+                m.dest_pci = m.ops.call_agent(
+                    m.dest_host, "prep_resize", instance_uuid=m.instance.uuid,
+                    migration_uuid=m.migration.uuid, new_flavor=m.new_flavor,
+                    **({"vf_ports": vf_ports} if vf_ports else {})) or {}
                 return
             except RemoteError as exc:
                 LOG.info("prep_resize on %s failed (%s); trying an alternate", m.dest_host, exc)
@@ -228,10 +269,13 @@ class ResizeOnSource(Step):
 
 
 class FinishOnDestination(Step):
-    """The destination starts the guest with the new flavor: VERIFY_RESIZE.
+    """The ports are bound to the destination, which starts the guest with the new flavor:
+    VERIFY_RESIZE.
 
-    A server deleted meanwhile fails the records written after: the step then
-    undoes itself, so the new guest does not stay behind.
+    A failure binds the ports back to the source before it is raised (the
+    step leaves nothing behind); a server deleted meanwhile fails the records
+    written after: the step then undoes itself, so the new guest does not
+    stay behind.
     """
 
     name = "finish_resize"
@@ -253,9 +297,34 @@ class FinishOnDestination(Step):
 
     def execute(self) -> None:
         m = self.move
-        m.ops.call_agent(m.dest_host, "finish_resize", instance_uuid=m.instance.uuid,
-                         migration_uuid=m.migration.uuid, new_flavor=m.new_flavor,
-                         power_on=self.power_on)
+        try:
+            self._bind_to_destination()
+            m.ops.call_agent(m.dest_host, "finish_resize", instance_uuid=m.instance.uuid,
+                             migration_uuid=m.migration.uuid, new_flavor=m.new_flavor,
+                             power_on=self.power_on)
+        except Exception:
+            self._back_to_source()
+            raise
+
+    def _bind_to_destination(self) -> None:
+        m = self.move
+        server_ports = m.ports()
+        if not server_ports:
+            return
+        group_map = m.dest_mapping()
+        pci = m.dest_pci
+        wanted = ports.vf_ports(server_ports.requests, group_map)
+        if wanted and set(pci) != set(wanted):  # done again after a restart: ask the host
+            pci = m.ops.call_agent(m.dest_host, "port_devices", instance_uuid=m.instance.uuid,
+                                   migration_uuid=m.migration.uuid, vf_ports=wanted)
+        ports.bind(m.ops, server_ports, m.dest_host, group_map, pci, m.gone)
+
+    def _back_to_source(self) -> None:
+        try:
+            self.move.bind_to_source()
+        except Exception:
+            LOG.exception("could not bind the ports of %s back to its source",
+                          self.move.instance.uuid)
 
     def after(self, conn: Connection) -> None:
         m = self.move
@@ -272,6 +341,7 @@ class FinishOnDestination(Step):
             return
         m.ops.call_agent(m.dest_host, "abort_finish_resize", instance_uuid=m.instance.uuid,
                          migration_uuid=m.migration.uuid)
+        m.bind_to_source()
 
 
 def _steps(move: Move) -> list[Step]:

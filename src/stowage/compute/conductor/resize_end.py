@@ -13,6 +13,13 @@ fails, nothing changed; once the destination guest is gone the revert goes
 forward, and a source failure leaves the instance in ERROR on its source
 with its source allocation.
 
+A server with ports: confirm leaves them where they are (bound to the
+destination since finish_resize). Revert binds them back to the source just
+before the source starts the old guest (Nova's `finish_revert_resize`), with
+the mapping found in the source allocation the instance holds again after
+the hand-back and each SR-IOV port's VF the one the source kept; the ports
+therefore point at the source whenever the server is there, ERROR included.
+
 Both only go forward once begun, so a crash is recovered by running them
 again (`recover_confirm`, `recover_revert`): every step is idempotent, the
 hand-over only moves what the migration still holds, and a revert whose
@@ -28,6 +35,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, states
+from stowage.compute.conductor import ports
 from stowage.compute.conductor.common import Ops
 from stowage.compute.conductor.tasks import (
     Batch,
@@ -201,6 +209,8 @@ def revert_resize(ops: Ops, migration_uuid: str, journal: Journal,
     old_flavor = inst.old_flavor or inst.flavor
     assert migration.source_compute is not None
     try:
+        ports.rebind(ops, ports.load(ops, inst.uuid), migration.source_compute, inst.uuid, "",
+                     lambda: _deleting(ops, inst.uuid))
         ops.call_agent(migration.source_compute, "finish_revert_resize",
                        instance_uuid=inst.uuid, migration_uuid=migration.uuid,
                        old_flavor=old_flavor, power_on=power_on)

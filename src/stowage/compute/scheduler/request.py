@@ -5,7 +5,9 @@ into typed fields with defaults, so that filters and weighers never poke at
 dict keys. `candidate_query` is the `GET /allocation_candidates` query string:
 the flavor's (and image's) request groups, the forbidden
 `COMPUTE_STATUS_DISABLED` trait that Nova's disabled-compute pre-filter adds,
-`in_tree` when a destination was requested, and the result limit.
+`in_tree` when a destination was requested, and the result limit. The
+server's ports add their request groups (`port_requests`: one suffixed group
+per port group, and their `same_subtree` lists).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stowage.compute import resources
+from stowage.compute import port_requests, resources
 
 __all__ = ["SchedulingRequest", "RequestedDestination", "GroupState", "MoveSource",
            "candidate_query", "DISABLED_TRAIT"]
@@ -98,13 +100,15 @@ class SchedulingRequest:
         image = spec.get("image") or {}
         hints = spec.get("scheduler_hints") or {}
         dest = spec.get("requested_destination") or None
+        placement = resources.placement_request(
+            flavor, bool(spec.get("is_volume_backed")), image.get("properties") or {})
+        _add_ports(placement, spec.get("port_requests") or ())
         return cls(
             instance_uuids=list(instance_uuids) or [str(spec["instance_uuid"])],
             project_id=str(spec["project_id"]),
             user_id=str(spec["user_id"]),
             flavor=flavor,
-            placement=resources.placement_request(
-                flavor, bool(spec.get("is_volume_backed")), image.get("properties") or {}),
+            placement=placement,
             pci_requests=resources.pci_requests(flavor),
             availability_zone=spec.get("availability_zone") or None,
             ignore_hosts=frozenset(spec.get("ignore_hosts") or ()),
@@ -117,6 +121,15 @@ class SchedulingRequest:
 
     def amounts(self) -> dict[str, int]:
         return self.placement.amounts()
+
+
+def _add_ports(placement: resources.PlacementRequest, raw: Any) -> None:
+    """The ports' groups join the flavor's, suffixed by their requester ids (Nova's
+    "groups from outside"); with two suffixed groups or more and no policy in the
+    flavor, `query()` sends group_policy=none, as Nova defaults it for port groups."""
+    requests = [port_requests.PortRequest.from_json(r) for r in raw]
+    placement.groups.update(port_requests.placement_groups(requests))
+    placement.same_subtree.extend(port_requests.same_subtrees(requests))
 
 
 def _hint(value: Any) -> str | None:

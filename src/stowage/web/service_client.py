@@ -1,0 +1,67 @@
+"""How one stowage service calls another: through its HTTP API, over a socket or in-process.
+
+Compute calls Placement and the Network service through their public APIs
+only, so that what it sees is exactly what a remote service would answer.
+When the called service runs in the same process, `in_process` hands each
+request straight to its ServiceApp (its whole pipeline: auth, routing,
+schemas, error bodies) without building HTTP messages; `over_http` goes
+through a real socket with httpx. Both are a `Send`: (method, path, JSON
+body, query) -> `Answer`, the seam the clients (`placement.client`,
+`network.client`) are written against.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import httpx
+
+from stowage.web.http import Request
+
+__all__ = ["Answer", "Send", "over_http", "in_process"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+# (method, path, JSON body or None, query parameters or None) -> the answer
+Send = Callable[[str, str, bytes | None, Sequence[tuple[str, str]] | None], Answer]
+
+
+def over_http(http: httpx.Client) -> Send:
+    """Requests through a real socket (the httpx client carries base URL and headers)."""
+    def send(method: str, path: str, content: bytes | None,
+             params: Sequence[tuple[str, str]] | None) -> Answer:
+        headers = {"content-type": "application/json"} if content is not None else {}
+        resp = http.request(method, path, content=content, headers=headers,
+                            params=list(params) if params is not None else None)
+        return Answer(resp.status_code, resp.content)
+    return send
+
+
+def in_process(app: Any, headers: Mapping[str, str], base_url: str) -> Send:
+    """The app's pipeline called directly: no HTTP message is built or parsed."""
+    base = {k.lower(): v for k, v in headers.items()}
+    with_body = {**base, "content-type": "application/json"}
+
+    def send(method: str, path: str, content: bytes | None,
+             params: Sequence[tuple[str, str]] | None) -> Answer:
+        sent = dict(with_body if content is not None else base)
+        if content is not None:
+            sent["content-length"] = str(len(content))
+        req = Request(method=method, path=path, body=content or b"", headers=sent,
+                      query_string=urlencode(list(params), quote_via=quote) if params else "",
+                      base_url=base_url, app=app.state)
+        resp = app.respond(req)
+        return Answer(resp.status, resp.body)
+    return send

@@ -1,0 +1,88 @@
+"""The stock `openstack` CLI booting a server with a QoS port, then resizing and migrating it.
+
+    host1, host2 (simulated; each with br-physnet0 on physnet0, 10 Gbit/s each way)
+
+network + subnet + QoS policy (1000 kbps egress, 2000 kbps ingress) + port ->
+server create --nic port-id -> resize + confirm -> migrate + confirm; after
+each step `openstack port show` says where the port is bound and which
+bridge provider its bandwidth is allocated from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from stowage.compute.agent import network_devices as nd
+from stowage.compute.hosts import SIM_BRIDGE, HostConfig
+from tests.functional.conftest import LiveServer, serving
+from tests.functional.osc import needs_osc, osc, settle
+
+pytestmark = needs_osc
+HOSTS = ("host1", "host2")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    with serving("sqlite") as live:
+        assert live.plane is not None
+        for name in HOSTS:
+            live.plane.add_host(HostConfig(name=name, network_devices=(SIM_BRIDGE,)))
+        yield live
+
+
+def _bound(server: LiveServer, port: str, group: str) -> str:
+    """The port's host, after checking its allocation names that host's bridge."""
+    shown = osc(server, "port", "show", port)
+    host = shown["binding_host_id"]
+    assert host in HOSTS, shown
+    assert shown["binding_profile"]["allocation"] == {group: nd.device_uuid(host, SIM_BRIDGE)}
+    assert shown["device_owner"] == "compute:nova"
+    return str(host)
+
+
+def test_server_with_a_qos_port_resized_and_migrated(server: LiveServer) -> None:
+    osc(server, "network", "create", "net0", "--provider-network-type", "flat",
+        "--provider-physical-network", "physnet0")
+    osc(server, "subnet", "create", "sub0", "--network", "net0", "--subnet-range",
+        "10.0.5.0/24")
+    osc(server, "network", "qos", "policy", "create", "qp0")
+    for direction, kbps in (("--egress", "1000"), ("--ingress", "2000")):
+        osc(server, "network", "qos", "rule", "create", "--type", "minimum-bandwidth",
+            "--min-kbps", kbps, direction, "qp0")
+    port = osc(server, "port", "create", "port0", "--network", "net0", "--qos-policy", "qp0")
+    group = port["resource_request"]["request_groups"][0]["id"]
+    osc(server, "flavor", "create", "m1.small", "--ram", "512", "--vcpus", "1", "--disk", "5")
+    osc(server, "flavor", "create", "m1.large", "--ram", "1024", "--vcpus", "2", "--disk", "10")
+    osc(server, "image", "create", "cirros")
+
+    made = osc(server, "server", "create", "--flavor", "m1.small", "--image", "cirros",
+               "--nic", f"port-id={port['id']}", "--wait", "vm")
+    assert made["status"] == "ACTIVE"
+    first = _bound(server, "port0", group)
+    assert osc(server, "server", "show", "vm")["OS-EXT-SRV-ATTR:host"] == first
+    assert "10.0.5." in str(osc(server, "server", "show", "vm")["addresses"])
+
+    osc(server, "server", "resize", "--flavor", "m1.large", "--wait", "vm", json_out=False)
+    assert osc(server, "server", "show", "vm")["status"] == "VERIFY_RESIZE"
+    second = _bound(server, "port0", group)
+    assert second != first
+    osc(server, "server", "resize", "confirm", "vm", json_out=False)
+    settle(server)
+    assert osc(server, "server", "show", "vm")["status"] == "ACTIVE"
+    assert _bound(server, "port0", group) == second
+
+    osc(server, "server", "migrate", "--wait", "vm", json_out=False)
+    assert osc(server, "server", "show", "vm")["status"] == "VERIFY_RESIZE"
+    assert _bound(server, "port0", group) == first
+    osc(server, "server", "resize", "confirm", "vm", json_out=False)
+    settle(server)
+    shown = osc(server, "server", "show", "vm")
+    assert (shown["status"], shown["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", first)
+    assert _bound(server, "port0", group) == first
+
+    osc(server, "server", "delete", "--wait", "vm", json_out=False)
+    settle(server)
+    released = osc(server, "port", "show", "port0")
+    assert (released["device_id"], released["binding_host_id"]) == ("", "")
