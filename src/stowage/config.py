@@ -102,6 +102,9 @@ class ComputeSettings:
     # without either, servers can only be booted without networks.
     network_url: str | None = None
     allow_resize_to_same_host: bool = False
+    # `[upgrade_levels] compute`: the compute RPC version the conductor may send, "auto"
+    # or e.g. "5.1" (see compute/upgrade.py).
+    upgrade_levels_compute: str = "auto"
     # Hosts tried per build or move: the selected one plus alternates.
     max_attempts: int = 3
     # Seconds after which a resize in VERIFY_RESIZE is confirmed; 0 = never.
@@ -214,6 +217,23 @@ def _compute(raw: Mapping[str, Any], flags: Mapping[str, Any]) -> ComputeSetting
     return _section(ComputeSettings, values)  # type: ignore[no-any-return]
 
 
+def _upgrade_levels(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Nova's `[upgrade_levels] compute = auto | <version>`, kept in ComputeSettings."""
+    levels = dict(raw.get("upgrade_levels", {}))
+    unknown = set(levels) - {"compute"}
+    if unknown:
+        raise ValueError(f"unknown setting(s) in [upgrade_levels]: {sorted(unknown)}")
+    if "compute" not in levels:
+        return {}
+    value = str(levels["compute"])
+    if value != "auto":
+        major, _, minor = value.partition(".")
+        if not major.isdigit() or (minor and not minor.isdigit()):
+            raise ValueError(f"[upgrade_levels] compute must be 'auto' or a version like "
+                             f"'5.2', not {value!r}")
+    return {"upgrade_levels_compute": value}
+
+
 def load(path: str | None = None, env: Mapping[str, str] | None = None,
          **flags: Any) -> Settings:
     """Build settings from a TOML file, then `STOWAGE_*` env vars, then flags."""
@@ -236,7 +256,7 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         policy=policy,
         cors=_section(CorsSettings, raw.get("cors", {})),
         placement=_section(PlacementSettings, raw.get("placement", {})),
-        compute=_compute(raw.get("compute", {}), flags),
+        compute=_compute({**raw.get("compute", {}), **_upgrade_levels(raw)}, flags),
         network=_section(NetworkSettings, raw.get("network", {})),
         **{k: v for k, v in top.items() if k not in _COMPUTE_FLAGS},
     )

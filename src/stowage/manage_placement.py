@@ -19,6 +19,7 @@ from stowage.compute import heal
 from stowage.compute.audit import audit, delete_orphans
 from stowage.compute.heal import Verdict as V
 from stowage.db import Database, schema
+from stowage.network.client import NetworkClient
 from stowage.placement.client import PlacementClient
 
 __all__ = ["add_parser", "run"]
@@ -40,6 +41,9 @@ def add_parser(manage_sub: argparse._SubParsersAction) -> None:  # type: ignore[
                       "(requires --instance, as Nova's)")
     heal.add_argument("--max-count", type=int, metavar="N",
                       help="stop after healing N instances (exit code 1 if more are left)")
+    heal.add_argument("--skip-port-allocations", action="store_true",
+                      help="do not heal the allocations and bindings of ports with "
+                      "resource requests")
     heal.add_argument("--verbose", action="store_true",
                       help="one line per instance looked at, healed or not")
     for sub in (audit, heal):
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace, settings: config.Settings, db: Database) -> in
     schema.upgrade(db)
     client = PlacementClient.local(build_app(settings, db))
     if args.action == "heal-allocations":
-        return _heal(args, db, client)
+        return _heal(args, db, client, _network(settings, db))
     return _audit(args, db, client)
 
 
@@ -85,14 +89,27 @@ def _bad_input(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _heal(args: argparse.Namespace, db: Database, client: PlacementClient) -> int:
+def _network(settings: config.Settings, db: Database) -> NetworkClient | None:
+    """The Network service for port allocations: in-process when this deployment serves
+    it, over HTTP at `[compute] network_url` otherwise (None: no ports to heal)."""
+    if "network" in settings.services:
+        from stowage.network.app import build_app as network_app
+        return NetworkClient.local(network_app(settings, db))
+    if settings.compute.network_url:
+        return NetworkClient.over_http(settings.compute.network_url)
+    return None
+
+
+def _heal(args: argparse.Namespace, db: Database, client: PlacementClient,
+          network: NetworkClient | None = None) -> int:
     problem = _bad_input(args)
     if problem:
         print(f"stowage: {problem}", file=sys.stderr)
         return heal.EXIT_BAD_INPUT
     options = heal.HealOptions(dry_run=args.dry_run, instance=args.instance, force=args.force,
-                               max_count=args.max_count)
-    report = heal.heal_allocations(db, client, options, _Progress(sys.stderr).show)
+                               max_count=args.max_count,
+                               skip_port_allocations=args.skip_port_allocations)
+    report = heal.heal_allocations(db, client, options, _Progress(sys.stderr).show, network)
     if args.instance and not report.outcomes:
         print(f"stowage: instance {args.instance} not found, or it runs on no host",
               file=sys.stderr)
@@ -106,7 +123,7 @@ def _heal(args: argparse.Namespace, db: Database, client: PlacementClient) -> in
 
 def _summary(report: heal.HealReport, options: heal.HealOptions, out: TextIO) -> None:
     dry = "Dry run: " if options.dry_run else ""
-    healed = report.count(V.CREATED, V.WOULD_CREATE)
+    healed = report.count(V.CREATED, V.WOULD_CREATE, V.PORTS_HEALED, V.WOULD_HEAL_PORTS)
     replaced = report.count(V.REPLACED, V.WOULD_REPLACE)
     print(f"stowage: {dry}processed {len(report.outcomes)} instance(s): "
           f"{healed} {'would be ' if options.dry_run else ''}healed, {replaced} replaced, "

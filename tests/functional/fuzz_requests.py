@@ -206,6 +206,14 @@ _COMPUTE: dict[str, Spec] = {
     "DELETE /v2.1/servers/{server_id}/migrations/{migration_id}": Spec(_MIGRATION),
     "POST /v2.1/servers/{server_id}/migrations/{migration_id}/action": Spec(
         _MIGRATION, [{"force_complete": None}]),
+    "POST /v2.1/servers/{server_id}/os-interface": Spec({"server_id": _SERVER}, [
+        {"interfaceAttachment": {"port_id": Ref("port.plain")}},
+        {"interfaceAttachment": {"net_id": Ref("net.tenant"),
+                                 "fixed_ips": [{"ip_address": "10.0.2.50"}]}},
+        {"interfaceAttachment": {}}], caller="member"),
+    "DELETE /v2.1/servers/{server_id}/os-interface/{port_id}": Spec(
+        {"server_id": _SERVER, "port_id": ("port.plain", "port.compute", "uuid.new")},
+        caller="member"),
     "PUT /v2.1/os-services/{service_id}": Spec({"service_id": _SERVICE}, [
         {"status": "disabled", "disabled_reason": "fuzz", "forced_down": False},
         {"forced_down": "true"},

@@ -5,7 +5,8 @@
 network + subnet + QoS policy (1000 kbps egress, 2000 kbps ingress) + port ->
 server create --nic port-id -> resize + confirm -> migrate + confirm; after
 each step `openstack port show` says where the port is bound and which
-bridge provider its bandwidth is allocated from.
+bridge provider its bandwidth is allocated from. Then `server add port` /
+`server remove port` of a QoS port to a server booted without one.
 """
 
 from __future__ import annotations
@@ -86,3 +87,44 @@ def test_server_with_a_qos_port_resized_and_migrated(server: LiveServer) -> None
     settle(server)
     released = osc(server, "port", "show", "port0")
     assert (released["device_id"], released["binding_host_id"]) == ("", "")
+
+
+def _held_on_bridge(server: LiveServer, vm: str, host: str) -> dict[str, int]:
+    """What the server holds on `host`'s bridge provider (empty: nothing)."""
+    assert server.plane is not None
+    held = server.plane.conductor.placement.holding(vm).allocations
+    return held.get(nd.device_uuid(host, SIM_BRIDGE), {})
+
+
+def test_server_add_and_remove_a_qos_port(server: LiveServer) -> None:
+    osc(server, "network", "create", "net1", "--provider-network-type", "vlan",
+        "--provider-physical-network", "physnet0", "--provider-segment", "200")
+    osc(server, "subnet", "create", "sub1", "--network", "net1", "--subnet-range",
+        "10.0.6.0/24")
+    osc(server, "network", "qos", "policy", "create", "qp1")
+    for direction, kbps in (("--egress", "1000"), ("--ingress", "2000")):
+        osc(server, "network", "qos", "rule", "create", "--type", "minimum-bandwidth",
+            "--min-kbps", kbps, direction, "qp1")
+    port = osc(server, "port", "create", "port1", "--network", "net1", "--qos-policy", "qp1")
+    group = port["resource_request"]["request_groups"][0]["id"]
+    osc(server, "flavor", "create", "m1.tiny", "--ram", "256", "--vcpus", "1", "--disk", "1")
+    osc(server, "image", "create", "cirros1")
+    made = osc(server, "server", "create", "--flavor", "m1.tiny", "--image", "cirros1",
+               "--nic", "none", "--wait", "vm1")
+    host = str(made["OS-EXT-SRV-ATTR:host"])
+    assert _held_on_bridge(server, made["id"], host) == {}
+
+    osc(server, "server", "add", "port", "vm1", "port1", json_out=False)
+    settle(server)
+    assert _bound(server, "port1", group) == host
+    assert _held_on_bridge(server, made["id"], host) == {
+        "NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 2000}
+    assert "10.0.6." in str(osc(server, "server", "show", "vm1")["addresses"])
+
+    osc(server, "server", "remove", "port", "vm1", "port1", json_out=False)
+    settle(server)
+    released = osc(server, "port", "show", "port1")
+    assert (released["device_id"], released["binding_host_id"]) == ("", "")
+    assert "allocation" not in released["binding_profile"]
+    assert _held_on_bridge(server, made["id"], host) == {}
+    osc(server, "server", "delete", "--wait", "vm1", json_out=False)

@@ -151,17 +151,3 @@ def test_delete_in_verify_resize_releases_everything(cloud: Cloud, world: Moving
     world.nets.assert_unbound(world.direct)
     assert vf_usage(cloud, "host1") == vf_usage(cloud, "host2") == {"ens5": 0}
     assert_invariants(cloud)
-
-
-@pytest.mark.parametrize(("name", "body"), [
-    ("os-migrateLive", {"os-migrateLive": {"host": None, "block_migration": "auto"}}),
-    ("shelve", {"shelve": None}),
-])
-def test_moves_that_do_not_carry_port_requests_yet_are_refused(
-        cloud: Cloud, world: MovingServer, name: str, body: dict[str, object]) -> None:
-    resp = cloud.compute.post(f"/servers/{world.server}/action", json=body)
-    assert resp.status_code == 400, resp.text
-    assert resp.json()["badRequest"]["message"] == (
-        f"The {name} action on a server with ports having resource requests, like a port "
-        "with a QoS minimum bandwidth policy, is not supported yet.")
-    assert holding(cloud, world.server) == world.on("host1", SMALL)

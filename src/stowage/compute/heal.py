@@ -19,6 +19,11 @@ It is `nova-manage placement heal_allocations` for stowage:
 Each resource class goes to the provider of the host that offers it: the
 compute node itself, a child of it (nested), or a sharing provider in one of
 its aggregates (`MISC_SHARES_VIA_AGGREGATE`, shared DISK_GB).
+
+The ports' part of the allocation (bandwidth, VFs) is compared apart from
+the flavor's and healed by `heal_ports` with the Network service (a port
+whose binding names no allocation, or whose providers lack its amounts),
+unless `skip_port_allocations` (Nova's `--skip-port-allocations`).
 """
 
 from __future__ import annotations
@@ -30,10 +35,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from stowage.compute import instances, resources, states
+from stowage.compute import heal_ports, instances, resources, states
 from stowage.compute import tables as t
 from stowage.compute.instances import Instance
 from stowage.db import Database
+from stowage.network.client import NetworkClient
 from stowage.placement.client import PlacementClient, PlacementError
 
 __all__ = ["HealOptions", "HealReport", "Verdict", "heal_allocations", "exit_code"]
@@ -54,6 +60,8 @@ class Verdict(enum.Enum):
     BUSY = "skipped: in a task"
     NO_NODE = "no compute node record for its host"
     FAILED = "Placement refused the write"
+    PORTS_HEALED = "port allocations healed"
+    WOULD_HEAL_PORTS = "would heal port allocations"
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class HealOptions:
     instance: str | None = None
     force: bool = False
     max_count: int | None = None
+    skip_port_allocations: bool = False
 
 
 @dataclass
@@ -76,10 +85,13 @@ class HealReport:
 
 
 Progress = Callable[[int, int], None]
+CHANGED = (Verdict.CREATED, Verdict.REPLACED, Verdict.WOULD_CREATE, Verdict.WOULD_REPLACE,
+           Verdict.PORTS_HEALED, Verdict.WOULD_HEAL_PORTS)
 
 
 def heal_allocations(db: Database, placement: PlacementClient, options: HealOptions,
-                     progress: Progress | None = None) -> HealReport:
+                     progress: Progress | None = None,
+                     network: NetworkClient | None = None) -> HealReport:
     """Look at every instance with a host (or the one asked for) and heal what needs it.
 
     `--max-count` counts instances healed (or, on a dry run, that would be),
@@ -89,12 +101,13 @@ def heal_allocations(db: Database, placement: PlacementClient, options: HealOpti
     nodes = _node_uuids(db)
     hosts = _HostTargets(placement)
     report = HealReport()
-    changed = (Verdict.CREATED, Verdict.REPLACED, Verdict.WOULD_CREATE, Verdict.WOULD_REPLACE)
+    changed = CHANGED
     for done, inst in enumerate(candidates, start=1):
         if options.max_count is not None and report.count(*changed) >= options.max_count:
             report.more = True
             break
-        verdict, detail = _heal_one(inst, nodes.get(inst.host or ""), hosts, placement, options)
+        verdict, detail = _heal_one(inst, nodes.get(inst.host or ""), hosts, placement, options,
+                                    network)
         report.outcomes.append((inst.uuid, verdict, detail))
         if progress is not None:
             progress(done, len(candidates))
@@ -109,8 +122,7 @@ def exit_code(report: HealReport) -> int:
         return EXIT_NO_NODE
     if report.more:
         return EXIT_MORE
-    healed = report.count(Verdict.CREATED, Verdict.REPLACED, Verdict.WOULD_CREATE,
-                          Verdict.WOULD_REPLACE)
+    healed = report.count(*CHANGED)
     return EXIT_HEALED if healed else EXIT_NOTHING
 
 
@@ -130,31 +142,69 @@ def _node_uuids(db: Database) -> dict[str, str]:
 
 
 def _heal_one(inst: Instance, root: str | None, hosts: _HostTargets,
-              placement: PlacementClient, options: HealOptions) -> tuple[Verdict, str]:
+              placement: PlacementClient, options: HealOptions,
+              network: NetworkClient | None) -> tuple[Verdict, str]:
+    """The flavor's part of the allocation (heal.py's rules), then the ports' part
+    (heal_ports.py) unless --skip-port-allocations; one write for both."""
     if inst.task_state is not None or inst.vm_state == states.BUILDING:
         return Verdict.BUSY, f"task_state {inst.task_state}, vm_state {inst.vm_state}"
     if root is None:
         return Verdict.NO_NODE, f"host {inst.host}"
     want = resources.placement_request(inst.flavor, inst.volume_backed).amounts()
     holding = placement.holding(inst.uuid)
-    if holding.allocations:
-        if _total(holding.allocations) == want and hosts.within(root, holding.allocations):
-            return Verdict.OK, ""
-        if not options.force:
-            return Verdict.MISMATCH, f"holds {holding.allocations}, flavor needs {want}"
-    allocations, lacking = hosts.place(root, want)
-    if lacking:
-        return Verdict.FAILED, f"host {inst.host} offers no {', '.join(lacking)}"
-    replacing = bool(holding.allocations)
+    flavor_part, port_part = heal_ports.split(holding.allocations)
+    ports = (heal_ports.PortsPlan() if options.skip_port_allocations or network is None
+             else heal_ports.plan(network, placement, inst, root, holding.allocations))
+    if ports.problem:
+        return Verdict.FAILED, ports.problem
+    flavor_ok = bool(flavor_part) and _total(flavor_part) == want and hosts.within(
+        root, flavor_part)
+    if flavor_ok and not ports:
+        return Verdict.OK, ""
+    if flavor_part and not flavor_ok and not options.force:
+        return Verdict.MISMATCH, f"holds {holding.allocations}, flavor needs {want}"
+    if flavor_ok:
+        allocations = {rp: dict(res) for rp, res in flavor_part.items()}
+        verdicts = (Verdict.WOULD_HEAL_PORTS, Verdict.PORTS_HEALED)
+    else:
+        allocations, lacking = hosts.place(root, want)
+        if lacking:
+            return Verdict.FAILED, f"host {inst.host} offers no {', '.join(lacking)}"
+        verdicts = ((Verdict.WOULD_REPLACE, Verdict.REPLACED) if flavor_part
+                    else (Verdict.WOULD_CREATE, Verdict.CREATED))
+    for part in (port_part, ports.add):
+        for rp, res in part.items():
+            for rc, n in res.items():
+                allocations.setdefault(rp, {})[rc] = allocations.get(rp, {}).get(rc, 0) + n
+    detail = str(allocations) + (f"; {ports.describe()}" if ports else "")
     if options.dry_run:
-        verdict = Verdict.WOULD_REPLACE if replacing else Verdict.WOULD_CREATE
-        return verdict, str(allocations)
+        return verdicts[0], detail
     try:
         placement.claim(inst.uuid, allocations, inst.project_id, inst.user_id,
                         holding.generation)
     except PlacementError as exc:
         return Verdict.FAILED, exc.detail
-    return (Verdict.REPLACED if replacing else Verdict.CREATED), str(allocations)
+    if ports.bindings and network is not None:
+        failed = _bind_or_give_back(network, placement, inst, ports, holding.allocations)
+        if failed:
+            return Verdict.FAILED, failed
+    return verdicts[1], detail
+
+
+def _bind_or_give_back(network: NetworkClient, placement: PlacementClient, inst: Instance,
+                       ports: heal_ports.PortsPlan,
+                       before: Mapping[str, Mapping[str, int]]) -> str | None:
+    """Write the healed bindings; a failure puts the allocation back as it was."""
+    try:
+        heal_ports.bind(network, ports.bindings)
+    except Exception as exc:  # noqa: BLE001 - reported, and the allocation given back
+        now = placement.holding(inst.uuid)
+        if before:
+            placement.claim(inst.uuid, before, inst.project_id, inst.user_id, now.generation)
+        else:
+            placement.delete_allocations(inst.uuid)
+        return f"binding the ports failed ({exc}); the allocation was put back"
+    return None
 
 
 def _total(by_provider: Mapping[str, Mapping[str, int]]) -> dict[str, int]:

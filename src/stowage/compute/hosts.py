@@ -17,6 +17,7 @@ hosts file describes hosts one by one, in TOML (`[[hosts]]` tables) or YAML
     availability_zone = "az1"
     pci = { gpu = 2 }
     shared_storage = "ceph1"
+    service_version = 38               # an old compute (see compute/upgrade.py)
 
     [[hosts.network_devices]]          # an OVS bridge (Neutron's Open vSwitch agent)
     name = "br-physnet0"
@@ -130,6 +131,9 @@ class HostConfig:
     host_ip: str = "127.0.0.1"
     # OVS bridges and SR-IOV PFs, reported as Neutron's agents report them.
     network_devices: tuple[NetworkDevice, ...] = ()
+    # The compute service version the agent reports (None: the current one,
+    # `upgrade.SERVICE_VERSION`); an older one plays a compute not yet upgraded.
+    service_version: int | None = None
 
 
 class HostsFileError(ValueError):
@@ -341,6 +345,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "traits": _traits, "aggregates": _aggregates,
     "availability_zone": _text, "pci": _counts(None), "shared_storage": _text,
     "host_ip": _text, "network_devices": _network_devices,
+    "service_version": _integer(0),
 }
 
 

@@ -27,7 +27,8 @@ from stowage.network.standard import try_insert
 from stowage.timeutil import utcnow
 
 __all__ = ["InstancePort", "Requested", "record_requested", "of_instance", "of_instances",
-           "set_port", "set_request", "set_vif", "forget", "PortTaken"]
+           "set_port", "set_request", "set_vif", "forget", "PortTaken", "record_attached",
+           "forget_port"]
 
 _T = t.instance_ports
 
@@ -128,3 +129,34 @@ def set_vif(conn: Connection, instance_uuid: str, port_id: str, vif: Mapping[str
 def forget(conn: Connection, instance_uuid: str) -> None:
     """The server let its ports go (deleted, or its build failed): others may use them."""
     conn.execute(_T.delete().where(_T.c.instance_uuid == instance_uuid))
+
+
+def record_attached(conn: Connection, instance_uuid: str, entry: Requested) -> int:
+    """One more port (or network) of a running server, after its others (an interface
+    attach); the row's id. PortTaken if the port is another server's (or this one's)."""
+    # SELECT max(position) FROM instance_ports WHERE instance_uuid = :uuid
+    last = conn.execute(sa.select(sa.func.max(_T.c.position))
+                        .where(_T.c.instance_uuid == instance_uuid)).scalar()
+    position = -1 if last is None else int(last)
+    values = {"instance_uuid": instance_uuid, "port_id": entry.port_id,
+              "network_id": entry.network_id, "fixed_ip": entry.fixed_ip,
+              "created": entry.port_id is None, "request": None, "vif": None,
+              "created_at": utcnow()}
+    for _ in range(3):  # two attaches at once may pick one position: the next one
+        position += 1
+        if try_insert(conn, _T, {**values, "position": position}):
+            break
+        if entry.port_id is not None and conn.execute(
+                sa.select(_T.c.id).where(_T.c.port_id == entry.port_id)).first():
+            raise PortTaken(entry.port_id)
+    else:
+        raise PortTaken(str(entry.port_id))
+    # SELECT id FROM instance_ports WHERE instance_uuid = :uuid AND position = :position
+    return int(conn.execute(sa.select(_T.c.id).where(
+        _T.c.instance_uuid == instance_uuid,
+        _T.c.position == position)).scalar_one())
+
+
+def forget_port(conn: Connection, row_id: int) -> None:
+    """One port of the server let go (a detach, or an attach that failed)."""
+    conn.execute(_T.delete().where(_T.c.id == row_id))

@@ -27,7 +27,8 @@ def agent_target(host: str) -> str:
 
 
 class ConductorAPI:
-    """What the Compute API asks of the conductor; every method returns at once.
+    """What the Compute API asks of the conductor; every method but `check_attach` and
+    `attach_interface` returns at once.
 
     `operation_uuid` names the journal entry the API wrote when it accepted the
     operation (`tasks.accept`), so a cast lost in a crash is found on restart.
@@ -104,6 +105,27 @@ class ConductorAPI:
         self.transport.cast(CONDUCTOR, "live_migrate_instance", instance_uuid=instance_uuid,
                             migration_uuid=migration_uuid, request_id=request_id, host=host,
                             force=force, block_migration=block_migration,
+                            operation_uuid=operation_uuid)
+
+
+    def check_attach(self, instance_uuid: str, port_id: str | None, network_id: str | None,
+                     request_id: str) -> None:
+        """A call: refuse an attach before anything is recorded (see conductor/interfaces)."""
+        self.transport.call(CONDUCTOR, "check_attach", instance_uuid=instance_uuid,
+                            port_id=port_id, network_id=network_id, request_id=request_id)
+
+    def attach_interface(self, instance_uuid: str, port_row: int, request_id: str,
+                         operation_uuid: str | None = None) -> str:
+        """The one call: attach the port of `instance_ports` row `port_row` and wait (as
+        Nova's API calls the compute service); returns the port id."""
+        return str(self.transport.call(CONDUCTOR, "attach_interface",
+                                       instance_uuid=instance_uuid, port_row=port_row,
+                                       request_id=request_id, operation_uuid=operation_uuid))
+
+    def detach_interface(self, instance_uuid: str, port_id: str, request_id: str,
+                         operation_uuid: str | None = None) -> None:
+        self.transport.cast(CONDUCTOR, "detach_interface", instance_uuid=instance_uuid,
+                            port_id=port_id, request_id=request_id,
                             operation_uuid=operation_uuid)
 
 

@@ -103,8 +103,9 @@ def _node(row: Any) -> ComputeNode:
 
 # --- services ------------------------------------------------------------------
 def ensure_service(conn: Connection, host: str, binary: str,
-                   availability_zone: str | None = None) -> Service:
-    """The live service row of (host, binary), created when missing; the AZ is kept current."""
+                   availability_zone: str | None = None, version: int | None = None) -> Service:
+    """The live service row of (host, binary), created when missing; the AZ is kept
+    current, and the service `version` when given (a compute agent's, see upgrade.py)."""
     try:
         found = service_by_host(conn, host, binary)
     except NotFound:
@@ -112,8 +113,13 @@ def ensure_service(conn: Connection, host: str, binary: str,
         conn.execute(_S.insert().values(
             uuid=str(uuidlib.uuid4()), host=host, binary=binary, topic=_TOPICS.get(binary),
             availability_zone=availability_zone, report_count=0, disabled=False,
-            forced_down=False, last_seen_up=now, version=0, created_at=now, deleted=0))
+            forced_down=False, last_seen_up=now, version=version or 0, created_at=now,
+            deleted=0))
         return service_by_host(conn, host, binary)
+    if version is not None:
+        # UPDATE services SET version = :version WHERE id = :id AND version != :version
+        conn.execute(_S.update().where(_S.c.id == found.id, _S.c.version != version)
+                     .values(version=version))
     if found.availability_zone != availability_zone:
         return update_service(conn, found.id, availability_zone=availability_zone)
     return found

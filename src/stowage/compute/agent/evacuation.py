@@ -3,16 +3,23 @@
 The conductor (`conductor/evacuate.py`) owns the order; each step is one
 idempotent action on this host that changes nothing when it fails::
 
-    destination  rebuild_instance        claim: PCI devices (keyed by the migration), then
-                                         the late server group check, recording this host
-                                         on the migration (`pre-migrating`); a refused
-                                         claim raises RebuildClaimRefused (alternates may
-                                         be tried); then spawn, powered off if stopped
+    destination  rebuild_claim           claim: PCI devices and the ports' VFs (of the PFs
+                                         the conductor names; keyed by the migration),
+                                         then the late server group check, recording this
+                                         host on the migration (`pre-migrating`); a
+                                         refused claim raises RebuildClaimRefused
+                                         (alternates may be tried); returns the VFs
+                 rebuild_instance        the same claim (again: idempotent), then spawn,
+                                         powered off if stopped (the conductor bound the
+                                         ports here in between)
                  abort_rebuild_instance  the undo: guest destroyed, claim dropped
     source       clean_evacuated         when the dead host's agent starts again (and when
                                          the conductor finds it back): the guests of
                                          evacuations from here destroyed; a `done` one's
-                                         allocation deleted and the migration `completed`
+                                         allocation deleted and the migration `completed`;
+                                         the guest's VFs are freed here, the ports'
+                                         bindings never touched (they point at the
+                                         destination already)
 
 Only a `done` evacuation's allocation is deleted here: one still under way
 belongs to the conductor, which gives it back if the rebuild fails, or
@@ -77,15 +84,23 @@ class EvacuationSteps:
             ...
 
     # --- destination --------------------------------------------------------------
+    def rebuild_claim(self, instance_uuid: str, migration_uuid: str, flavor: dict[str, Any],
+                      vf_ports: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+        """Claim this host for the evacuated instance (PCI, the ports' VFs, the group check);
+        returns each SR-IOV port's VF here, for its binding."""
+        with self._rebuild_claim(instance_uuid, migration_uuid, flavor, vf_ports) as vfs:
+            return vfs
+
     def rebuild_instance(self, instance_uuid: str, migration_uuid: str,
-                         flavor: dict[str, Any], power_on: bool) -> None:
+                         flavor: dict[str, Any], power_on: bool,
+                         vf_ports: dict[str, str] | None = None) -> None:
         """Claim this host for the evacuated instance and spawn its guest here.
 
         A stopped server's guest is powered off once spawned, as Nova's rebuild
         does. A failure after the claim destroys what was spawned and gives a
         claim made here back.
         """
-        with self._rebuild_claim(instance_uuid, migration_uuid, flavor):
+        with self._rebuild_claim(instance_uuid, migration_uuid, flavor, vf_ports):
             try:
                 self.driver.spawn(instance_uuid, flavor)
                 if not power_on:
@@ -95,21 +110,23 @@ class EvacuationSteps:
                 raise
 
     @contextmanager
-    def _rebuild_claim(self, instance_uuid: str, migration_uuid: str,
-                       flavor: dict[str, Any]) -> Iterator[None]:
-        """The PCI claim (`_pci_claim`, keyed by the migration), then the late group check
-        recording this host on the migration; a failure of either is RebuildClaimRefused
-        (the claim given back), a failure of the step inside passes as it is."""
+    def _rebuild_claim(self, instance_uuid: str, migration_uuid: str, flavor: dict[str, Any],
+                       vf_ports: dict[str, str] | None = None
+                       ) -> Iterator[dict[str, dict[str, Any]]]:
+        """The PCI and VF claim (`_pci_claim`, keyed by the migration), then the late group
+        check recording this host on the migration; a failure of either is
+        RebuildClaimRefused (the claim given back), a failure of the step inside passes
+        as it is."""
         refused = True
         try:
-            with self._pci_claim((instance_uuid, migration_uuid), flavor):
+            with self._pci_claim((instance_uuid, migration_uuid), flavor, vf_ports) as vfs:
                 with self.db.write() as conn:
                     server_groups.check_host(conn, instance_uuid, self.host.name)
                     migrations.save(conn, migration_uuid, status="pre-migrating",
                                     dest_compute=self.host.name, dest_node=self.host.name,
                                     dest_host=self.host.name)
                 refused = False
-                yield
+                yield vfs
         except Exception as exc:
             if refused:
                 raise RebuildClaimRefused(str(exc)) from exc

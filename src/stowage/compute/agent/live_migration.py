@@ -3,7 +3,8 @@
 The conductor calls each step on the host that owns it and decides what
 comes next (`conductor/live_migrate.py`)::
 
-    dest:   check_can_live_migrate_destination ─┐ (the block migration decided)
+    dest:   check_can_live_migrate_destination ─┐ (the block migration decided; the
+                                                │  SR-IOV ports' VFs claimed)
     source: check_can_live_migrate_source ──────┤
     dest:   pre_live_migration ─────────────────┤ (a paused guest waits for the memory)
     source: live_migration ─────────────────────┤ (the copy starts; polled with
@@ -23,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from stowage.compute import instances
+from stowage.compute.agent import port_devices
 from stowage.compute.agent.driver import Driver
 from stowage.compute.agent.pci import PciTracker
 from stowage.compute.hosts import HostConfig
@@ -52,9 +54,25 @@ class LiveMigrationSteps:
         def _save_pci(self) -> None: ...
 
     def check_can_live_migrate_destination(self, instance_uuid: str,
-                                           block_migration: bool | None) -> dict[str, Any]:
-        """Destination: whether the guest can come here; decides `auto` block migration."""
-        return self.driver.check_can_live_migrate_destination(instance_uuid, block_migration)
+                                           block_migration: bool | None,
+                                           migration_uuid: str = "",
+                                           vf_ports: dict[str, str] | None = None
+                                           ) -> dict[str, Any]:
+        """Destination: whether the guest can come here; decides `auto` block migration.
+
+        With `vf_ports` (port id -> the PF provider the destination mapping names),
+        each SR-IOV port's VF is claimed here under the migration's key, as Nova's
+        check claims the PCI devices of the ports; `port_pci` in the answer is
+        each VF's part of the destination binding. Idempotent; a failed claim
+        changes nothing.
+        """
+        check = dict(self.driver.check_can_live_migrate_destination(instance_uuid,
+                                                                    block_migration))
+        if vf_ports:
+            check["port_pci"] = port_devices.claim(self.pci, self.host,
+                                                   (instance_uuid, migration_uuid), vf_ports)
+            self._save_pci()
+        return check
 
     def check_can_live_migrate_source(self, instance_uuid: str,
                                       dest_check: dict[str, Any]) -> None:
@@ -107,7 +125,13 @@ class LiveMigrationSteps:
         self.driver.post_live_migration_at_destination(instance_uuid, migration_uuid)
 
     def post_live_migration(self, instance_uuid: str, migration_uuid: str) -> None:
-        self.driver.post_live_migration(instance_uuid, migration_uuid)
+        """Source: the guest left; the VFs its ports held here go back to their PFs (even
+        when the driver's cleanup fails: the guest runs elsewhere)."""
+        try:
+            self.driver.post_live_migration(instance_uuid, migration_uuid)
+        finally:
+            self.pci.drop_instance(instance_uuid, keep=(instance_uuid, migration_uuid))
+            self._save_pci()
 
     def rollback_live_migration(self, instance_uuid: str, migration_uuid: str) -> None:
         self.driver.rollback_live_migration(instance_uuid, migration_uuid)

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from stowage.compute import instances, migrations, server_groups, services, states
+from stowage.compute import instances, migrations, server_groups, services, states, upgrade
 from stowage.compute.agent import port_devices
 from stowage.compute.agent import resource_tracker as rt
 from stowage.compute.agent.driver import Driver
@@ -82,8 +82,10 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
         """Register service, compute node and providers, recover guests, report once."""
         host = self.host
         with self.db.write() as conn:
-            service = services.ensure_service(conn, host.name, services.COMPUTE,
-                                              host.availability_zone)
+            service = services.ensure_service(
+                conn, host.name, services.COMPUTE, host.availability_zone,
+                host.service_version if host.service_version is not None
+                else upgrade.SERVICE_VERSION)
             services.heartbeat(conn, host.name, services.COMPUTE)
             node = services.compute_node_of_host(conn, host.name)
             self.node_uuid = node.uuid if node is not None else str(uuidlib.uuid4())
@@ -242,6 +244,25 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
         PF its provider names if it is missing (idempotent: a binding written again after
         a rollback or a restart names the VF the port really has)."""
         return port_devices.claim(self.pci, self.host, (instance_uuid, migration_uuid), vf_ports)
+
+    def attach_interface(self, instance_uuid: str, port_id: str,
+                         vf_provider: str | None = None) -> dict[str, Any]:
+        """Plug a port into the running guest (the driver's `attach_interface`); an SR-IOV
+        port takes a VF of the PF `vf_provider` names first. Returns the VF's profile part
+        ({} without one); a failure gives the VF back. Idempotent."""
+        pci = (port_devices.attach(self.pci, self.host, instance_uuid, port_id, vf_provider)
+               if vf_provider else {})
+        try:
+            self.driver.checkpoint("attach_interface")
+        except Exception:
+            port_devices.detach(self.pci, instance_uuid, port_id)
+            raise
+        return pci
+
+    def detach_interface(self, instance_uuid: str, port_id: str) -> None:
+        """Unplug a port from the guest and give its VF back (idempotent)."""
+        self.driver.checkpoint("detach_interface")
+        port_devices.detach(self.pci, instance_uuid, port_id)
 
     def terminate_instance(self, instance_uuid: str) -> None:
         """Destroy the guest and everything it holds here; an unknown guest is fine."""

@@ -174,6 +174,50 @@ class PciTracker:
                     del pool.claims[key]
             self._release(lambda k: k[0] == instance_uuid and k != keep)
 
+    def add_port_vf(self, key: ClaimKey, port: str, pf: str) -> VfSlot:
+        """One more VF of `pf` under `key` for `port` (an interface attach), the key's
+        other VFs kept; the VF the port holds under the key already, if it has one.
+
+        Raises PciClaimFailed, changing nothing, when the PF has no free VF.
+        """
+        with self._lock:
+            mine = self._labels(key)
+            if port in mine:
+                return mine[port]
+            held = dict(self._vfs.claims.get(key, {}))
+            if self._vfs.free(pf) < 1:
+                raise PciClaimFailed(f"VF request {pf}:1 failed on host {self.host}: "
+                                     f"0 of {self._vfs.devices.get(pf, 0)} free")
+            held[pf] = held.get(pf, 0) + 1
+            self._vfs.claims[key] = held
+            used = self._slots.setdefault(pf, {})
+            number = _lowest_free(used)
+            used[number] = (key, port)
+            return (pf, number)
+
+    def drop_port_vf(self, key: ClaimKey, port: str) -> None:
+        """The VF `port` holds under `key` is given back (an interface detach); idempotent."""
+        with self._lock:
+            slot = self._labels(key).get(port)
+            if slot is None:
+                return
+            pf, number = slot
+            del self._slots[pf][number]
+            held = self._vfs.claims.get(key, {})
+            held[pf] = held.get(pf, 0) - 1
+            if held[pf] <= 0:
+                held.pop(pf, None)
+            if not held:
+                self._vfs.claims.pop(key, None)
+
+    def instance_key(self, instance_uuid: str) -> ClaimKey:
+        """The key the instance's own devices are held under here (after a confirmed move,
+        the move's key), (instance, "") when it holds none."""
+        with self._lock:
+            keys = sorted({k for pool in (self._aliases, self._vfs) for k in pool.claims
+                           if k[0] == instance_uuid})
+        return keys[0] if keys else (instance_uuid, "")
+
     def holds(self, key: ClaimKey) -> bool:
         with self._lock:
             return key in self._aliases.claims or key in self._vfs.claims

@@ -30,7 +30,8 @@ from stowage.compute.hosts import SRIOV, HostConfig
 from stowage.compute.migrations import Migration
 from stowage.placement.client import PlacementClient, PlacementError
 
-__all__ = ["pf_of_providers", "claim", "profiles", "reclaim_from_allocations", "VENDOR_INFO"]
+__all__ = ["pf_of_providers", "claim", "attach", "detach", "profiles",
+           "reclaim_from_allocations", "VENDOR_INFO"]
 
 # What an Intel X710 VF reports (vendor:product), as Nova copies it into the profile.
 VENDOR_INFO = "8086:154c"
@@ -54,6 +55,23 @@ def claim(tracker: PciTracker, host: HostConfig, key: ClaimKey,
                                  f"provider {provider} is no PF of this host")
         wanted[port] = pfs[provider]
     return profiles(host, tracker.claim_port_vfs(key, wanted))
+
+
+def attach(tracker: PciTracker, host: HostConfig, instance_uuid: str, port: str,
+           provider: str) -> dict[str, Any]:
+    """A VF of the PF `provider` names for a port attached to the running server, under
+    the key its own devices have here; the profile's PCI part (idempotent)."""
+    pf = pf_of_providers(host).get(provider)
+    if pf is None:
+        raise PciClaimFailed(f"VF request for port {port} failed on host {host.name}: "
+                             f"provider {provider} is no PF of this host")
+    slot = tracker.add_port_vf(tracker.instance_key(instance_uuid), port, pf)
+    return profiles(host, {port: slot})[port]
+
+
+def detach(tracker: PciTracker, instance_uuid: str, port: str) -> None:
+    """The VF of a detached port goes back to its PF (idempotent)."""
+    tracker.drop_port_vf(tracker.instance_key(instance_uuid), port)
 
 
 def profiles(host: HostConfig, slots: Mapping[str, VfSlot]) -> dict[str, dict[str, Any]]:

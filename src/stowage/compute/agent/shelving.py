@@ -7,7 +7,8 @@ when it fails::
     shelve:     power_off_instance (manager.py) ─> snapshot_instance(image)
     offload:    shelve_offload_instance (guest and its PCI claim gone)
     unshelve:   power_on_instance (still shelved here)
-                or unshelve_instance on the host the scheduler claimed (offloaded)
+                or unshelve_instance on the host the scheduler claimed (offloaded), with
+                the ports' VFs from the PFs the conductor names
 
 Placement is not touched here: the conductor drops the allocation on offload,
 and the scheduler claims the host on unshelve.
@@ -55,11 +56,13 @@ class ShelvingSteps:
         self._save_pci()
 
     def unshelve_instance(self, instance_uuid: str, flavor: dict[str, Any],
-                          image_id: str | None) -> None:
+                          image_id: str | None, vf_ports: dict[str, str] | None = None
+                          ) -> dict[str, dict[str, Any]]:
         """Spawn the offloaded server here from its shelved image (None: volume-backed).
 
-        As a build: claim the PCI devices, record this host on the instance
-        after the late server-group check, spawn; a failure gives the PCI
-        claim back and the conductor tries an alternate.
+        As a build: claim the PCI devices and the ports' VFs (of the PFs the
+        conductor names), record this host on the instance after the late
+        server-group check, spawn; a failure gives the claims back and the
+        conductor tries an alternate. Returns each SR-IOV port's VF here.
         """
-        self.build_and_run_instance(instance_uuid, flavor)
+        return self.build_and_run_instance(instance_uuid, flavor, vf_ports)

@@ -36,6 +36,7 @@ STEPS: tuple[str, ...] = ("claim", "spawn", "destroy", "power_off", "power_on",
          "finish_migration", "confirm_migration", "finish_revert_migration",
          "snapshot")
 STEPS += LIVE_STEPS  # live migration's steps (sim_live_migration.py)
+STEPS += ("attach_interface", "detach_interface")  # os-interface: plugging a port
 
 
 class SimulatedFault(Exception):

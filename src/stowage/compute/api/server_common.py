@@ -12,14 +12,13 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import instance_ports
 from stowage.compute import instances as inst
 from stowage.compute.rpc import ConductorAPI
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request
 
 __all__ = ["get_server", "target", "invalid_state", "check_state", "conductor",
-           "move_state", "refuse_ports_with_requests"]
+           "move_state"]
 
 
 def get_server(req: Request, conn: Connection, uuid: str,
@@ -46,16 +45,6 @@ def check_state(instance: inst.Instance, action: str, vm_states: Collection[str]
         raise invalid_state(action, instance.uuid, "task_state", instance.task_state)
     if must_have_launched and instance.launched_at is None:
         raise invalid_state(action, instance.uuid, "launched_at", None)
-
-
-def refuse_ports_with_requests(conn: Connection, instance: inst.Instance, action: str) -> None:
-    """400 for the moves that do not carry ports' resource requests yet (live migration,
-    evacuation, shelve and unshelve), as Nova refused them before it supported them."""
-    if any(row.request and row.request.get("format")
-           for row in instance_ports.of_instance(conn, instance.uuid)):
-        raise HTTPError(400, f"The {action} action on a server with ports having resource "
-                             "requests, like a port with a QoS minimum bandwidth policy, is "
-                             "not supported yet.")
 
 
 def move_state(conn: Connection, instance: inst.Instance, action: str,

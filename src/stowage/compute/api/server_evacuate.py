@@ -47,7 +47,7 @@ from stowage.compute.api.action_common import (
     start_action,
 )
 from stowage.compute.api.common import BOOLEAN, as_bool, authorize, validate_body
-from stowage.compute.api.server_common import check_state, move_state, refuse_ports_with_requests
+from stowage.compute.api.server_common import check_state, move_state
 from stowage.compute.states import TASK
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
@@ -104,7 +104,6 @@ def _evacuate(req: Request, body: Any) -> Response:
         if instance.host == host:
             raise HTTPError(400, "The target host can't be the same one.")
         check_state(instance, "evacuate", (states.ACTIVE, states.STOPPED, states.ERROR))
-        refuse_ports_with_requests(conn, instance, "evacuate")
         if service is not None and services.is_up(service, req.app.settings.compute):
             raise HTTPError(400, f"Compute service of {instance.host} is still in use.")
         migration = _accept(req, conn, instance, host)

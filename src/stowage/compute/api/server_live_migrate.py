@@ -45,7 +45,7 @@ from stowage.compute.api.action_common import (
     start_action,
 )
 from stowage.compute.api.common import BOOLEAN, as_bool, authorize, validate_body
-from stowage.compute.api.server_common import check_state, move_state, refuse_ports_with_requests
+from stowage.compute.api.server_common import check_state, move_state
 from stowage.compute.states import TASK
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response
@@ -99,7 +99,6 @@ def _migrate_live(req: Request, body: Any) -> Response:
         if host:
             authorize(req, "os_compute_api:os-migrate-server:migrate_live:host", target)
         check_state(instance, "os-migrateLive", (states.ACTIVE,))
-        refuse_ports_with_requests(conn, instance, "os-migrateLive")
         check_host_up(req, instance, service)
         if host is not None:
             if not queries.compute_host_exists(conn, host):

@@ -47,7 +47,6 @@ from stowage.compute.api.server_common import (
     check_state,
     get_server,
     move_state,
-    refuse_ports_with_requests,
     target,
 )
 from stowage.compute.conductor.shelve import forget_image
@@ -90,7 +89,6 @@ def _shelve(req: Request, body: Any) -> Response:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "shelve", target(instance))
         check_state(instance, "shelve", (states.ACTIVE, states.STOPPED))
-        refuse_ports_with_requests(conn, instance, "shelve")
         image_id = None if instance.volume_backed else _snapshot_record(req, conn, instance)
         start_action(conn, req, instance, "shelve")
         move_state(conn, instance, "shelve", task_state=TASK.SHELVING)
@@ -122,7 +120,6 @@ def _shelve_offload(req: Request, body: Any) -> Response:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "shelve_offload", target(instance))
         check_state(instance, "shelveOffload", (states.SHELVED,))
-        refuse_ports_with_requests(conn, instance, "shelveOffload")
         start_action(conn, req, instance, "shelveOffload")
         move_state(conn, instance, "shelveOffload", task_state=TASK.SHELVING_OFFLOADING)
         op = accept(conn, req, instance, "shelve_offload")
@@ -150,7 +147,6 @@ def _unshelve(req: Request, body: Any) -> Response:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "unshelve", {"project_id": instance.project_id})
         check_state(instance, "unshelve", (states.SHELVED, states.SHELVED_OFFLOADED))
-        refuse_ports_with_requests(conn, instance, "unshelve")
         spec = inst.request_spec(conn, instance.uuid)
         _check_destination(req, conn, instance, spec, zone, host)
         if zone is not _UNSET:

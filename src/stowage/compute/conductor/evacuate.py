@@ -3,8 +3,9 @@
     API: migration `accepted` (type evacuation), task rebuilding
       ─> claim_destination   schedule, and in one write: the source allocation to the
                              migration + the destination claimed for the instance
-      ─> rebuild_instance    dest agent: late group check, migration `pre-migrating`,
-                             guest spawned (powered off for a stopped server)
+      ─> rebuild_instance    dest agent: PCI and VF claim, late group check, migration
+                             `pre-migrating`; the ports bound to the destination; guest
+                             spawned (powered off for a stopped server)
       ─> migration `done`, instance on the destination, task None
     later, the source agent starts again (agent/evacuation.py): its guest destroyed,
     the migration's allocation deleted, migration `completed`
@@ -15,13 +16,25 @@ after `done` -- the dead host's resources are not free until its agent says
 its guest is gone. If the source is already back when the rebuild ends (its
 agent restarted meanwhile), the conductor asks it to clean up at once.
 
+A server with ports asks for their request groups on the destination too
+(read again from the Network service); the destination takes each SR-IOV
+port's VF from the PF the candidate maps its group to, and the ports are
+bound to the destination with that mapping before the guest is rebuilt
+there (Nova's `setup_instance_network_on_host` in `_do_rebuild_instance`).
+The source's cleanup (agent/evacuation.py) deletes the migration's
+allocation, bandwidth included, and frees its VFs, but never touches the
+bindings: they point at the destination already.
+
 A claim refused by the destination agent before it acted (PCI, the late
 server group check) is retried on the scheduler's alternates. Any failure
 undoes the completed steps in reverse: the destination guest is destroyed,
-and one write gives the source back to the instance and drops the
-destination claim. The server is then ERROR on its source, holding its
-source allocation, and the migration `error` (nothing was rebuilt: no host,
-claims refused) or `failed` (the destination failed), as Nova says.
+the ports are bound to the source again as they were (mapped from the
+source allocation, each VF the one its binding named before: the source's
+agent is dead and cannot be asked), and one write gives the source back to
+the instance and drops the destination claim. The server is then ERROR on
+its source, holding its source allocation, and the migration `error`
+(nothing was rebuilt: no host, claims refused) or `failed` (the destination
+failed), as Nova says.
 
 A crash is recovered forward where it can be (`recover_evacuation`): the
 source is dead, and its agent, if it comes back, destroys the guest of an
@@ -43,6 +56,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, services, states
+from stowage.compute.conductor import port_homes, ports
 from stowage.compute.conductor.common import MoveState, Ops, no_valid_host
 from stowage.compute.conductor.tasks import (
     Interrupted,
@@ -81,8 +95,29 @@ class Evacuation(MoveState):
     journal: Journal
     selections: list[dict[str, Any]] = field(default_factory=list)
     dest: dict[str, Any] | None = None
+    # The server's ports (read when the destination is claimed, or lazily), and the
+    # PCI part of their source bindings, for an undo that binds them back there.
+    server_ports: ports.ServerPorts | None = None
+    source_pci: dict[str, dict[str, Any]] | None = None
 
     moving = "evacuation"
+
+    def ports(self) -> ports.ServerPorts:
+        if self.server_ports is None:
+            self.server_ports = ports.load(self.ops, self.instance.uuid)
+        return self.server_ports
+
+    def bind_to_source(self) -> None:
+        """The ports back on the (dead) source, as its allocation maps them (held by the
+        migration, or by the instance once given back), each VF as it was there."""
+        server_ports = self.ports()
+        if not server_ports:
+            return
+        holder = (self.migration.uuid
+                  if self.ops.placement.holding(self.migration.uuid).allocations
+                  else self.instance.uuid)
+        port_homes.bind_back(self.ops, server_ports, self.source_host, holder,
+                             self.source_pci or {}, self.gone)
 
 
 class NoHostLeft(Exception):
@@ -116,6 +151,9 @@ class ClaimDestination(Step):
         e = self.evac
         if e.dest is not None:
             return  # recovery: the claim was made before the crash
+        requests = ports.requests_of(e.ops, e.ports())
+        self.spec["port_requests"] = ports.spec_entries(requests)
+        e.source_pci = port_homes.vf_profiles(e.ops, e.ports())
         e.schedule(self.spec, e.ops.placement.holding(e.instance.uuid))
 
     def rollback(self) -> None:
@@ -124,10 +162,14 @@ class ClaimDestination(Step):
 
 
 class RebuildOnDestination(Step):
-    """The destination agent claims the host and spawns the guest; alternates on a refusal.
+    """The destination agent claims the host, the ports are bound there, the agent spawns
+    the guest; alternates on a refused claim.
 
     The destination is journaled with the step (again when an alternate takes
-    over), so that recovery knows where to run it again.
+    over), so that recovery knows where to run it again, and so are the VFs
+    the ports had on the source, for an undo after a restart. A failure
+    leaves nothing behind: the destination's claim and guest are dropped and
+    the ports bound to the source again before it is raised.
     """
 
     name = "rebuild_instance"
@@ -145,7 +187,9 @@ class RebuildOnDestination(Step):
 
     def journal_detail(self) -> str:
         dest = self.evac.dest or {}
-        return json.dumps({"host": dest.get("host"), "node": dest.get("node")})
+        return json.dumps({"host": dest.get("host"), "node": dest.get("node"),
+                           **({"source_pci": self.evac.source_pci}
+                              if self.evac.source_pci else {})})
 
     def before(self, conn: Connection) -> None:
         e = self.evac
@@ -155,18 +199,51 @@ class RebuildOnDestination(Step):
 
     def execute(self) -> None:
         e = self.evac
-        while True:
-            try:
-                e.ops.call_agent(e.dest_host, "rebuild_instance", instance_uuid=e.instance.uuid,
-                                 migration_uuid=e.migration.uuid, flavor=e.instance.flavor,
-                                 power_on=self.power_on)
-                return
-            except RemoteError as exc:
-                if exc.exc_type != CLAIM_REFUSED:
-                    raise
-                LOG.info("%s refused to rebuild %s (%s); trying an alternate", e.dest_host,
-                         e.instance.uuid, exc.message)
-                self._next_host(exc)
+        try:
+            while True:
+                try:
+                    self._rebuild_here()
+                    return
+                except RemoteError as exc:
+                    if exc.exc_type != CLAIM_REFUSED:
+                        raise
+                    LOG.info("%s refused to rebuild %s (%s); trying an alternate",
+                             e.dest_host, e.instance.uuid, exc.message)
+                    self._next_host(exc)
+        except Exception:
+            self._undo_quietly()
+            raise
+
+    def _rebuild_here(self) -> None:
+        """Claim (PCI, VFs of the mapped PFs, the group check), bind, spawn: each idempotent."""
+        e = self.evac
+        server_ports = e.ports()
+        group_map = (ports.mapping(e.ops, server_ports.requests, e.dest, e.instance.uuid)
+                     if server_ports else {})
+        wanted = ports.vf_ports(server_ports.requests, group_map)
+        extra = {"vf_ports": wanted} if wanted else {}
+        args = {"instance_uuid": e.instance.uuid, "migration_uuid": e.migration.uuid,
+                "flavor": e.instance.flavor, **extra}
+        pci = e.ops.call_agent(e.dest_host, "rebuild_claim", **args) or {}
+        ports.bind(e.ops, server_ports, e.dest_host, group_map, pci, e.gone)
+        e.ops.call_agent(e.dest_host, "rebuild_instance", power_on=self.power_on, **args)
+
+    def _undo_quietly(self) -> None:
+        """What this step left on the destination dropped, the ports back on the source;
+        a failure here is logged, the step's own failure is what the caller learns."""
+        e = self.evac
+        if e.dest is None:
+            return
+        try:
+            e.ops.call_agent(e.dest_host, "abort_rebuild_instance",
+                             instance_uuid=e.instance.uuid, migration_uuid=e.migration.uuid)
+        except Exception:
+            LOG.exception("could not undo the rebuild of %s on %s", e.instance.uuid,
+                          e.dest_host)
+        try:
+            e.bind_to_source()
+        except Exception:
+            LOG.exception("could not bind the ports of %s back to its source", e.instance.uuid)
 
     def _next_host(self, exc: RemoteError) -> None:
         """Drop the refused claim, claim the next alternate, journal it as the destination."""
@@ -200,6 +277,7 @@ class RebuildOnDestination(Step):
             return
         e.ops.call_agent(e.dest_host, "abort_rebuild_instance", instance_uuid=e.instance.uuid,
                          migration_uuid=e.migration.uuid)
+        e.bind_to_source()
 
 
 def _steps(evac: Evacuation) -> list[Step]:
@@ -312,6 +390,7 @@ def recover_evacuation(ops: Ops, op: Interrupted, journal: Journal) -> None:
     detail = op.detail("rebuild_instance")
     if isinstance(detail, dict) and detail.get("host"):
         evac.dest = {"host": detail["host"], "node": detail.get("node")}
+        evac.source_pci = detail.get("source_pci") or {}
     undoing = any(state in ("failed", "rolled_back", "undo_failed") for state in steps.values())
     if undoing:
         LOG.warning("finishing the undo of the evacuation of %s cut off by a restart",

@@ -17,6 +17,12 @@ completed the move only goes forward; a failure after it leaves the server
 in ERROR on the destination, holding its destination allocation, and the
 migration `error` holding nothing.
 
+The server's ports move with it (`live_migrate_ports.py`): the destination
+claim carries their request groups, `check_destination` gives each an
+INACTIVE binding on the destination (its mapping, its VF) beside the
+untouched ACTIVE one on the source, the post step activates it and deletes
+the source's, and every undo before the copy completed deletes it again.
+
 A server deleted during its live migration is not written back: its
 rollbacks give nothing back and destroy what they made, and neither the
 migration nor the instance keeps an allocation.

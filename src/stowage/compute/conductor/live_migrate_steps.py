@@ -4,14 +4,18 @@ Before the copy (undone in reverse on failure)::
 
     claim_destination   migration queued -> preparing; one POST /allocations: the
                         migration takes the source, the instance claims the destination
-    check_destination   hypervisors compatible, dest and source pre-checks; on failure
-                        the claim is dropped and the next alternate claimed (reschedule)
+                        (with the ports' request groups)
+    check_destination   hypervisors compatible, dest (claims the SR-IOV ports' VFs) and
+                        source pre-checks, then an INACTIVE binding of each port on the
+                        dest; on failure the bindings, VFs and claim are dropped and the
+                        next alternate claimed (reschedule)
     pre_live_migration  dest: a paused guest waits for the memory
     live_migration      migration preparing -> running; source: the copy, polled
 
 After the copy (only forward: the guest runs on the destination)::
 
-    post_live_migration_at_destination   dest: the guest runs; instance host = dest
+    post_live_migration_at_destination   dest bindings activated (source ones deleted);
+                                         dest: the guest runs; instance host = dest
     post_live_migration                  source: what the copy left is dropped
     drop_source_allocation               the migration's allocation deleted; completed
 """
@@ -28,6 +32,7 @@ from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, services, states
 from stowage.compute import tables as t
+from stowage.compute.conductor import live_migrate_ports, ports
 from stowage.compute.conductor.common import DeletedDuringMove, MoveState, Ops, short_reason
 from stowage.compute.conductor.tasks import Step
 from stowage.compute.instances import Instance
@@ -88,8 +93,15 @@ class LiveMove(MoveState):
     dest: dict[str, Any] | None = None
     dest_check: dict[str, Any] = field(default_factory=dict)
     retries: int = 0
+    # The server's ports (read when the destination is claimed, or lazily by an undo).
+    server_ports: ports.ServerPorts | None = None
 
     moving = "live migration"
+
+    def ports(self) -> ports.ServerPorts:
+        if self.server_ports is None:
+            self.server_ports = ports.load(self.ops, self.instance.uuid)
+        return self.server_ports
 
     def advance(self, conn: Connection, before: str, after: str) -> None:
         """Move the migration from status `before` to `after`, unless the API cancelled it
@@ -145,6 +157,7 @@ class ClaimDestination(Step):
 
     def execute(self) -> None:
         m = self.move
+        self.spec["port_requests"] = ports.spec_entries(ports.requests_of(m.ops, m.ports()))
         held = m.ops.placement.holding(m.instance.uuid)
         if m.force and m.requested_host:
             m.dest = _forced_claim(m, self.spec, held)
@@ -188,23 +201,30 @@ def _forced_claim(m: LiveMove, spec: dict[str, Any], held: Holding) -> dict[str,
         raise NoValidHost(f"No valid host was found. Unable to move instance "
                           f"{m.instance.uuid} to host {host}. There is not enough capacity "
                           "on the host for the instance.")
-    allocations = {rp: dict(a["resources"]) for rp, a in
-                   found["allocation_requests"][0]["allocations"].items()}
+    chosen = found["allocation_requests"][0]
+    allocations = {rp: dict(a["resources"]) for rp, a in chosen["allocations"].items()}
     inst = m.instance
     m.ops.placement.write_many({
         m.migration.uuid: Holding(held.allocations, None, inst.project_id, inst.user_id,
                                   "MIGRATION"),
         inst.uuid: Holding(allocations, held.generation, inst.project_id, inst.user_id,
                            "INSTANCE")})
-    return {"host": host, "node": node.hypervisor_hostname}
+    return {"host": host, "node": node.hypervisor_hostname,
+            "allocation_request": {"mappings": chosen.get("mappings") or {}}}
 
 
 class CheckDestination(Step):
-    """Hypervisors compatible, then the destination's and the source's pre-checks.
+    """Hypervisors compatible, the destination's and the source's pre-checks, then the
+    ports' INACTIVE bindings on the destination.
 
-    A destination that fails them loses its claim and the next alternate is
-    claimed and checked (each host tried has its own events), up to
-    `[compute] migrate_max_retries`; a requested host has no alternates.
+    The destination's check claims the SR-IOV ports' VFs from the PFs the
+    destination mapping names; each port then gets an inactive binding there
+    with that mapping and VF (`live_migrate_ports.prepare`), the source binding
+    staying active. A destination that fails any of it loses its bindings, its
+    VFs and its claim, and the next alternate is claimed and checked (each host
+    tried has its own events), up to `[compute] migrate_max_retries`; a
+    requested host has no alternates. The rollback drops the bindings and VFs
+    of the host last tried.
     """
 
     name = "check_destination"
@@ -216,6 +236,15 @@ class CheckDestination(Step):
         self.move.stop_if_deleted(conn)
 
     def execute(self) -> None:
+        """Check hosts until one takes the guest; a step that fails leaves nothing behind,
+        so the bindings and VFs of the host last tried are dropped before it raises."""
+        try:
+            self._check_until_one_takes()
+        except Exception:
+            self._discard_quietly()
+            raise
+
+    def _check_until_one_takes(self) -> None:
         m = self.move
         while True:
             try:
@@ -226,19 +255,46 @@ class CheckDestination(Step):
                          m.dest_host, exc)
                 if m.gone():
                     raise m.deleted_error() from exc
+                self._discard_quietly()
                 self._next_alternate(exc)
+                with m.ops.db.write() as conn:  # an undo after a crash finds the host tried
+                    m.record_dest(conn)
 
     def _attempt(self) -> None:
         m = self.move
         uuid = m.instance.uuid
+        vfs = live_migrate_ports.vf_ports(m.ops, m.ports(), m.dest, uuid)
         with m.ops.event(uuid, "compute_check_can_live_migrate_destination", m.dest_host):
             _check_hypervisors(m)
-            check = m.ops.call_agent(m.dest_host, "check_can_live_migrate_destination",
-                                     instance_uuid=uuid, block_migration=m.block_migration)
+            check = m.ops.call_agent(
+                m.dest_host, "check_can_live_migrate_destination", instance_uuid=uuid,
+                block_migration=m.block_migration,
+                **({"migration_uuid": m.migration.uuid, "vf_ports": vfs} if vfs else {}))
         with m.ops.event(uuid, "compute_check_can_live_migrate_source", m.source_host):
             m.ops.call_agent(m.source_host, "check_can_live_migrate_source",
                              instance_uuid=uuid, dest_check=check)
         m.dest_check = dict(check)
+        try:
+            live_migrate_ports.prepare(m.ops, m.ports(), m.dest_host, m.dest, uuid,
+                                       check.get("port_pci") or {})
+        except live_migrate_ports.BindingRefused as exc:
+            raise PreCheckFailed(str(exc)) from exc
+        if m.gone():  # the delete let the ports go meanwhile: nothing of ours may stay
+            raise m.deleted_error()
+
+    def _discard_quietly(self) -> None:
+        try:
+            self.rollback()
+        except Exception:
+            LOG.exception("could not drop the destination bindings of %s on %s",
+                          self.move.instance.uuid, self.move.dest_host)
+
+    def rollback(self) -> None:
+        """The ports' inactive bindings deleted, the VFs of the host tried released; the
+        source bindings were never touched."""
+        m = self.move
+        live_migrate_ports.discard(m.ops, m.ports(), m.dest_host if m.dest else None,
+                                   m.instance.uuid, m.migration.uuid)
 
     def _next_alternate(self, exc: Exception) -> None:
         """Drop the refused claim and claim the next alternate; raise when none is left."""
@@ -390,7 +446,9 @@ class LiveMigration(Step):
 
 # --- after the copy: only forward ------------------------------------------------------
 class PostAtDestination(Step):
-    """The destination runs the guest; the instance's host is the destination from now on."""
+    """The ports' destination bindings become the active ones (the source ones are
+    deleted), the destination runs the guest; the instance's host is the destination
+    from now on."""
 
     name = "post_live_migration_at_destination"
     event = "compute_post_live_migration_at_destination"
@@ -403,6 +461,8 @@ class PostAtDestination(Step):
 
     def execute(self) -> None:
         m = self.move
+        live_migrate_ports.activate(m.ops, m.ports(), m.dest_host, m.source_host,
+                                    m.migration.uuid, m.gone)
         m.ops.call_agent(m.dest_host, "post_live_migration_at_destination",
                          instance_uuid=m.instance.uuid, migration_uuid=m.migration.uuid)
 

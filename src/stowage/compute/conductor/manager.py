@@ -26,6 +26,8 @@ asked) every operation without `end` is finished or undone by its module:
                      whose undo was cut off is undone (ERROR on the source)
     live_migrate     the copy journaled done -> the post steps again (ACTIVE on dest);
                      else roll back to the source: ACTIVE if its guest runs there, else ERROR
+    attach_interface undone (the port's claim taken out, unplugged, unbound, its row gone)
+    detach_interface done again (idempotent)
 
 An operation accepted by the API but whose cast a crash lost is recovered the
 same way (it has only its `accepted` row). Recovery journals under the
@@ -49,6 +51,7 @@ from stowage.compute import actions, instances, migrations, states
 from stowage.compute.conductor import (
     build,
     evacuate,
+    interfaces,
     lifecycle,
     live_migrate,
     migrate,
@@ -90,6 +93,8 @@ RECOVERY: dict[str, Recover] = {
     "unshelve_power_on": unshelve.recover_unshelve_power_on,
     "evacuate": evacuate.recover_evacuation,
     "live_migrate": live_migrate.recover_live_migration,
+    "attach_interface": interfaces.recover_attach,
+    "detach_interface": interfaces.recover_detach,
 }
 
 
@@ -185,6 +190,25 @@ class Conductor:
         self._run("live_migrate", instance_uuid, request_id, operation_uuid,
                   lambda ops, j: live_migrate.live_migrate_instance(
                       ops, instance_uuid, migration_uuid, host, force, block_migration, j))
+
+    def check_attach(self, instance_uuid: str, port_id: str | None, network_id: str | None,
+                     request_id: str) -> None:
+        """Called by the API before it records an attach (read only)."""
+        interfaces.check_attach(self._ops(request_id), instance_uuid, port_id, network_id)
+
+    def attach_interface(self, instance_uuid: str, port_row: int, request_id: str,
+                         operation_uuid: str | None = None) -> str:
+        """Called, not cast: the API answers with the attached port (its id)."""
+        attached: list[str] = []
+        self._run("attach_interface", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: attached.append(
+                      interfaces.attach_interface(ops, instance_uuid, port_row, j)))
+        return attached[0]
+
+    def detach_interface(self, instance_uuid: str, port_id: str, request_id: str,
+                         operation_uuid: str | None = None) -> None:
+        self._run("detach_interface", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: interfaces.detach_interface(ops, instance_uuid, port_id, j))
 
     def delete_instance(self, instance_uuid: str, request_id: str,
                         operation_uuid: str | None = None) -> None:

@@ -44,7 +44,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, states
-from stowage.compute.conductor import ports
+from stowage.compute.conductor import ports, upgrade_checks
 from stowage.compute.conductor.common import MoveState, Ops, no_valid_host
 from stowage.compute.conductor.tasks import (
     Interrupted,
@@ -160,6 +160,11 @@ class ClaimDestination(Step):
         requests = ports.requests_of(m.ops, m.ports())
         self.spec["port_requests"] = ports.spec_entries(requests)
         m.schedule(self.spec, m.ops.placement.holding(m.instance.uuid))
+        if self.spec["port_requests"] and not upgrade_checks.dest_takes_ports(m):
+            m.give_source_back()  # this step raised: it leaves nothing behind
+            raise MaxRetriesExceeded(
+                f"Exhausted all hosts available during compute service level check for "
+                f"instance {m.instance.uuid}.")
 
     def rollback(self) -> None:
         """Give the source back, or drop both claims of a server deleted meanwhile."""
@@ -207,6 +212,11 @@ class PrepOnDestination(Step):
                         f"for retrying build failures for instance {m.instance.uuid}. "
                         f"Last error: {exc.message}") from exc
                 m.dest = alternate
+                with_groups = any(r.groups for r in m.ports().requests)
+                if with_groups and not upgrade_checks.dest_takes_ports(m):
+                    raise MaxRetriesExceeded(
+                        f"Exhausted all hosts available during compute service level check "
+                        f"for instance {m.instance.uuid}.") from exc
                 with m.ops.db.write() as conn:
                     m.stop_if_deleted(conn)
                     events.start(conn, "compute_prep_resize", m.dest_host)

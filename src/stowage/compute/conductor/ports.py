@@ -54,7 +54,8 @@ from stowage.messaging import RemoteError
 from stowage.network.client import NetworkClient, NetworkError
 
 __all__ = ["ServerPorts", "load", "create", "requests_of", "mapping", "vf_ports", "bind",
-           "rebind", "release", "spec_entries", "from_holding",
+           "rebind", "release", "unbind_port", "require_network", "spec_entries", "from_holding",
+           "host_profile",
            "NetworksWithQoSPolicyNotSupported", "PCI_KEYS"]
 
 LOG = logging.getLogger(__name__)
@@ -97,6 +98,11 @@ def _network_errors() -> Iterator[None]:
         yield
     except NetworkError as exc:
         raise RemoteError(exc.type or "NetworkError", exc.message) from exc
+
+
+def require_network(ops: Ops) -> NetworkClient:
+    """The Network service; a RemoteError when none is configured."""
+    return _network(ops)
 
 
 def _network(ops: Ops) -> NetworkClient:
@@ -256,6 +262,12 @@ def rebind(ops: Ops, ports: ServerPorts, host: str, holder: str, migration_uuid:
     bind(ops, ports, host, group_map, pci, gone)
 
 
+def host_profile(port: Mapping[str, Any], request: PortRequest | None,
+                 group_map: Mapping[str, str], pci: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The profile a binding of `port` on a host gets (a live migration's inactive one)."""
+    return _profile(port, request, group_map, pci)
+
+
 def _profile(port: Mapping[str, Any], request: PortRequest | None,
              group_map: Mapping[str, str], pci: Mapping[str, Any] | None) -> dict[str, Any]:
     """The port's profile with Nova's keys rewritten for this host; the user's stay."""
@@ -299,10 +311,20 @@ def release(ops: Ops, ports: ServerPorts) -> None:
         instance_ports.forget(conn, ports.instance_uuid)
 
 
+def unbind_port(network: NetworkClient, port_id: str) -> None:
+    """Let one port go: device and host cleared, Nova's profile keys removed (idempotent)."""
+    _unbind(network, port_id)
+
+
 def _unbind(network: NetworkClient, port_id: str) -> None:
     port = network.show_port(port_id)
     if port is None:
         return
+    if str(port.get("device_owner") or "").startswith("compute:"):
+        # a live migration's destination binding goes first: it needs a compute port
+        for binding in network.list_bindings(port_id):
+            if binding.get("status") == "INACTIVE":
+                network.delete_binding(port_id, str(binding["host"]))
     profile = {k: v for k, v in (port.get("binding:profile") or {}).items()
                if k not in _NOVA_KEYS}
     network.update_port(port_id, {"device_id": "", "device_owner": "",

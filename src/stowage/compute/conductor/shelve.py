@@ -2,8 +2,8 @@
 
     shelve:   power_off ─> snapshot (image-backed) ─> settle: SHELVED, shelved_* facts kept
                                  (the instance still holds its flavor on its host)
-    offload:  shelve_offload (guest destroyed) ─> drop_allocation ─> settle_offloaded:
-              SHELVED_OFFLOADED, no host, no allocation anywhere
+    offload:  shelve_offload (guest destroyed) ─> drop_allocation (ports unbound from the
+              host first) ─> settle_offloaded: SHELVED_OFFLOADED, no host, no allocation
 
 The API created the snapshot's image record (`<name>-shelved`); the offload
 follows at once when `shelved_offload_time` is 0, or for a volume-backed
@@ -11,6 +11,11 @@ server, as in Nova; otherwise `offload_expired` (the conductor's
 periodic) or `shelveOffload` runs it later. The offload drops the instance's
 allocation before the records say SHELVED_OFFLOADED, as Nova does, and the
 resource tracker never heals an instance that is offloading or offloaded.
+The server's ports are unbound from the host just before (Nova's
+`cleanup_instance_network_on_host`): no binding host, no
+`binding:profile.allocation` nor VF keys, but still the server's (device_id
+kept), so unshelve binds them again wherever it lands. A shelve that keeps
+the server on its host changes nothing of its ports.
 
 A failed shelve powers the guest back on (if it ran), deletes the image
 record, and leaves the server as it was (ACTIVE or SHUTOFF) with a fault. A
@@ -35,6 +40,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, instances, services, states
+from stowage.compute.conductor import port_homes, ports
 from stowage.compute.conductor.common import OnServer, Ops
 from stowage.compute.conductor.tasks import Interrupted, Journal, Step, StepFailed, run_steps
 from stowage.compute.conductor.tasks import accept as accept_operation
@@ -181,7 +187,8 @@ class DestroyGuest(Step):
 
 
 class DropAllocation(Step):
-    """The instance holds nothing in Placement any more (before the records say so)."""
+    """The ports unbound from the host, then the instance holds nothing in Placement any
+    more (before the records say so); both idempotent."""
 
     name = "drop_allocation"
 
@@ -194,7 +201,9 @@ class DropAllocation(Step):
                                       "offloading.")
 
     def execute(self) -> None:
-        self.sh.ops.placement.delete_allocations(self.sh.instance.uuid)
+        sh = self.sh
+        port_homes.park(sh.ops, ports.load(sh.ops, sh.instance.uuid), sh.gone)
+        sh.ops.placement.delete_allocations(sh.instance.uuid)
 
 
 class SettleOffloaded(Step):

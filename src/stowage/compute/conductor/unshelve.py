@@ -11,10 +11,18 @@ The request spec is the server's own (flavor, image traits, server group,
 zone as the API last set it); a 2.91 `host` pins the destination for this
 unshelve only, as Nova does not keep it.
 
+A server with ports (offloaded: unbound from any host, still the server's)
+asks for their request groups, read again from the Network service, as a
+build does; the host takes each SR-IOV port's VF from the PF the chosen
+candidate maps its group to, and once the guest is spawned the ports are
+bound there with that mapping (Nova's `setup_instance_network_on_host` with
+the provider mappings). A binding that fails destroys the guest and tries
+the next alternate, as a failed spawn does.
+
 A failed unshelve of an offloaded server (no valid host, every alternate's
 spawn failed) leaves it SHELVED_OFFLOADED with no host, no allocation
-anywhere and its image kept, so it can be unshelved again; a fault says
-why. A failed power-on leaves it SHELVED on its host. A server deleted
+anywhere and its image kept, its ports unbound, so it can be unshelved
+again; a fault says why. A failed power-on leaves it SHELVED on its host. A server deleted
 meanwhile is the delete's: the claim is dropped and the new guest destroyed.
 
 After a crash (`recover_unshelve`, `recover_unshelve_power_on`) both go
@@ -34,6 +42,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, states
+from stowage.compute.conductor import port_homes, ports
 from stowage.compute.conductor.common import OnServer, Ops, no_valid_host
 from stowage.compute.conductor.shelve import SHELVED_KEYS, forget_image
 from stowage.compute.conductor.tasks import Interrupted, Journal, Step, StepFailed, run_steps
@@ -63,6 +72,20 @@ class Unshelving(OnServer):
     host: str | None = None  # the admin's 2.91 destination
     selections: list[dict[str, Any]] = field(default_factory=list)
     dest: dict[str, Any] | None = None
+    server_ports: ports.ServerPorts | None = None
+
+    def ports(self) -> ports.ServerPorts:
+        if self.server_ports is None:
+            self.server_ports = ports.load(self.ops, self.instance.uuid)
+        return self.server_ports
+
+    def park_ports(self) -> None:
+        """The ports unbound from any host again (still the server's); only logged if the
+        Network service fails: the next unshelve binds them anyway."""
+        try:
+            port_homes.park(self.ops, self.ports(), self.gone)
+        except MessagingError as exc:
+            LOG.warning("could not unbind the ports of %s: %s", self.instance.uuid, exc)
 
     @property
     def image_id(self) -> str | None:
@@ -99,6 +122,7 @@ class Schedule(Step):
 
     def execute(self) -> None:
         un = self.un
+        self.spec["port_requests"] = ports.spec_entries(ports.requests_of(un.ops, un.ports()))
         un.selections = un.ops.scheduler.select_destinations(self.spec, [un.instance.uuid])[0]
         un.dest = un.selections.pop(0)
 
@@ -131,8 +155,7 @@ class Spawn(Step):
             assert un.dest is not None
             host = str(un.dest["host"])
             try:
-                un.ops.call_agent(host, "unshelve_instance", instance_uuid=un.instance.uuid,
-                                  flavor=un.instance.flavor, image_id=un.image_id)
+                self._spawn_on(host)
                 return
             except RemoteError as exc:
                 LOG.info("unshelve of %s on %s failed (%s); trying an alternate",
@@ -142,6 +165,24 @@ class Spawn(Step):
                 if alternate is None:
                     raise _retries_exceeded(un.instance.uuid, exc) from exc
                 un.dest = alternate
+
+    def _spawn_on(self, host: str) -> None:
+        """VFs of the mapped PFs claimed and the guest spawned on `host`, then the ports
+        bound there; a failed binding destroys the guest and unbinds the ports again."""
+        un = self.un
+        server_ports = un.ports()
+        group_map = (ports.mapping(un.ops, server_ports.requests, un.dest, un.instance.uuid)
+                     if server_ports else {})
+        wanted = ports.vf_ports(server_ports.requests, group_map)
+        pci = un.ops.call_agent(host, "unshelve_instance", instance_uuid=un.instance.uuid,
+                                flavor=un.instance.flavor, image_id=un.image_id,
+                                **({"vf_ports": wanted} if wanted else {}))
+        try:
+            ports.bind(un.ops, server_ports, host, group_map, pci or {}, un.gone)
+        except RemoteError:
+            un.ops.terminate_quietly(host, un.instance.uuid)
+            un.park_ports()
+            raise
 
     def _forget_host(self) -> None:
         """The agent recorded its host before the spawn failed: not this host after all."""
@@ -162,6 +203,7 @@ class Spawn(Step):
         if un.dest is None:
             return
         un.ops.terminate_quietly(str(un.dest["host"]), un.instance.uuid)
+        un.park_ports()
         with un.ops.db.write() as conn, contextlib.suppress(NotFound, UnexpectedTaskState):
             instances.save(conn, un.instance.uuid, expected_task_state=TASK.SPAWNING,
                            host=None, node=None)
@@ -247,6 +289,8 @@ def _failed(un: Unshelving, failure: StepFailed, in_place: bool) -> None:
         if not in_place:
             ops.placement.delete_allocations(inst.uuid)
     else:
+        if not in_place:
+            un.park_ports()
         no_host = no_valid_host(failure.cause, RetriesExceeded)
         ops.fault(inst.uuid, failure.cause, inst.host, 400 if no_host else 500)
     ops.finish_action(inst.uuid, "Error")
@@ -283,11 +327,22 @@ def recover_unshelve(ops: Ops, op: Interrupted, journal: Journal) -> None:
 
 
 def _spawned(ops: Ops, inst: Instance) -> bool:
+    """The guest runs on the instance's host and the instance holds its claim, its ports
+    bound there (again: the crash may have come before they were)."""
     try:
         power = ops.guest_power(inst.host, inst.uuid)
     except MessagingError:
         return False
-    return power != states.NOSTATE and bool(ops.placement.holding(inst.uuid).allocations)
+    if power == states.NOSTATE or not ops.placement.holding(inst.uuid).allocations:
+        return False
+    assert inst.host is not None
+    un = Unshelving(ops, inst)
+    try:
+        ports.rebind(ops, un.ports(), inst.host, inst.uuid, "", un.gone)
+    except MessagingError as exc:
+        LOG.warning("could not bind the ports of %s again: %s", inst.uuid, exc)
+        return False
+    return True
 
 
 def recover_unshelve_power_on(ops: Ops, op: Interrupted, journal: Journal) -> None:

@@ -1,0 +1,167 @@
+"""Rolling upgrade: a move of a server with QoS ports is refused while a compute is too old.
+
+    host1  br-physnet0, ens5 (4 VFs)     the server (a normal and a direct QoS port)
+    host2  br-physnet0, ens5 (4 VFs)     the destination; its `service_version` varies
+    host3  br-physnet0, ens5 (4 VFs)     an alternate (weighed last), current version
+
+The API refuses resize and migrate (400, Nova's message) while any compute
+is older than Nova Ussuri's 49; the conductor skips a destination older than
+39, or every destination while `[upgrade_levels] compute` pins the RPC below
+5.2, and fails the move with MaxRetriesExceeded when none is left. Whatever is
+refused leaves the server where it was: same allocation per provider, ports
+bound on host1, VFs on host1's PF, no migration holding anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from stowage.compute import upgrade
+from tests.functional.conftest import Cloud
+from tests.functional.ports import MovingServer, holding, net_host, vf_usage
+from tests.functional.servers import (
+    action,
+    assert_invariants,
+    boot,
+    flavor,
+    flavor_amounts,
+    image,
+    migrations_of,
+    server,
+)
+
+SMALL = flavor_amounts(1, 512, 5)
+LARGE = flavor_amounts(2, 1024, 10)
+REFUSED = ("action on a server with ports having resource requests, like a port with a QoS "
+           "minimum bandwidth policy, is not supported until every nova-compute is upgraded "
+           "to Ussuri")
+
+
+class World(MovingServer):
+    def assert_on_host1(self) -> None:
+        assert server(self.cloud, self.server)["status"] == "ACTIVE"
+        assert server(self.cloud, self.server)["OS-EXT-SRV-ATTR:host"] == "host1"
+        assert holding(self.cloud, self.server) == self.on("host1", SMALL)
+        for mig in migrations_of(self.cloud, self.server):
+            assert holding(self.cloud, str(mig["uuid"])) == {}
+        self.assert_ports_on("host1")
+        assert {h: vf_usage(self.cloud, h)["ens5"] for h in self.hosts} == {
+            h: 1 if h == "host1" else 0 for h in self.hosts}
+        assert_invariants(self.cloud)
+
+
+def _world(cloud: Cloud, host2_version: int | None) -> World:
+    made = World(cloud)
+    if host2_version is not None:
+        _set_version(cloud, "host2", host2_version)
+    return made
+
+
+def _set_version(cloud: Cloud, host: str, version: int) -> None:
+    """The host's compute restarted at an older (or newer) version."""
+    agent = cloud.plane.agent(host)
+    with cloud.live.db.write() as conn:
+        from stowage.compute import services
+        services.ensure_service(conn, host, services.COMPUTE, agent.host.availability_zone,
+                                version)
+
+
+@pytest.fixture
+def world(cloud: Cloud) -> Iterator[World]:
+    made = _world(cloud, None)
+    yield made
+    made.nets.close()
+
+
+def _bodies(world: World) -> dict[str, dict[str, object]]:
+    return {"resize": {"resize": {"flavorRef": world.large}}, "migrate": {"migrate": None}}
+
+
+@pytest.mark.parametrize("version", [38, 45])
+@pytest.mark.parametrize("move", ["resize", "migrate"])
+def test_the_api_refuses_while_a_compute_is_older_than_ussuri(
+        cloud: Cloud, world: World, move: str, version: int) -> None:
+    _set_version(cloud, "host2", version)
+    resp = action(cloud, world.server, _bodies(world)[move], status=400)
+    assert f"The {move} {REFUSED}" in resp.json()["badRequest"]["message"]
+    assert migrations_of(cloud, world.server) == []
+    world.assert_on_host1()
+
+    _set_version(cloud, "host2", upgrade.QOS_MOVE_ALL_COMPUTES)  # upgraded: allowed again
+    action(cloud, world.server, _bodies(world)[move])
+    assert server(cloud, world.server)["status"] == "VERIFY_RESIZE"
+    assert server(cloud, world.server)["OS-EXT-SRV-ATTR:host"] == "host2"
+    world.assert_ports_on("host2")
+    assert_invariants(cloud)
+
+
+def test_a_server_without_qos_ports_moves_among_old_computes(cloud: Cloud,
+                                                             world: World) -> None:
+    _set_version(cloud, "host2", 38)
+    vm = boot(cloud, "plain", flavor(cloud, "tiny", 1, 256, 1), image(cloud, "i2"))
+    action(cloud, vm, {"migrate": None})
+    assert server(cloud, vm)["status"] == "VERIFY_RESIZE"
+
+
+@pytest.mark.parametrize("pin", ["5.1", "4.22"])
+def test_a_compute_rpc_pinned_below_5_2_refuses_every_destination(
+        cloud: Cloud, world: World, pin: str) -> None:
+    cloud.configure(upgrade_levels_compute=pin)
+    action(cloud, world.server, {"resize": {"flavorRef": world.large}})
+    [mig] = migrations_of(cloud, world.server)
+    assert mig["status"] == "error"
+    world.assert_on_host1()
+    fault = cloud.compute.get(f"/servers/{world.server}").json()["server"]
+    events = cloud.compute.get(f"/servers/{world.server}/os-instance-actions").json()
+    assert events["instanceActions"][0]["action"] == "resize"
+    assert fault["status"] == "ACTIVE"
+
+    cloud.configure(upgrade_levels_compute="auto")  # every compute is current: 6.2
+    action(cloud, world.server, {"resize": {"flavorRef": world.large}})
+    assert server(cloud, world.server)["status"] == "VERIFY_RESIZE"
+
+
+def test_the_conductor_skips_an_old_destination_for_a_new_alternate(
+        cloud: Cloud, world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The API's check passed (a compute was downgraded right after it): the conductor
+    drops host2's claim and moves the server to host3. (With `auto`, host2's version
+    would pin the RPC below 5.2 and refuse host3 too: the pin is set here.)"""
+    world.hosts["host3"] = net_host(cloud, "host3", vfs=4, memory_mb=16384)
+    cloud.configure(upgrade_levels_compute="6.2")
+    monkeypatch.setattr(upgrade, "refusal", lambda *args: None)
+    _set_version(cloud, "host2", upgrade.QOS_MOVE_HOST - 1)
+    action(cloud, world.server, {"resize": {"flavorRef": world.large}})
+    view = server(cloud, world.server)
+    assert (view["status"], view["OS-EXT-SRV-ATTR:host"]) == ("VERIFY_RESIZE", "host3")
+    [mig] = migrations_of(cloud, world.server)
+    assert holding(cloud, world.server) == world.on("host3", LARGE)
+    assert holding(cloud, str(mig["uuid"])) == world.on("host1", SMALL)
+    assert holding(cloud, world.hosts["host2"].node) == {}
+    world.assert_ports_on("host3")
+    assert vf_usage(cloud, "host2") == {"ens5": 0}
+    assert_invariants(cloud)
+
+
+def test_no_new_enough_destination_fails_the_move(cloud: Cloud, world: World,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(upgrade, "refusal", lambda *args: None)
+    _set_version(cloud, "host2", upgrade.QOS_MOVE_HOST - 1)
+    action(cloud, world.server, {"migrate": None})
+    [mig] = migrations_of(cloud, world.server)
+    assert mig["status"] == "error"
+    world.assert_on_host1()
+
+
+def test_an_agent_reports_its_service_version(cloud: Cloud) -> None:
+    net_host(cloud, "old1", service_version=38)
+    net_host(cloud, "new1")
+    from stowage.compute import services
+    with cloud.live.db.read() as conn:
+        assert upgrade.host_version(conn, "old1") == 38
+        assert upgrade.host_version(conn, "new1") == upgrade.SERVICE_VERSION
+        assert upgrade.min_compute_version(conn) == 38
+        assert upgrade.rpc_pin(conn, "auto") == (5, 0)
+        assert upgrade.rpc_pin(conn, "5.1") == (5, 1)
+        assert services.compute_service(conn, "old1") is not None
