@@ -20,6 +20,7 @@ import pytest
 
 from stowage.compute import upgrade
 from tests.functional.conftest import Cloud
+from tests.functional.live import live_migrate
 from tests.functional.ports import MovingServer, holding, net_host, vf_usage
 from tests.functional.servers import (
     action,
@@ -165,3 +166,70 @@ def test_an_agent_reports_its_service_version(cloud: Cloud) -> None:
         assert upgrade.rpc_pin(conn, "auto") == (5, 0)
         assert upgrade.rpc_pin(conn, "5.1") == (5, 1)
         assert services.compute_service(conn, "old1") is not None
+
+
+def test_the_api_refuses_a_live_migration_while_a_compute_is_older_than_ussuri(
+        cloud: Cloud, world: World) -> None:
+    _set_version(cloud, "host2", upgrade.QOS_MOVE_ALL_COMPUTES - 1)
+    resp = live_migrate(cloud, world.server)
+    assert resp.status_code == 400, resp.text
+    assert f"The os-migrateLive {REFUSED}" in resp.json()["badRequest"]["message"]
+    assert migrations_of(cloud, world.server) == []
+    world.assert_on_host1()
+
+
+def test_the_api_refuses_to_unshelve_an_offloaded_server_while_a_compute_is_old(
+        cloud: Cloud, world: World) -> None:
+    action(cloud, world.server, {"shelve": None})
+    if server(cloud, world.server)["status"] == "SHELVED":
+        action(cloud, world.server, {"shelveOffload": None})
+    assert server(cloud, world.server)["status"] == "SHELVED_OFFLOADED"
+    _set_version(cloud, "host2", upgrade.QOS_MOVE_ALL_COMPUTES - 1)
+    resp = action(cloud, world.server, {"unshelve": None}, status=400)
+    assert f"The unshelve {REFUSED}" in resp.json()["badRequest"]["message"]
+    assert server(cloud, world.server)["status"] == "SHELVED_OFFLOADED"
+    assert holding(cloud, world.server) == {}
+    assert_invariants(cloud)
+
+    _set_version(cloud, "host2", upgrade.QOS_MOVE_ALL_COMPUTES)
+    action(cloud, world.server, {"unshelve": None})
+    view = server(cloud, world.server)
+    assert view["status"] == "ACTIVE"
+    world.assert_ports_on(str(view["OS-EXT-SRV-ATTR:host"]))
+    assert_invariants(cloud)
+
+
+def test_a_live_migration_skips_an_old_destination_for_a_new_alternate(
+        cloud: Cloud, world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """host2 fails the pre-check (too old) and host3 takes the guest."""
+    world.hosts["host3"] = net_host(cloud, "host3", vfs=4, memory_mb=16384)
+    cloud.configure(upgrade_levels_compute="6.2")
+    monkeypatch.setattr(upgrade, "refusal", lambda *args: None)
+    _set_version(cloud, "host2", upgrade.QOS_MOVE_HOST - 1)
+    assert live_migrate(cloud, world.server).status_code == 202
+    view = server(cloud, world.server)
+    assert (view["status"], view["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", "host3")
+    assert holding(cloud, world.server) == world.on("host3", SMALL)
+    for mig in migrations_of(cloud, world.server):
+        assert holding(cloud, str(mig["uuid"])) == {}
+    world.assert_ports_on("host3")
+    assert {h: vf_usage(cloud, h)["ens5"] for h in world.hosts} == {
+        "host1": 0, "host2": 0, "host3": 1}
+    assert_invariants(cloud)
+
+
+@pytest.mark.parametrize("how", ["old_dest", "pinned"])
+def test_a_live_migration_to_a_forced_old_host_fails_and_stays(
+        cloud: Cloud, world: World, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    monkeypatch.setattr(upgrade, "refusal", lambda *args: None)
+    if how == "old_dest":
+        _set_version(cloud, "host2", upgrade.QOS_MOVE_HOST - 1)
+    else:
+        cloud.configure(upgrade_levels_compute="5.1")
+    assert live_migrate(cloud, world.server, "host2", version="2.30",
+                        force=True).status_code == 202
+    [mig] = migrations_of(cloud, world.server)
+    assert mig["status"] in ("error", "failed")
+    world.assert_on_host1()
+    ports_on_host2 = vf_usage(cloud, "host2")
+    assert ports_on_host2 == {"ens5": 0}

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import actions
+from stowage.compute import actions, upgrade
 from stowage.compute import instances as inst
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api.server_common import conductor
@@ -27,7 +27,7 @@ from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response
 
 __all__ = ["Handler", "Cast", "start_action", "accept", "cast_after_commit", "moving_server",
-           "check_host_up"]
+           "check_host_up", "refuse_old_computes"]
 
 LOG = logging.getLogger(__name__)
 
@@ -85,3 +85,11 @@ def check_host_up(req: Request, instance: inst.Instance, service: Service | None
     status = queries.host_status(service, instance.host, req.app.settings.compute)
     if status not in ("UP", "MAINTENANCE"):
         raise HTTPError(409, "Service is unavailable at this time.")
+
+
+def refuse_old_computes(conn: Connection, instance: inst.Instance, action: str) -> None:
+    """400 while some compute is too old to move a server with resource-requesting ports
+    (Nova's `supports_port_resource_request_during_move`, `upgrade.refusal`)."""
+    message = upgrade.refusal(conn, instance.uuid, action)
+    if message is not None:
+        raise HTTPError(400, message)

@@ -19,7 +19,8 @@ or forced down answers 409 "Service is unavailable at this time." (Nova's
 `check_instance_host(check_is_up=True)`), as its servers need evacuating.
 Migrate is admin-only by policy. Resize and migrate of a server whose ports
 have resource requests answer 400 while any compute is older than Nova
-Ussuri's service version (`compute/upgrade.py`).
+Ussuri's service version (`compute/upgrade.py`, `refuse_old_computes`; so do
+os-migrateLive, evacuate and the unshelve of an offloaded server).
 
 Every cast operation is journaled as accepted (`tasks.accept`) in the same
 transaction as its task state, so a cast a crash lost is found on restart.
@@ -36,7 +37,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import actions, states, upgrade
+from stowage.compute import actions, states
 from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute import migrations as migs
@@ -48,6 +49,7 @@ from stowage.compute.api.action_common import (
     cast_after_commit,
     check_host_up,
     moving_server,
+    refuse_old_computes,
     start_action,
 )
 from stowage.compute.api.common import API_PREFIX, authorize, read_body, validate_body
@@ -100,13 +102,6 @@ _RESET_TO = {"active": states.ACTIVE, "error": states.ERROR}
 Cast = Callable[[ConductorAPI], None]
 
 
-def _refuse_old_computes(conn: Connection, instance: inst.Instance, action: str) -> None:
-    """400 while some compute is too old to move a server with resource-requesting ports."""
-    message = upgrade.refusal(conn, instance.uuid, action)
-    if message is not None:
-        raise HTTPError(400, message)
-
-
 def _resize(req: Request, body: Any) -> Response:
     flavorid = str(validate_body(body, _RESIZE_SCHEMA)["resize"]["flavorRef"])
     flavorid = flavorid.rstrip("/").split("/")[-1]
@@ -115,7 +110,7 @@ def _resize(req: Request, body: Any) -> Response:
         authorize(req, "os_compute_api:servers:resize", target(instance))
         check_state(instance, "resize", (states.ACTIVE, states.STOPPED))
         check_host_up(req, instance, service)
-        _refuse_old_computes(conn, instance, "resize")
+        refuse_old_computes(conn, instance, "resize")
         try:
             flavor = flv.get(conn, flavorid, req.context)
         except NotFound:
@@ -151,7 +146,7 @@ def _migrate(req: Request, body: Any) -> Response:
         authorize(req, rule, {"project_id": instance.project_id})
         check_state(instance, "migrate", (states.ACTIVE, states.STOPPED))
         check_host_up(req, instance, service)
-        _refuse_old_computes(conn, instance, "migrate")
+        refuse_old_computes(conn, instance, "migrate")
         if host is not None:
             if host == instance.host:
                 raise HTTPError(400, "Cannot migrate to the host where the server exists.")

@@ -44,6 +44,7 @@ from stowage.compute.api.action_common import (
     accept,
     cast_after_commit,
     moving_server,
+    refuse_old_computes,
     start_action,
 )
 from stowage.compute.api.common import BOOLEAN, as_bool, authorize, validate_body
@@ -106,6 +107,7 @@ def _evacuate(req: Request, body: Any) -> Response:
         check_state(instance, "evacuate", (states.ACTIVE, states.STOPPED, states.ERROR))
         if service is not None and services.is_up(service, req.app.settings.compute):
             raise HTTPError(400, f"Compute service of {instance.host} is still in use.")
+        refuse_old_computes(conn, instance, "evacuate")
         migration = _accept(req, conn, instance, host)
         op = accept(conn, req, instance, "evacuate", migration_uuid=migration.uuid, host=host)
     try:

@@ -42,6 +42,7 @@ from stowage.compute.api.action_common import (
     cast_after_commit,
     check_host_up,
     moving_server,
+    refuse_old_computes,
     start_action,
 )
 from stowage.compute.api.common import BOOLEAN, as_bool, authorize, validate_body
@@ -106,6 +107,7 @@ def _migrate_live(req: Request, body: Any) -> Response:
             if host == instance.host:
                 raise HTTPError(400, f"Unable to migrate instance ({instance.uuid}) to "
                                      f"current host ({host}).")
+        refuse_old_computes(conn, instance, "os-migrateLive")
         migration = _accept(req, conn, instance, host)
         op = accept(conn, req, instance, "live_migrate", migration_uuid=migration.uuid,
                     host=host, force=force, block_migration=block)

@@ -40,6 +40,7 @@ from stowage.compute.api.action_common import (
     Handler,
     accept,
     cast_after_commit,
+    refuse_old_computes,
     start_action,
 )
 from stowage.compute.api.common import authorize, validate_body
@@ -153,6 +154,8 @@ def _unshelve(req: Request, body: Any) -> Response:
             spec["availability_zone"] = zone
             inst.save_request_spec(conn, instance.uuid, spec)
         offloaded = instance.vm_state == states.SHELVED_OFFLOADED
+        if offloaded:  # a shelved server still on its host does not move
+            refuse_old_computes(conn, instance, "unshelve")
         operation = "unshelve" if offloaded else "unshelve_power_on"
         start_action(conn, req, instance, "unshelve")
         move_state(conn, instance, "unshelve", task_state=TASK.UNSHELVING)

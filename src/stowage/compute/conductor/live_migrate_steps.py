@@ -30,7 +30,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from stowage.compute import instances, migrations, services, states
+from stowage.compute import instances, migrations, services, states, upgrade
 from stowage.compute import tables as t
 from stowage.compute.conductor import live_migrate_ports, ports
 from stowage.compute.conductor.common import DeletedDuringMove, MoveState, Ops, short_reason
@@ -266,6 +266,7 @@ class CheckDestination(Step):
         vfs = live_migrate_ports.vf_ports(m.ops, m.ports(), m.dest, uuid)
         with m.ops.event(uuid, "compute_check_can_live_migrate_destination", m.dest_host):
             _check_hypervisors(m)
+            _check_port_upgrade(m)
             check = m.ops.call_agent(
                 m.dest_host, "check_can_live_migrate_destination", instance_uuid=uuid,
                 block_migration=m.block_migration,
@@ -320,6 +321,22 @@ class CheckDestination(Step):
 
 def _reason(exc: Exception) -> str:
     return short_reason(exc) if isinstance(exc, MessagingError) else str(exc)
+
+
+def _check_port_upgrade(m: LiveMove) -> None:
+    """A server whose ports have resource requests moves only between computes that can
+    carry them (service version `upgrade.QOS_MOVE_HOST`, compute RPC not pinned below
+    `upgrade.QOS_MOVE_RPC`): a failed pre-check, so the next alternate is tried."""
+    if not any(r.request and r.request.get("format") for r in m.ports().rows):
+        return
+    setting = m.ops.settings.upgrade_levels_compute
+    with m.ops.db.read() as conn:
+        old = [h for h in (m.source_host, m.dest_host)
+               if not upgrade.host_takes_qos_move(conn, h, setting)]
+    if old:
+        raise PreCheckFailed(
+            "Cannot live migrate a server with ports having resource requests: the compute "
+            f"service of {old[0]} is too old, or the compute RPC is pinned below 5.2.")
 
 
 def _check_hypervisors(m: LiveMove) -> None:
