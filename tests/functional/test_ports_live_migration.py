@@ -149,6 +149,41 @@ def test_force_complete_while_copying_activates_the_destination(
     world.assert_settled("host2")
 
 
+@pytest.mark.parametrize("version", ["latest", "2.67"])
+def test_a_live_migration_to_another_zone_gives_the_ports_its_owner(
+        cloud: Cloud, world: LiveWorld, version: str) -> None:
+    """host3 is in zone az2: after the switch-over each port is owned by compute:az2
+    (Nova rewrites device_owner when the host changed); another live migration back
+    to host1's zone gives them compute:nova again."""
+    world.hosts["host3"] = net_host(cloud, "host3", vfs=4, availability_zone="az2")
+    for port in (world.normal, world.direct):
+        assert world.nets.port(port)["device_owner"] == "compute:nova"
+    extra = {"force": True} if version == "2.67" else {}
+    assert live_migrate(cloud, world.server, "host3", version,
+                        **extra).status_code == 202
+    view = server(cloud, world.server)
+    assert (view["status"], view["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", "host3")
+    [mig] = migrations_of(cloud, world.server)
+    assert holding(cloud, str(mig["uuid"])) == {}
+    assert holding(cloud, world.server) == world.on("host3", SMALL)
+    h3 = world.hosts["host3"]
+    for port, rp in ((world.normal, h3.bridge), (world.direct, h3.pf)):
+        assert {h: st for h, (st, _) in world.bindings(port).items()} == {"host3": "ACTIVE"}
+        found = world.nets.port(port)
+        assert (found["device_owner"], found["device_id"], found["binding:host_id"]) == (
+            "compute:az2", world.server, "host3")
+        assert found["binding:profile"]["allocation"] == {world.nets.group_id(port): rp}
+    assert world.nets.port(world.direct)["binding:profile"]["pci_slot"].startswith(ENS5_BUS)
+    assert {h: vf_usage(cloud, h)["ens5"] for h in world.hosts} == {
+        "host1": 0, "host2": 0, "host3": 1}
+    assert_invariants(cloud)
+
+    assert live_migrate(cloud, world.server, "host1").status_code == 202
+    world.assert_settled("host1")
+    for port in (world.normal, world.direct):
+        assert world.nets.port(port)["device_owner"] == "compute:nova"
+
+
 @pytest.mark.parametrize(("host", "step"), [
     pytest.param("host2", "check_can_live_migrate_destination", id="dest-check"),
     pytest.param("host1", "check_can_live_migrate_source", id="source-check"),

@@ -17,6 +17,10 @@ Nova's:
                                 during compute service level check ...")
     QOS_MOVE_RPC           5.2  the compute RPC version whose prep_resize carries the
                                 request spec (the ports' groups and mapping)
+    QOS_ATTACH             55   Nova 23.0 (Wallaby): the API refuses attaching a port with a
+                                resource request to a server whose host's compute is older
+                                (400 AttachInterfaceWithQoSPolicyNotSupported,
+                                `attach_refusal()`)
 
 `[upgrade_levels] compute` pins the compute RPC version the conductor may
 send: "auto" (the default) is the version every running compute understands,
@@ -26,20 +30,25 @@ history); an explicit "5.1", "6.0", ... is taken as given.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instance_ports
 from stowage.compute import tables as t
+from stowage.network.resource_request import read
 
 __all__ = ["SERVICE_VERSION", "QOS_MOVE_ALL_COMPUTES", "QOS_MOVE_HOST", "QOS_MOVE_RPC",
            "CURRENT_RPC", "parse_rpc", "min_compute_version", "host_version", "rpc_pin",
-           "refusal", "host_takes_qos_move"]
+           "refusal", "host_takes_qos_move", "QOS_ATTACH", "attach_refusal"]
 
 SERVICE_VERSION = 66
 QOS_MOVE_ALL_COMPUTES = 49
 QOS_MOVE_HOST = 39
 QOS_MOVE_RPC = (5, 2)
+QOS_ATTACH = 55
 CURRENT_RPC = (6, 2)
 # lowest compute service version -> the compute RPC version "auto" pins to (the first
 # row whose version it reaches): Nova's SERVICE_VERSION_HISTORY, coarsely.
@@ -105,3 +114,15 @@ def host_takes_qos_move(conn: Connection, host: str, setting: str) -> bool:
     pinned below the version that carries the request spec."""
     return (host_version(conn, host) >= QOS_MOVE_HOST
             and rpc_pin(conn, setting) >= QOS_MOVE_RPC)
+
+
+def attach_refusal(conn: Connection, instance_uuid: str, host: str,
+                   port: Mapping[str, Any]) -> str | None:
+    """The API's 400 for attaching `port`, which has a resource request, to a server whose
+    host's compute is older than Wallaby's (None: allowed)."""
+    if not read(str(port.get("id")), port.get("resource_request")).groups:
+        return None
+    if host_version(conn, host) >= QOS_ATTACH:
+        return None
+    return (f"Attaching interfaces with QoS policy is not supported for instance "
+            f"{instance_uuid}.")

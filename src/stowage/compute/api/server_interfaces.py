@@ -25,6 +25,10 @@ is `conductor/interfaces.py`; its failures answer as Nova's:
     NetworksWithQoSPolicyNotSupported         400 (a port compute creates asks for some)
     InterfaceAttachFailed, anything else      500 "Failed to attach network adapter device
                                               to <server>"
+
+A port with a resource request is refused before that (400, Nova's
+AttachInterfaceWithQoSPolicyNotSupported) while the server's host's compute
+is older than Wallaby's `upgrade.QOS_ATTACH`.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from stowage.compute import instance_ports, states
+from stowage.compute import instance_ports, states, upgrade
 from stowage.compute.api.action_common import accept, cast_after_commit, start_action
 from stowage.compute.api.common import API_PREFIX, at_least, authorize, read_body, validate_body
 from stowage.compute.api.server_common import (
@@ -199,6 +203,18 @@ def _answer(uuid: str, call: Callable[[], None]) -> None:
         raise HTTPError(500, f"Failed to attach network adapter device to {uuid}") from exc
 
 
+def _refuse_old_compute(conn: Any, instance: Instance, network: NetworkClient | None,
+                        entry: Requested) -> None:
+    """400 for a port with a resource request while the server's host's compute is older
+    than Nova Wallaby's (`upgrade.attach_refusal`)."""
+    port = (network.show_port(entry.port_id)
+            if entry.port_id and network is not None else None)
+    message = (None if port is None or not instance.host
+               else upgrade.attach_refusal(conn, instance.uuid, instance.host, port))
+    if message is not None:
+        raise HTTPError(400, message)
+
+
 def create_interface(req: Request) -> Response:
     body = read_body(req)
     with req.app.db.read() as conn:
@@ -206,7 +222,9 @@ def create_interface(req: Request) -> Response:
     network = _network(req)
     entry = _requested(req, body, network)
     with req.app.db.read() as conn:
-        uuid = _attachable(req, conn, "attach_interface", "create").uuid
+        instance = _attachable(req, conn, "attach_interface", "create")
+        _refuse_old_compute(conn, instance, network, entry)
+        uuid = instance.uuid
     _answer(uuid, lambda: conductor(req).check_attach(uuid, entry.port_id, entry.network_id,
                                                       req.context.request_id))
     with req.app.db.write() as conn:

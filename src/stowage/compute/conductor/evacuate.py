@@ -26,7 +26,11 @@ allocation, bandwidth included, and frees its VFs, but never touches the
 bindings: they point at the destination already.
 
 A claim refused by the destination agent before it acted (PCI, the late
-server group check) is retried on the scheduler's alternates. Any failure
+server group check) is retried on the scheduler's alternates. A server whose
+ports have resource requests skips a destination whose compute is too old
+for them, or every one while the compute RPC is pinned below 5.2
+(`upgrade_checks`), for the next alternate; with none left it fails as with
+no valid host. Any failure
 undoes the completed steps in reverse: the destination guest is destroyed,
 the ports are bound to the source again as they were (mapped from the
 source allocation, each VF the one its binding named before: the source's
@@ -56,7 +60,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, services, states
-from stowage.compute.conductor import port_homes, ports
+from stowage.compute.conductor import port_homes, ports, upgrade_checks
 from stowage.compute.conductor.common import MoveState, Ops, no_valid_host
 from stowage.compute.conductor.tasks import (
     Interrupted,
@@ -155,6 +159,9 @@ class ClaimDestination(Step):
         self.spec["port_requests"] = ports.spec_entries(requests)
         e.source_pci = port_homes.vf_profiles(e.ops, e.ports())
         e.schedule(self.spec, e.ops.placement.holding(e.instance.uuid))
+        if self.spec["port_requests"] and not upgrade_checks.dest_takes_ports(e):
+            e.give_source_back()  # this step raised: it leaves nothing behind
+            raise NoHostLeft(upgrade_checks.exhausted_message(e.instance.uuid))
 
     def rollback(self) -> None:
         """Give the source back, or drop both claims of a server deleted meanwhile."""
@@ -256,6 +263,9 @@ class RebuildOnDestination(Step):
             raise NoHostLeft(f"No valid host was found. Every host refused the rebuild of "
                              f"instance {e.instance.uuid}; last: {exc.message}")
         e.dest = alternate
+        if (any(r.groups for r in e.ports().requests)
+                and not upgrade_checks.dest_takes_ports(e)):
+            raise NoHostLeft(upgrade_checks.exhausted_message(e.instance.uuid))
         with e.journal.batch() as batch:
             e.stop_if_deleted(batch.conn)
             batch.record(self.name, "executing", self.journal_detail())

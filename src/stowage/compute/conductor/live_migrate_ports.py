@@ -12,7 +12,10 @@
                deleting the destination bindings)
     activate   the destination binding made ACTIVE (the source one turns INACTIVE) and
                the source one deleted, once the guest runs there (Nova's
-               `migrate_instance_start` / `_post_live_migration`)
+               `migrate_instance_start` / `_post_live_migration`); a port whose
+               `device_owner` names another zone than the destination's gets
+               compute:<destination zone> (Nova's `_update_port_binding_for_instance`
+               rewrites it when the host changed: "the AZ could have also changed")
 
 Every write is idempotent: a binding already there with the same profile is
 kept, an activation already done is skipped, deleting what is gone is fine,
@@ -147,3 +150,19 @@ def activate(ops: Ops, server_ports: ports.ServerPorts, dest_host: str, source_h
     if missing:
         ports.rebind(ops, server_ports, dest_host, server_ports.instance_uuid, migration_uuid,
                      gone)
+    _own_in_dest_zone(ops, network, server_ports, dest_host)
+
+
+def _own_in_dest_zone(ops: Ops, network: NetworkClient, server_ports: ports.ServerPorts,
+                      dest_host: str) -> None:
+    """Each port owned by a compute of another zone: compute:<the destination's zone>
+    (only written when it differs, so a step done again writes nothing)."""
+    owner = ports.owner_on(ops, dest_host)
+    try:
+        for port_id in server_ports.port_ids:
+            port = network.show_port(port_id)
+            current = str((port or {}).get("device_owner") or "")
+            if port is not None and current.startswith("compute:") and current != owner:
+                network.update_port(port_id, {"device_owner": owner})
+    except NetworkError as exc:
+        raise RemoteError(exc.type or "NetworkError", exc.message) from exc

@@ -55,7 +55,7 @@ from stowage.network.client import NetworkClient, NetworkError
 
 __all__ = ["ServerPorts", "load", "create", "requests_of", "mapping", "vf_ports", "bind",
            "rebind", "release", "unbind_port", "require_network", "spec_entries", "from_holding",
-           "host_profile",
+           "host_profile", "owner_on",
            "NetworksWithQoSPolicyNotSupported", "PCI_KEYS"]
 
 LOG = logging.getLogger(__name__)
@@ -216,6 +216,11 @@ def _zone(ops: Ops, host: str) -> str:
         service = services.compute_service(conn, host)
     zone = service.availability_zone if service is not None else None
     return zone or ops.settings.default_availability_zone
+
+
+def owner_on(ops: Ops, host: str) -> str:
+    """The `device_owner` of a server's port on `host`: compute:<the host's zone>."""
+    return f"compute:{_zone(ops, host)}"
 
 
 def bind(ops: Ops, ports: ServerPorts, host: str, group_map: Mapping[str, str],

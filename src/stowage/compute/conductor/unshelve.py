@@ -16,7 +16,9 @@ asks for their request groups, read again from the Network service, as a
 build does; the host takes each SR-IOV port's VF from the PF the chosen
 candidate maps its group to, and once the guest is spawned the ports are
 bound there with that mapping (Nova's `setup_instance_network_on_host` with
-the provider mappings). A binding that fails destroys the guest and tries
+the provider mappings). A host whose compute is too old for the ports'
+resource requests, or any host while the compute RPC is pinned below 5.2, is
+skipped for the next alternate (`upgrade_checks`). A binding that fails destroys the guest and tries
 the next alternate, as a failed spawn does.
 
 A failed unshelve of an offloaded server (no valid host, every alternate's
@@ -42,7 +44,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, states
-from stowage.compute.conductor import port_homes, ports
+from stowage.compute.conductor import port_homes, ports, upgrade_checks
 from stowage.compute.conductor.common import OnServer, Ops, no_valid_host
 from stowage.compute.conductor.shelve import SHELVED_KEYS, forget_image
 from stowage.compute.conductor.tasks import Interrupted, Journal, Step, StepFailed, run_steps
@@ -125,6 +127,8 @@ class Schedule(Step):
         self.spec["port_requests"] = ports.spec_entries(ports.requests_of(un.ops, un.ports()))
         un.selections = un.ops.scheduler.select_destinations(self.spec, [un.instance.uuid])[0]
         un.dest = un.selections.pop(0)
+        if self.spec["port_requests"]:
+            un.dest = _new_enough(un, un.dest)
 
     def rollback(self) -> None:
         self.un.ops.placement.delete_allocations(self.un.instance.uuid)
@@ -164,7 +168,8 @@ class Spawn(Step):
                 alternate = un.ops.next_alternate(un.instance, un.selections)
                 if alternate is None:
                     raise _retries_exceeded(un.instance.uuid, exc) from exc
-                un.dest = alternate
+                un.dest = (_new_enough(un, alternate)
+                           if any(r.groups for r in un.ports().requests) else alternate)
 
     def _spawn_on(self, host: str) -> None:
         """VFs of the mapped PFs claimed and the guest spawned on `host`, then the ports
@@ -245,6 +250,15 @@ class SettleActive(Step):
 
 class RetriesExceeded(Exception):
     pass
+
+
+def _new_enough(un: Unshelving, dest: dict[str, Any]) -> dict[str, Any]:
+    """`dest`, or the first alternate whose compute can take the ports' resource requests
+    (claimed in its place); none: RetriesExceeded, the instance holding nothing."""
+    found = upgrade_checks.host_taking_ports(un.ops, un.instance, dest, un.selections)
+    if found is None:
+        raise RetriesExceeded(upgrade_checks.exhausted_message(un.instance.uuid))
+    return found
 
 
 def _retries_exceeded(uuid: str, exc: RemoteError) -> RetriesExceeded:
