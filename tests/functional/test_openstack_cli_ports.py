@@ -43,17 +43,25 @@ def _bound(server: LiveServer, port: str, group: str) -> str:
     return str(host)
 
 
-def test_server_with_a_qos_port_resized_and_migrated(server: LiveServer) -> None:
-    osc(server, "network", "create", "net0", "--provider-network-type", "flat",
+def _qos_port(server: LiveServer, n: int, *segment: str) -> tuple[dict[str, str], str]:
+    """Network net<n> on physnet0 (`segment`: its type and id), subnet 10.0.<n+5>.0/24,
+    QoS policy qp<n> (1000 kbps egress, 2000 ingress) and port port<n> under it;
+    returns the port and its request group id."""
+    osc(server, "network", "create", f"net{n}", *segment,
         "--provider-physical-network", "physnet0")
-    osc(server, "subnet", "create", "sub0", "--network", "net0", "--subnet-range",
-        "10.0.5.0/24")
-    osc(server, "network", "qos", "policy", "create", "qp0")
+    osc(server, "subnet", "create", f"sub{n}", "--network", f"net{n}", "--subnet-range",
+        f"10.0.{n + 5}.0/24")
+    osc(server, "network", "qos", "policy", "create", f"qp{n}")
     for direction, kbps in (("--egress", "1000"), ("--ingress", "2000")):
         osc(server, "network", "qos", "rule", "create", "--type", "minimum-bandwidth",
-            "--min-kbps", kbps, direction, "qp0")
-    port = osc(server, "port", "create", "port0", "--network", "net0", "--qos-policy", "qp0")
-    group = port["resource_request"]["request_groups"][0]["id"]
+            "--min-kbps", kbps, direction, f"qp{n}")
+    port = osc(server, "port", "create", f"port{n}", "--network", f"net{n}", "--qos-policy",
+               f"qp{n}")
+    return port, str(port["resource_request"]["request_groups"][0]["id"])
+
+
+def test_server_with_a_qos_port_resized_and_migrated(server: LiveServer) -> None:
+    port, group = _qos_port(server, 0, "--provider-network-type", "flat")
     osc(server, "flavor", "create", "m1.small", "--ram", "512", "--vcpus", "1", "--disk", "5")
     osc(server, "flavor", "create", "m1.large", "--ram", "1024", "--vcpus", "2", "--disk", "10")
     osc(server, "image", "create", "cirros")
@@ -97,16 +105,8 @@ def _held_on_bridge(server: LiveServer, vm: str, host: str) -> dict[str, int]:
 
 
 def test_server_add_and_remove_a_qos_port(server: LiveServer) -> None:
-    osc(server, "network", "create", "net1", "--provider-network-type", "vlan",
-        "--provider-physical-network", "physnet0", "--provider-segment", "200")
-    osc(server, "subnet", "create", "sub1", "--network", "net1", "--subnet-range",
-        "10.0.6.0/24")
-    osc(server, "network", "qos", "policy", "create", "qp1")
-    for direction, kbps in (("--egress", "1000"), ("--ingress", "2000")):
-        osc(server, "network", "qos", "rule", "create", "--type", "minimum-bandwidth",
-            "--min-kbps", kbps, direction, "qp1")
-    port = osc(server, "port", "create", "port1", "--network", "net1", "--qos-policy", "qp1")
-    group = port["resource_request"]["request_groups"][0]["id"]
+    port, group = _qos_port(server, 1, "--provider-network-type", "vlan",
+                            "--provider-segment", "200")
     osc(server, "flavor", "create", "m1.tiny", "--ram", "256", "--vcpus", "1", "--disk", "1")
     osc(server, "image", "create", "cirros1")
     made = osc(server, "server", "create", "--flavor", "m1.tiny", "--image", "cirros1",
