@@ -12,10 +12,36 @@ def test_versions_list_needs_no_token_and_links_absolutely(live_stowage: LiveSer
     for path in ("/compute", "/compute/"):
         resp = httpx.get(live_stowage.url + path)
         assert resp.status_code == 200
-        (version,) = resp.json()["versions"]
+        legacy, version = resp.json()["versions"]
         assert version["id"] == "v2.1" and version["status"] == "CURRENT"
         assert (version["min_version"], version["version"]) == ("2.1", "2.91")
         assert {"rel": "self", "href": f"{live_stowage.url}/compute/v2.1/"} in version["links"]
+        assert (legacy["id"], legacy["status"]) == ("v2.0", "SUPPORTED")
+        assert (legacy["min_version"], legacy["version"]) == ("", "")
+        assert {"rel": "self", "href": f"{live_stowage.url}/compute/v2/"} in legacy["links"]
+
+
+@pytest.mark.parametrize("path", ["/compute/v2", "/compute/v2/"])
+def test_legacy_version_document_needs_no_token(live_stowage: LiveServer, path: str) -> None:
+    resp = httpx.get(live_stowage.url + path)
+    assert resp.status_code == 200
+    assert resp.json()["version"]["id"] == "v2.0"
+
+
+@pytest.mark.parametrize(("path", "names"), [
+    ("/compute/v2.1/flavors", ("x-openstack-request-id", "x-compute-request-id")),
+    ("/compute/v2.1/no-such-thing", ("x-openstack-request-id", "x-compute-request-id")),
+    ("/placement/resource_providers", ("x-openstack-request-id",)),
+    ("/image/v2/images", ("x-openstack-request-id",)),
+    ("/network/v2.0/networks", ("x-openstack-request-id",)),
+])
+def test_every_answer_carries_its_request_id(
+        live_stowage: LiveServer, path: str, names: tuple[str, ...]) -> None:
+    headers = {"x-auth-token": "admin:admin", "openstack-api-version": "placement 1.39"}
+    resp = httpx.get(live_stowage.url + path, headers=headers)
+    ids = {resp.headers[name] for name in names}
+    assert len(ids) == 1 and ids.pop().startswith("req-")
+    assert "openstack-request-id" not in resp.headers
 
 
 @pytest.mark.parametrize("path", ["/compute/v2.1", "/compute/v2.1/"])

@@ -114,7 +114,8 @@ def test_boot_records_the_request_and_casts_the_build(
     settle(cloud)
     assert [m for m, _ in recorder.casts] == ["build_instances"]
     assert recorder.casts[0][1]["instance_uuids"] == [created["id"]]
-    request_id = resp.headers["openstack-request-id"]
+    request_id = resp.headers["x-openstack-request-id"]
+    assert resp.headers["x-compute-request-id"] == request_id
     assert recorder.casts[0][1]["request_id"] == request_id
 
     shown = cloud.compute.get(f"/servers/{created['id']}").json()["server"]

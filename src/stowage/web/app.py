@@ -57,6 +57,8 @@ class ServiceSpec:
     # Paths served without a token (version documents).
     public_paths: frozenset[str] = frozenset({"/", ""})
     cors: Any = None
+    # oslo.middleware's header on every service; Nova adds its older X-Compute-Request-Id.
+    request_id_headers: Sequence[str] = ("x-openstack-request-id",)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -165,7 +167,8 @@ class ServiceApp:
             resp = self._render(req, failure, versioned)
         if versioned and self.spec.microversioned:
             self._version_headers(req, resp)
-        resp.headers.append(("openstack-request-id", req.context.request_id))
+        resp.headers.extend((name, req.context.request_id)
+                            for name in self.spec.request_id_headers)
         return resp
 
     def _render(self, req: Request, err: HTTPError, versioned: bool) -> Response:

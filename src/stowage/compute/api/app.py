@@ -64,6 +64,7 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         legacy_version_headers=(LEGACY_HEADER,),
         echo_legacy_version_headers=True,
         public_paths=PUBLIC_PATHS,
+        request_id_headers=("x-openstack-request-id", "x-compute-request-id"),
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
     return ServiceApp(spec, ComputeState(settings, db, Enforcer(settings.policy, COMPUTE_RULES)))
