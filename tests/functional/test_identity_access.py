@@ -9,23 +9,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
 from stowage.compute.hosts import HostConfig
-from tests.conftest import BACKENDS
 from tests.functional.conftest import LiveServer
-from tests.functional.identity import identity_server, login, token_client
+from tests.functional.identity import login, token_client
 
 V3 = "/identity/v3"
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def live(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
-    with identity_server(request.param) as server:
-        yield server
+@pytest.fixture(scope="module")
+def live(live_identity: LiveServer) -> LiveServer:
+    return live_identity
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ After each request: status < 500; on a 4xx the token table is unchanged.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -24,19 +23,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stowage.identity.tables import identity_tokens
-from tests.conftest import BACKENDS
 from tests.functional.conftest import LiveServer
 from tests.functional.fuzz_values import body_variants, encode, hostile_text, weighted
-from tests.functional.identity import identity_server, login, password_body
+from tests.functional.identity import login, password_body
 
 EXAMPLES = int(os.environ.get("STOWAGE_FUZZ_EXAMPLES", "25"))
 TOKENS = "/identity/v3/auth/tokens"
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def live(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
-    with identity_server(request.param) as server:
-        yield server
+@pytest.fixture(scope="module")
+def live(live_identity: LiveServer) -> LiveServer:
+    return live_identity
 
 
 def _hashes(live: LiveServer) -> set[str]:
