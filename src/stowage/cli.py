@@ -100,18 +100,20 @@ def _control_plane(settings: config.Settings, db: Database, placement_app: Any,
     can only be booted with `networks: none`, or without networks before 2.37).
     """
     from stowage.compute.runtime import ControlPlane
+    from stowage.identity.service_auth import service_auth
     from stowage.network.client import NetworkClient
     from stowage.placement.client import PlacementClient
 
+    auth = service_auth(settings, db)
     if placement_app is not None:
         client = PlacementClient.local(placement_app)
     elif settings.compute.placement_url:
-        client = PlacementClient.over_http(settings.compute.placement_url)
+        client = PlacementClient.over_http(settings.compute.placement_url, auth=auth)
     else:
         raise SystemExit("stowage: compute needs Placement: serve both, or set "
                          "[compute] placement_url in the settings file")
     network = (NetworkClient.local(network_app) if network_app is not None else
-               NetworkClient.over_http(settings.compute.network_url)
+               NetworkClient.over_http(settings.compute.network_url, auth=auth)
                if settings.compute.network_url else None)
     plane = ControlPlane(settings.compute, db, client, network)
     plane.start()
