@@ -81,7 +81,7 @@ def _identify(db: Database, directory: Directory,
     return users[0], parent
 
 
-def _project(directory: Directory, ref: dict[str, Any], user: User) -> Project:
+def _project(directory: Directory, ref: dict[str, Any]) -> Project:
     if ref.get("id"):
         project = directory.project(ref["id"])
     else:
@@ -108,7 +108,7 @@ def _scoped(directory: Directory, user: User, scope: Any) -> dict[str, Any]:
     if not isinstance(scope, dict) or not scope:
         raise LoginRefused("The scope must be a project, a domain or 'unscoped'.")
     if "project" in scope:
-        project = _project(directory, scope["project"], user)
+        project = _project(directory, scope["project"])
         roles = directory.roles_on(user.id, project_id=project.id)
         if not roles:
             raise LoginRefused(f"User {user.id} has no access to project {project.id}")
