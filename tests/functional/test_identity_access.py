@@ -181,3 +181,15 @@ def test_catalog_resources(live: LiveServer, tokens: dict[str, str]) -> None:
     assert {s["type"] for s in catalog} == {s["type"] for s in services}
     unscoped = login(live, "nobody")
     assert _get(live, unscoped, "/auth/catalog").status_code == 403
+
+
+def test_tokens_without_a_project_are_refused_or_served_never_an_error(
+        live: LiveServer, tokens: dict[str, str]) -> None:
+    """A domain-scoped or unscoped token has no project: services must still answer sanely."""
+    unscoped = login(live, "nobody")
+    paths = ["/compute/v2.1/servers", "/compute/v2.1/flavors", "/placement/resource_providers",
+             "/image/v2/images", "/network/v2.0/networks", "/network/v2.0/ports"]
+    for token in (tokens["dora"], unscoped):
+        for path in paths:
+            resp = httpx.get(f"{live.url}{path}", headers={"x-auth-token": token}, timeout=30)
+            assert resp.status_code in (200, 403), (path, resp.status_code, resp.text)
