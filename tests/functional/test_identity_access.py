@@ -180,7 +180,11 @@ def test_catalog_resources(live: LiveServer, tokens: dict[str, str]) -> None:
     catalog = _get(live, tokens["alice"], "/auth/catalog").json()["catalog"]
     assert {s["type"] for s in catalog} == {s["type"] for s in services}
     unscoped = login(live, "nobody")
-    assert _get(live, unscoped, "/auth/catalog").status_code == 403
+    for token in (unscoped, tokens["dora"]):  # unscoped, domain-scoped
+        refused = _get(live, token, "/auth/catalog")
+        assert refused.status_code == 403
+        assert refused.json()["error"]["message"] == (
+            "A project-scoped token is required to produce a service catalog.")
 
 
 def test_tokens_without_a_project_are_refused_or_served_never_an_error(

@@ -1,7 +1,7 @@
 """What the caller's own token reaches: `/v3/auth/catalog`, `/projects`, `/domains`.
 
 Any valid token may ask (Keystone's `identity:get_auth_*` rules are empty);
-the catalog needs a scoped token, as Keystone's does.
+the catalog needs a project-scoped token, as Keystone's does.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ __all__ = ["ROUTES"]
 
 def auth_catalog(req: Request) -> Response:
     token = caller(req)
-    if not token.scoped:
+    if token.project_id is None:
         raise HTTPError(403, "A project-scoped token is required to produce a service "
                              "catalog.")
     return json_response({"catalog": catalog_of(req).token_view(),
