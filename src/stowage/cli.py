@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     db = manage_sub.add_parser("db", help="database schema")
     db.add_argument("action", choices=["upgrade"])
     db.add_argument("--database", help="SQLAlchemy URL")
+    identity = manage_sub.add_parser("identity", help="built-in identity service")
+    identity.add_argument("action", choices=["hash-password"],
+                          help="print the password_hash of a password read from stdin")
     from stowage.manage_placement import add_parser
 
     add_parser(manage_sub)
@@ -57,7 +60,6 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
     from stowage.network.app import build_app as network_app
     from stowage.placement.app import build_app as placement_app
     from stowage.web.app import PrefixDispatcher
-    from stowage.web.identity import IdentityStub
 
     builders = {"placement": placement_app, "compute": compute_app, "image": image_app,
                 "network": network_app}
@@ -72,8 +74,22 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
     if at_root and len(apps) == 1:
         return next(iter(apps.values()))
     mounts: dict[str, Any] = {f"/{name}": app for name, app in apps.items()}
-    mounts["/identity"] = IdentityStub()
+    mounts["/identity"] = _identity(settings, db)
     return PrefixDispatcher(mounts)
+
+
+def _identity(settings: config.Settings, db: Database) -> Any:
+    """The built-in identity service, or (noauth2) the discovery stand-in."""
+    if settings.api.auth_strategy != "builtin-identity":
+        from stowage.web.identity import IdentityStub
+
+        return IdentityStub()
+    from stowage.identity.app import build_app
+
+    try:
+        return build_app(settings, db)
+    except ValueError as exc:
+        raise SystemExit(f"stowage: cannot build the identity service: {exc}") from exc
 
 
 def _control_plane(settings: config.Settings, db: Database, placement_app: Any,
@@ -84,18 +100,20 @@ def _control_plane(settings: config.Settings, db: Database, placement_app: Any,
     can only be booted with `networks: none`, or without networks before 2.37).
     """
     from stowage.compute.runtime import ControlPlane
+    from stowage.identity.service_auth import service_auth
     from stowage.network.client import NetworkClient
     from stowage.placement.client import PlacementClient
 
+    auth = service_auth(settings, db)
     if placement_app is not None:
         client = PlacementClient.local(placement_app)
     elif settings.compute.placement_url:
-        client = PlacementClient.over_http(settings.compute.placement_url)
+        client = PlacementClient.over_http(settings.compute.placement_url, auth=auth)
     else:
         raise SystemExit("stowage: compute needs Placement: serve both, or set "
                          "[compute] placement_url in the settings file")
     network = (NetworkClient.local(network_app) if network_app is not None else
-               NetworkClient.over_http(settings.compute.network_url)
+               NetworkClient.over_http(settings.compute.network_url, auth=auth)
                if settings.compute.network_url else None)
     plane = ControlPlane(settings.compute, db, client, network)
     plane.start()
@@ -189,7 +207,24 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hash_password() -> int:
+    """`manage identity hash-password`: a hash for `[[identity.users]] password_hash`."""
+    import getpass
+
+    from stowage.identity.passwords import hash_password
+
+    password = (getpass.getpass("Password: ") if sys.stdin.isatty()
+                else sys.stdin.readline().rstrip("\n"))
+    if not password:
+        print("stowage: empty password", file=sys.stderr)
+        return 1
+    print(hash_password(password))
+    return 0
+
+
 def _manage(args: argparse.Namespace) -> int:
+    if args.area == "identity":
+        return _hash_password()
     settings = _settings(args, database=args.database)
     db = Database(settings.database)
     if args.area == "placement":

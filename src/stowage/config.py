@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 __all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
+           "IdentityAssignment", "IdentityProject", "IdentitySettings", "IdentityUser",
            "NetworkSettings", "PlacementSettings", "PolicySettings", "Settings", "load"]
 
 DEFAULT_DATABASE = "sqlite:///stowage.db"
@@ -25,13 +26,15 @@ ENV_PREFIX = "STOWAGE_"
 
 # The values `[api] auth_strategy` may take. Upstream's default, "keystone",
 # is not among them: a service that named it would otherwise run with no
-# authentication at all, so settings naming it are refused.
-AUTH_STRATEGIES = ("noauth2",)
+# authentication at all, so settings naming it are refused. "builtin-identity"
+# serves a Keystone v3 subset at /identity and checks its tokens everywhere.
+AUTH_STRATEGIES = ("noauth2", "builtin-identity")
 
 
 @dataclass(frozen=True)
 class ApiSettings:
-    # "noauth2" is upstream's test convention: the token names the caller.
+    # "noauth2" is upstream's test convention: the token names the caller;
+    # "builtin-identity" asks for a password and issues real tokens.
     auth_strategy: str = "noauth2"
     # Seconds an idle keep-alive connection stays open. Pooled clients
     # (requests/urllib3 under keystoneauth, as Nova's report client uses) keep
@@ -178,6 +181,66 @@ def _is_hex(text: str) -> bool:
 
 
 @dataclass(frozen=True)
+class IdentityUser:
+    """A user of the built-in identity service (domain Default); only its hash is kept."""
+
+    name: str
+    password_hash: str
+    id: str | None = None
+    email: str | None = None
+    description: str = ""
+    enabled: bool = True
+    # The project name `default_project_id` points at, if any.
+    default_project: str | None = None
+
+
+@dataclass(frozen=True)
+class IdentityProject:
+    name: str
+    id: str | None = None
+    description: str = ""
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class IdentityAssignment:
+    """`user` holds `role` on `project` (a name), or on the Default domain (`domain`)."""
+
+    user: str
+    role: str
+    project: str | None = None
+    domain: str | None = None
+
+
+@dataclass(frozen=True)
+class IdentitySettings:
+    """`[identity]`: token lifetime, catalog, and the directory (see docs/identity.md).
+
+    Without users, the service starts with a default directory (admin and
+    demo); `stowage.identity.directory` builds it and checks references.
+    """
+
+    # Seconds a token is valid (Keystone's [token] expiration).
+    token_lifetime: int = 3600
+    # Base URL the catalog names (e.g. "https://cloud.example"); default: the request's host.
+    public_url: str | None = None
+    region: str = "RegionOne"
+    users: tuple[IdentityUser, ...] = ()
+    projects: tuple[IdentityProject, ...] = ()
+    assignments: tuple[IdentityAssignment, ...] = ()
+
+    def __post_init__(self) -> None:
+        life = self.token_lifetime
+        if isinstance(life, bool) or not isinstance(life, int) or not 60 <= life <= 86400 * 7:
+            raise ValueError("[identity] token_lifetime must be an integer number of seconds "
+                             f"between 60 and 604800, not {life!r}")
+        if self.public_url is not None and not self.public_url.startswith(
+                ("http://", "https://")):
+            raise ValueError(f"[identity] public_url must be an http(s) URL, not "
+                             f"{self.public_url!r}")
+
+
+@dataclass(frozen=True)
 class Settings:
     database: str = DEFAULT_DATABASE
     bind: str = "127.0.0.1:8780"
@@ -188,6 +251,7 @@ class Settings:
     placement: PlacementSettings = PlacementSettings()
     compute: ComputeSettings = ComputeSettings()
     network: NetworkSettings = NetworkSettings()
+    identity: IdentitySettings = IdentitySettings()
 
 
 def _section(cls: type[Any], raw: Mapping[str, Any]) -> Any:
@@ -206,6 +270,38 @@ def _policy_overrides(path: str | None) -> dict[str, str]:
     text = Path(path).read_text(encoding="utf-8")
     data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
     return {str(k): str(v) for k, v in (data or {}).items()}
+
+
+def _identity_user(raw: Mapping[str, Any]) -> IdentityUser:
+    """One `[[identity.users]]` entry: `password` is hashed here and forgotten."""
+    from stowage.identity.passwords import hash_password, is_password_hash
+
+    values = dict(raw)
+    password = values.pop("password", None)
+    if password is not None and "password_hash" in values:
+        raise ValueError("[[identity.users]] takes password or password_hash, not both")
+    if password is not None:
+        if not isinstance(password, str) or not password:
+            raise ValueError("[[identity.users]] password must be a non-empty string")
+        values["password_hash"] = hash_password(password)
+    elif not is_password_hash(str(values.get("password_hash", ""))):
+        raise ValueError(f"[[identity.users]] {values.get('name')!r} needs a password or a "
+                         "password_hash made by `stowage manage identity hash-password`")
+    return _section(IdentityUser, values)  # type: ignore[no-any-return]
+
+
+def _identity(raw: Mapping[str, Any]) -> IdentitySettings:
+    values = dict(raw)
+    entries: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+        "users": _identity_user,
+        "projects": lambda e: _section(IdentityProject, e),
+        "assignments": lambda e: _section(IdentityAssignment, e)}
+    for key, build in entries.items():
+        items = values.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(e, dict) for e in items):
+            raise ValueError(f"[identity] {key} must be a list of tables ([[identity.{key}]])")
+        values[key] = tuple(build(e) for e in items)
+    return _section(IdentitySettings, values)  # type: ignore[no-any-return]
 
 
 _COMPUTE_FLAGS = ("sim_hosts", "hosts_file")
@@ -258,5 +354,6 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         placement=_section(PlacementSettings, raw.get("placement", {})),
         compute=_compute({**raw.get("compute", {}), **_upgrade_levels(raw)}, flags),
         network=_section(NetworkSettings, raw.get("network", {})),
+        identity=_identity(raw.get("identity", {})),
         **{k: v for k, v in top.items() if k not in _COMPUTE_FLAGS},
     )

@@ -96,7 +96,10 @@ def _network(settings: config.Settings, db: Database) -> NetworkClient | None:
         from stowage.network.app import build_app as network_app
         return NetworkClient.local(network_app(settings, db))
     if settings.compute.network_url:
-        return NetworkClient.over_http(settings.compute.network_url)
+        from stowage.identity.service_auth import service_auth
+
+        return NetworkClient.over_http(settings.compute.network_url,
+                                       auth=service_auth(settings, db))
     return None
 
 

@@ -144,6 +144,16 @@ def live_stowage(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
         yield live
 
 
+@pytest.fixture(scope="session", params=BACKENDS)
+def live_identity(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """Every service mounted, tokens checked by the built-in identity service, with the
+    directory drawn in `tests/functional/identity.py`."""
+    from tests.functional.identity import identity_server
+
+    with identity_server(request.param) as live:
+        yield live
+
+
 # The roles a Keystone token carries (noauth2 reads them from X-Roles): a
 # member's token also carries reader, since Keystone's default roles imply it.
 MEMBER = ("member", "reader")

@@ -1,4 +1,4 @@
-"""Assemble the Image service: routes, noauth2, and Glance-shaped error bodies.
+"""Assemble the Image service: routes, auth (noauth2 or tokens), and Glance-shaped error bodies.
 
 The Image API has no microversions, so responses carry no version headers.
 """
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from stowage.config import Settings
 from stowage.db import Database
+from stowage.identity.middleware import authenticator_for, challenge_for
 from stowage.image.api import PUBLIC_PATHS, ROUTES
 from stowage.web.app import ServiceApp, ServiceSpec
-from stowage.web.auth import noauth2
 from stowage.web.cors import Cors
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
@@ -38,7 +38,8 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         versions=("2.0",),
         router=Router(ROUTES),
         render_error=render_error,
-        authenticate=noauth2,
+        authenticate=authenticator_for(settings, db),
+        challenge=challenge_for(settings),
         microversioned=False,
         public_paths=PUBLIC_PATHS,
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,

@@ -1,4 +1,4 @@
-"""Assemble the Network service: routes, noauth2 and Neutron's error bodies.
+"""Assemble the Network service: routes, auth (noauth2 or tokens) and Neutron's error bodies.
 
 The Networking API has no microversions: features are announced as
 extensions (`GET /v2.0/extensions`), so responses carry no version headers.
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from stowage.config import Settings
 from stowage.db import Database
+from stowage.identity.middleware import authenticator_for, challenge_for
 from stowage.network.api.versions import PUBLIC_PATHS
 from stowage.network.errors import StatusError
 from stowage.web.app import ServiceApp, ServiceSpec
-from stowage.web.auth import noauth2
 from stowage.web.cors import Cors
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
@@ -65,7 +65,8 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         versions=("2.0",),
         router=Router(routes()),
         render_error=render_error,
-        authenticate=noauth2,
+        authenticate=authenticator_for(settings, db),
+        challenge=challenge_for(settings),
         microversioned=False,
         public_paths=PUBLIC_PATHS,
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,

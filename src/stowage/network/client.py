@@ -60,8 +60,11 @@ class NetworkClient:
         return cls(in_process(app, _HEADERS, "http://network.local"))
 
     @classmethod
-    def over_http(cls, url: str, timeout: float = 30.0) -> NetworkClient:
-        http = httpx.Client(base_url=url.rstrip("/"), headers=_HEADERS, timeout=timeout)
+    def over_http(cls, url: str, timeout: float = 30.0,
+                  auth: httpx.Auth | None = None) -> NetworkClient:
+        """`auth` (if given) replaces the admin token, e.g. a builtin-identity service token."""
+        http = httpx.Client(base_url=url.rstrip("/"), headers=_HEADERS, timeout=timeout,
+                            auth=auth)
         return cls(over_http(http), http)
 
     def close(self) -> None:

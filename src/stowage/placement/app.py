@@ -1,4 +1,4 @@
-"""Assemble the Placement service: routes, noauth2 auth, policy, CORS, error bodies."""
+"""Assemble the Placement service: routes, auth (noauth2 or tokens), policy, CORS, error bodies."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from stowage.config import Settings
 from stowage.db import Database
+from stowage.identity.middleware import authenticator_for, challenge_for
 from stowage.placement import codes
 from stowage.placement.api import all_routes
 from stowage.placement.candidates.cache import SnapshotCache
@@ -88,7 +89,8 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         versions=VERSIONS,
         router=Router(all_routes()),
         render_error=render_error,
-        authenticate=noauth2,
+        authenticate=authenticator_for(settings, db),
+        challenge=challenge_for(settings),
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
     state = PlacementState(settings, db, Enforcer(settings.policy), SnapshotCache())

@@ -72,7 +72,8 @@ class LocalTransport(httpx.BaseTransport):
         headers = {k.lower(): v for k, v in request.headers.items()}
         req = Request(method=request.method, path=request.url.path or "/",
                       query_string=request.url.query.decode("latin-1"), headers=headers,
-                      body=request.read(), base_url="http://placement.local", app=self.app.state)
+                      body=request.read(), base_url="http://placement.local", app=self.app.state,
+                      trusted=True)
         resp = self.app.respond(req)
         return httpx.Response(resp.status, headers=resp.headers, content=resp.body)
 
@@ -102,8 +103,11 @@ class PlacementClient:
         return cls(send=in_process(app, _headers(), "http://placement.local"))
 
     @classmethod
-    def over_http(cls, url: str, timeout: float = 30.0) -> PlacementClient:
-        return cls(httpx.Client(base_url=url.rstrip("/"), headers=_headers(), timeout=timeout))
+    def over_http(cls, url: str, timeout: float = 30.0,
+                  auth: httpx.Auth | None = None) -> PlacementClient:
+        """`auth` (if given) replaces the admin token, e.g. a builtin-identity service token."""
+        return cls(httpx.Client(base_url=url.rstrip("/"), headers=_headers(), timeout=timeout,
+                                auth=auth))
 
     def close(self) -> None:
         if self.http is not None:

@@ -56,6 +56,8 @@ class ServiceSpec:
     microversioned: bool = True
     # Paths served without a token (version documents).
     public_paths: frozenset[str] = frozenset({"/", ""})
+    # The WWW-Authenticate value of a 401 (keystonemiddleware's), if any.
+    challenge: Callable[[Request], str] | None = None
     cors: Any = None
     # oslo.middleware's header on every service; Nova adds its older X-Compute-Request-Id.
     request_id_headers: Sequence[str] = ("x-openstack-request-id",)
@@ -131,7 +133,7 @@ class ServiceApp:
         try:
             ctx = self._authenticate(req)
             if ctx is None:
-                raise HTTPError(401, "The request you have made requires authentication.")
+                raise self._unauthorized(req)
             req.context = ctx
             _check_length(req)
             if self.spec.microversioned:
@@ -184,6 +186,12 @@ class ServiceApp:
             for name in self.spec.legacy_version_headers:
                 resp.headers.append((name, str(req.version)))
                 resp.headers.append(("vary", name))
+
+    def _unauthorized(self, req: Request) -> HTTPError:
+        challenge = self.spec.challenge
+        headers = {"www-authenticate": challenge(req)} if challenge else None
+        return HTTPError(401, "The request you have made requires authentication.",
+                         headers=headers)
 
     def _authenticate(self, req: Request) -> RequestContext | None:
         if req.path in self.spec.public_paths:

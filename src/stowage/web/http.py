@@ -31,6 +31,9 @@ class Request:
     version: Version = Version(1, 0)
     context: RequestContext = field(default_factory=RequestContext)
     app: Any = None  # the service object: settings, database, policy
+    # True only for requests one stowage service hands another in-process
+    # (`service_client.in_process`); a request read off a socket never is.
+    trusted: bool = False
     _query: list[tuple[str, str]] | None = None
 
     @property

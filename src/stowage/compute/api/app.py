@@ -1,4 +1,6 @@
-"""Assemble the Compute service: routes, noauth2, Nova's policy defaults and error bodies.
+"""Assemble the Compute service: routes, auth, Nova's policy defaults and error bodies.
+
+Auth is noauth2 or the built-in identity service's tokens (`identity.middleware`).
 
 Errors use Nova's body, `{"itemNotFound": {"code": 404, "message": "..."}}`,
 whose key names the kind of fault; the openstack CLI prints `message`.
@@ -15,9 +17,9 @@ from stowage.compute.policy import COMPUTE_RULES
 from stowage.compute.versions import VERSIONS
 from stowage.config import Settings
 from stowage.db import Database
+from stowage.identity.middleware import authenticator_for, challenge_for
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
-from stowage.web.auth import noauth2
 from stowage.web.cors import Cors
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
@@ -60,7 +62,8 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         versions=VERSIONS,
         router=Router(all_routes()),
         render_error=render_error,
-        authenticate=noauth2,
+        authenticate=authenticator_for(settings, db),
+        challenge=challenge_for(settings),
         legacy_version_headers=(LEGACY_HEADER,),
         echo_legacy_version_headers=True,
         public_paths=PUBLIC_PATHS,
