@@ -103,8 +103,11 @@ Cast = Callable[[ConductorAPI], None]
 
 
 def _resize(req: Request, body: Any) -> Response:
-    flavorid = str(validate_body(body, _RESIZE_SCHEMA)["resize"]["flavorRef"])
-    flavorid = flavorid.rstrip("/").split("/")[-1]
+    resize = validate_body(body, _RESIZE_SCHEMA)["resize"]
+    flavorid = str(resize["flavorRef"]).rstrip("/").split("/")[-1]
+    # OS-DCF:diskConfig, when given, is the server's from now on (Nova stores it on resize).
+    disk = ({"auto_disk_config": resize["OS-DCF:diskConfig"] == "AUTO"}
+            if "OS-DCF:diskConfig" in resize else {})
     with req.app.db.write() as conn:
         instance, service = moving_server(req, conn)
         authorize(req, "os_compute_api:servers:resize", target(instance))
@@ -124,7 +127,7 @@ def _resize(req: Request, body: Any) -> Response:
         if not instance.volume_backed and flavor.root_gb == 0 and current.get("root_gb"):
             raise HTTPError(400, "Resize to zero disk flavor is not allowed.")
         start_action(conn, req, instance, "resize")
-        move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0)
+        move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0, **disk)
         snapshot = flv.snapshot(flavor)
         op = accept(conn, req, instance, "resize", new_flavor=snapshot, host=None)
     cast_after_commit(
