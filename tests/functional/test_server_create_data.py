@@ -8,11 +8,14 @@ what the API checks and writes, not the build.
 from __future__ import annotations
 
 import uuid as uuidlib
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import pytest
 
+from stowage.compute.api import server_boot_extras as extras
+from stowage.web.errors import HTTPError
 from tests.functional.conftest import Cloud, RecordingConductor, api_client
 from tests.functional.serverdata import FLAVOR, at, instance, member, stored_server
 from tests.functional.servers import image
@@ -132,3 +135,25 @@ def test_tags_on_create_from_2_52(cloud: Cloud, booting: dict[str, str]) -> None
         assert made.status_code == 202, made.text
         server = made.json()["server"]["id"]
         assert alice.get(f"/servers/{server}/tags").json() == {"tags": ["a", "b"]}
+
+
+def test_rebuild_values_check_as_create_does(cloud: Cloud) -> None:
+    """The helper the rebuild handler calls: access IPs, disk config, key pair."""
+    caller: Any = SimpleNamespace(context=SimpleNamespace(user_id="demo"))
+    with member(cloud) as alice:
+        assert alice.post("/os-keypairs", json={"keypair": {
+            "name": "mine", "public_key": _PUBLIC}}).status_code == 201
+    with cloud.live.db.read() as conn:
+        values = extras.rebuild_values(conn, caller, {
+            "accessIPv4": "192.0.2.1", "OS-DCF:diskConfig": "AUTO", "key_name": "mine"},
+            "img", {})
+        assert values == {"access_ip_v4": "192.0.2.1", "auto_disk_config": True,
+                          "key_name": "mine", "key_data": _PUBLIC}
+        assert extras.rebuild_values(conn, caller, {"key_name": None}, "img", {}) == \
+            {"key_name": None, "key_data": None}
+        for body in ({"key_name": "other"}, {"accessIPv6": "2.2.2.2"},
+                     {"OS-DCF:diskConfig": "AUTO"}):
+            with pytest.raises(HTTPError) as refused:
+                extras.rebuild_values(conn, caller, body, "img",
+                                      {"auto_disk_config": "disabled"})
+            assert refused.value.status == 400

@@ -1,5 +1,8 @@
 """What a boot request carries besides where it runs: key pair, security groups, disk config.
 
+`rebuild_values` applies the same checks to a rebuild body's accessIPv4/v6,
+OS-DCF:diskConfig and (2.54) key_name, for the rebuild handler.
+
 Each is checked as Nova's compute API checks it when the server is created
 (and, for the disk config, resized, updated or rebuilt):
 
@@ -21,11 +24,13 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import keypairs
+from stowage.compute.api.server_create_schema import access_ips
 from stowage.errors import NotFound
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request
 
-__all__ = ["key_data", "check_security_groups", "auto_disk_config", "DEFAULT_GROUP"]
+__all__ = ["key_data", "check_security_groups", "auto_disk_config", "rebuild_values",
+           "DEFAULT_GROUP"]
 
 DEFAULT_GROUP = "default"
 # oslo's strutils.bool_from_string true values, as the image property is read.
@@ -58,3 +63,18 @@ def auto_disk_config(requested: str | None, image_id: str | None,
     if requested is not None:
         return requested == "AUTO"
     return str(from_image).strip().lower() in _TRUE
+
+
+def rebuild_values(conn: Connection, req: Request, body: Mapping[str, Any],
+                   image_id: str | None, image_properties: Mapping[str, Any]) -> dict[str, Any]:
+    """The instance columns a rebuild body sets, checked as on create: access IPs,
+    auto_disk_config when OS-DCF:diskConfig is given, and key_name/key_data when
+    key_name is given (null clears both)."""
+    values: dict[str, Any] = dict(access_ips(dict(body)))
+    if "OS-DCF:diskConfig" in body:
+        values["auto_disk_config"] = auto_disk_config(body["OS-DCF:diskConfig"], image_id,
+                                                      image_properties)
+    if "key_name" in body:
+        values["key_name"] = body["key_name"]
+        values["key_data"] = key_data(conn, req, body["key_name"])
+    return values
