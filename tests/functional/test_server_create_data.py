@@ -116,15 +116,18 @@ def test_disk_config_on_create_update_and_resize(cloud: Cloud, booting: dict[str
                           **{"OS-DCF:diskConfig": "AUTO"})
         assert (refused.status_code, _message(refused)) == (
             400, f"Requested image {disabled} has automatic disk resize disabled.")
+    # A resize sets it anew, as Nova's: AUTO when asked, else MANUAL.
     cloud.add_host("host1")
-    on_host = stored_server(cloud)
+    on_host, was_auto = stored_server(cloud), stored_server(cloud, auto_disk_config=True)
     assert cloud.compute.post("/flavors", json={"flavor": {
         "name": "sd.big", "id": "sd2", "vcpus": 2, "ram": 1024, "disk": 2}}).status_code == 200
     with member(cloud) as alice:
-        resized = alice.post(f"/servers/{on_host}/action", json={"resize": {
-            "flavorRef": "sd2", "OS-DCF:diskConfig": "AUTO"}})
-        assert resized.status_code == 202, resized.text
+        for server_id, body in ((on_host, {"OS-DCF:diskConfig": "AUTO"}), (was_auto, {})):
+            resized = alice.post(f"/servers/{server_id}/action",
+                                 json={"resize": {"flavorRef": "sd2", **body}})
+            assert resized.status_code == 202, resized.text
     assert instance(cloud, on_host).auto_disk_config is True
+    assert instance(cloud, was_auto).auto_disk_config is False
 
 
 def test_tags_on_create_from_2_52(cloud: Cloud, booting: dict[str, str]) -> None:

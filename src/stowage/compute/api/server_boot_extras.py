@@ -13,7 +13,9 @@ Each is checked as Nova's compute API checks it when the server is created
                        security groups, so any other name is 400 SecurityGroupNotFound
     OS-DCF:diskConfig  AUTO or MANUAL; absent, the image's `auto_disk_config`
                        property decides (false without one); AUTO on an image whose
-                       property is "disabled" is 400 AutoDiskConfigDisabledByImage
+                       property is "disabled" is 400 AutoDiskConfigDisabledByImage.
+                       A resize or cold migration sets it anew, as Nova's does:
+                       AUTO if the body says so, else MANUAL
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from stowage.compute import instances as inst
 from stowage.compute import keypairs
 from stowage.compute.api.server_create_schema import access_ips
 from stowage.errors import NotFound
@@ -30,7 +33,7 @@ from stowage.web.errors import HTTPError
 from stowage.web.http import Request
 
 __all__ = ["key_data", "check_security_groups", "auto_disk_config", "rebuild_values",
-           "DEFAULT_GROUP"]
+           "moved_disk_config", "DEFAULT_GROUP"]
 
 DEFAULT_GROUP = "default"
 # oslo's strutils.bool_from_string true values, as the image property is read.
@@ -78,3 +81,15 @@ def rebuild_values(conn: Connection, req: Request, body: Mapping[str, Any],
         values["key_name"] = body["key_name"]
         values["key_data"] = key_data(conn, req, body["key_name"])
     return values
+
+
+def moved_disk_config(conn: Connection, instance: inst.Instance, requested: str | None) -> bool:
+    """auto_disk_config after a resize or cold migration (Nova's `resize` stores
+    `auto_disk_config or False`), checked against the image the server was built from."""
+    if requested is None:
+        return False
+    try:
+        image = inst.request_spec(conn, instance.uuid).get("image") or {}
+    except NotFound:
+        image = {}
+    return auto_disk_config(requested, instance.image_ref, image.get("properties") or {})

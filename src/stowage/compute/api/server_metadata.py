@@ -9,9 +9,10 @@
     DELETE /metadata/{key}  204, 404 when the server has no such key
 
 Keys are 1..255 of [a-zA-Z0-9-_:. ], values strings of at most 255. Writes
-need the server active, paused, suspended or stopped with no task running
-(409 "Cannot 'update metadata' ..." otherwise, Nova's `check_instance_state`)
-and not locked (unless by an admin); the resulting set may hold at most
+need the server launched and active, paused, suspended or stopped, whatever
+its task (409 "Cannot 'update metadata' ..." otherwise: Nova's
+`check_instance_state(vm_state=[...], task_state=None)`, which leaves the task
+unchecked), and not locked (unless by an admin); the resulting set may hold at most
 `metadata_items` items (403, Nova's MetadataLimitExceeded). Each write holds
 the instance row (`locked_server`) from its read to its commit, so two
 concurrent merges both land.
@@ -73,7 +74,7 @@ def _write(req: Request, rule: str, action: str, change: Any) -> dict[str, str]:
         instance = locked_server(req, conn, req.params["server_id"])
         authorize(req, _RULE + rule, target(instance))
         check_unlocked(req, instance)
-        check_state(instance, action, WRITABLE, must_have_launched=False)
+        check_state(instance, action, WRITABLE, task_states=None)
         new = change(dict(instance.metadata or {}))
         check_count(req, new)
         inst.save(conn, instance.uuid, metadata=new)
