@@ -175,14 +175,15 @@ def _bad_format(path: str, value: str, reason: str) -> HTTPError:
 
 def access_ips(server: dict[str, Any]) -> dict[str, str]:
     """The instance columns for a body's accessIPv4/accessIPv6 (create, update, rebuild),
-    each checked as Nova's ipv4/ipv6 formats check it (400 in its wording)."""
+    each checked as Nova's ipv4/ipv6 formats check it (400 in its wording) and stored
+    in canonical form, as Nova's IPAddress column stores it ("0:0::1" -> "::1")."""
     values: dict[str, str] = {}
     for name, column, version in (("accessIPv4", "access_ip_v4", 4),
                                   ("accessIPv6", "access_ip_v6", 6)):
         if name in server:
             if not _is_ip(server[name], version):
                 raise _bad_format(name, server[name], f"is not a 'ipv{version}'")
-            values[column] = server[name]
+            values[column] = str(ipaddress.ip_address(server[name]))
     return values
 
 
