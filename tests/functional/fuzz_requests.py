@@ -214,6 +214,29 @@ _COMPUTE: dict[str, Spec] = {
     "DELETE /v2.1/servers/{server_id}/os-interface/{port_id}": Spec(
         {"server_id": _SERVER, "port_id": ("port.plain", "port.compute", "uuid.new")},
         caller="member"),
+    "POST /v2.1/os-keypairs": Spec(caller="member", bodies=[
+        {"keypair": {"name": "fz-new", "public_key": Ref("ssh.public"), "type": "ssh"}},
+        {"keypair": {"name": "fz-new@host.1", "public_key": Ref("ssh.public"),
+                     "user_id": "fuzzer"}},
+        {"keypair": {"name": "fz-new", "type": "x509"}}]),
+    "DELETE /v2.1/os-keypairs/{name}": Spec({"name": ("keypair.1", "keypair.new")},
+                                            caller="member"),
+    "POST /v2.1/servers/{server_id}/metadata": Spec({"server_id": _SERVER}, [
+        {"metadata": {Ref("meta.new"): "v", "b": ""}}], caller="member"),
+    "PUT /v2.1/servers/{server_id}/metadata": Spec({"server_id": _SERVER}, [
+        {"metadata": {Ref("meta.key"): "v2"}}, {"metadata": {}}], caller="member"),
+    "PUT /v2.1/servers/{server_id}/metadata/{key}": Spec(
+        {"server_id": _SERVER, "key": ("meta.key", "meta.new")},
+        [{"meta": {Ref("meta.key"): "v3"}}, {"meta": {Ref("meta.new"): "v"}}], caller="member"),
+    "DELETE /v2.1/servers/{server_id}/metadata/{key}": Spec(
+        {"server_id": _SERVER, "key": ("meta.key", "meta.new")}, caller="member"),
+    "PUT /v2.1/servers/{server_id}/tags": Spec({"server_id": _SERVER}, [
+        {"tags": [Ref("tag.1"), "fz-other"]}, {"tags": []}], caller="member"),
+    "DELETE /v2.1/servers/{server_id}/tags": Spec({"server_id": _SERVER}, caller="member"),
+    "PUT /v2.1/servers/{server_id}/tags/{tag}": Spec(
+        {"server_id": _SERVER, "tag": ("tag.1", "tag.new")}, [None], caller="member"),
+    "DELETE /v2.1/servers/{server_id}/tags/{tag}": Spec(
+        {"server_id": _SERVER, "tag": ("tag.1", "tag.new")}, caller="member"),
     "PUT /v2.1/os-services/{service_id}": Spec({"service_id": _SERVICE}, [
         {"status": "disabled", "disabled_reason": "fuzz", "forced_down": False},
         {"forced_down": "true"},

@@ -4,7 +4,8 @@ Seeded through the public APIs, as a user would build it, so that ids in
 fuzzed paths and bodies hit real records::
 
       host1 (simulated)                     host2 (simulated)
-        fz-active   ACTIVE  (fuzzproj, member of group fz-anti)
+        fz-active   ACTIVE  (fuzzproj, member of group fz-anti; metadata fz=v,
+                    tag fz, key pair fz-key)
         fz-stopped  SHUTOFF (fuzzproj)
         fz-resized  VERIFY_RESIZE fz-small -> fz-big (fuzzproj; on either host)
 
@@ -16,6 +17,7 @@ fuzzed paths and bodies hit real records::
       flavors fz-small 1/512/1 (extra spec hw:cpu_policy), fz-big 2/1024/2,
               fz-private (access: fuzzproj)
       image fz-image (public)
+      key pair fz-key (user fuzzer, an ed25519 ssh key)
 
       network fz-provider  vlan physnet0/100, shared (fuzzproj)
         ├─ subnet 10.0.1.0/24, pool .10-.200
@@ -76,6 +78,10 @@ _FIXED = {
     "svc.disable-log-reason": "disable-log-reason", "svc.force-down": "force-down",
     "host.new": "host3", "physnet": "physnet0", "ip.plain": "10.0.1.10",
     "mac.plain": "fa:16:3e:00:00:01",
+    "keypair.1": "fz-key", "keypair.new": "fz-new", "meta.key": "fz", "meta.new": "fz-new",
+    "tag.1": "fz", "tag.new": "fz-new",
+    "ssh.public": "ssh-ed25519 "
+                  "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
 }
 # Where each service's routes start, below its mount point.
 _ROOTS = {"compute": "/v2.1"}
@@ -202,12 +208,16 @@ class World:
             "visibility": "public"}))["id"]
         refs["group.anti"] = ok(member.post("/os-server-groups", json={
             "server_group": {"name": "fz-anti", "policy": "anti-affinity"}}))["server_group"]["id"]
+        ok(member.post("/os-keypairs", json={"keypair": {
+            "name": refs["keypair.1"], "public_key": refs["ssh.public"]}}))
         for name in ("active", "stopped", "resized"):
             body: dict[str, Any] = {"server": {
                 "name": f"fz-{name}", "flavorRef": refs["flavor.small"],
                 "imageRef": refs["image.1"], "networks": "none"}}
             if name == "active":
                 body["os:scheduler_hints"] = {"group": refs["group.anti"]}
+                body["server"].update(metadata={refs["meta.key"]: "v"}, tags=[refs["tag.1"]],
+                                      key_name=refs["keypair.1"])
             refs[f"server.{name}"] = ok(member.post("/servers", json=body))["server"]["id"]
         self.settle()
         ok(member.post(f"/servers/{refs['server.stopped']}/action", json={"os-stop": None}))

@@ -14,7 +14,7 @@ def test_versions_list_needs_no_token_and_links_absolutely(live_stowage: LiveSer
         assert resp.status_code == 200
         legacy, version = resp.json()["versions"]
         assert version["id"] == "v2.1" and version["status"] == "CURRENT"
-        assert (version["min_version"], version["version"]) == ("2.1", "2.91")
+        assert (version["min_version"], version["version"]) == ("2.1", "2.92")
         assert {"rel": "self", "href": f"{live_stowage.url}/compute/v2.1/"} in version["links"]
         assert (legacy["id"], legacy["status"]) == ("v2.0", "SUPPORTED")
         assert (legacy["min_version"], legacy["version"]) == ("", "")
@@ -49,7 +49,7 @@ def test_version_document_needs_no_token(live_stowage: LiveServer, path: str) ->
     resp = httpx.get(live_stowage.url + path)
     assert resp.status_code == 200
     version = resp.json()["version"]
-    assert version["version"] == "2.91"
+    assert version["version"] == "2.92"
     assert version["links"][0] == {"rel": "self", "href": f"{live_stowage.url}/compute/v2.1/"}
 
 
@@ -62,7 +62,7 @@ def test_api_routes_need_a_token(live_stowage: LiveServer) -> None:
 @pytest.mark.parametrize(("headers", "expected"), [
     ({}, "2.1"),
     ({"openstack-api-version": "compute 2.55"}, "2.55"),
-    ({"openstack-api-version": "compute latest"}, "2.91"),
+    ({"openstack-api-version": "compute latest"}, "2.92"),
     ({"x-openstack-nova-api-version": "2.61"}, "2.61"),
     ({"openstack-api-version": "compute 2.75", "x-openstack-nova-api-version": "2.3"}, "2.75"),
     ({"openstack-api-version": "placement 1.39"}, "2.1"),
@@ -79,7 +79,7 @@ def test_negotiated_version_is_echoed_in_both_headers(
 
 
 @pytest.mark.parametrize(("version", "status", "fault"), [
-    ("2.92", 406, "computeFault"), ("3.0", 406, "computeFault"), ("2.a", 400, "badRequest"),
+    ("2.93", 406, "computeFault"), ("3.0", 406, "computeFault"), ("2.a", 400, "badRequest"),
 ])
 def test_unsupported_or_malformed_versions_are_refused(
         compute: httpx.Client, version: str, status: int, fault: str) -> None:

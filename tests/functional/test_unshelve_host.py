@@ -3,7 +3,7 @@
     host1 (zone az1)      host2 (zone az2)
       vm, booted into az1, shelved and offloaded
 
-Served through stowage's real version list, whose maximum is 2.91.
+Served through stowage's real version list, whose maximum is 2.92.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from stowage.compute.versions import VERSIONS
 from stowage.errors import Invalid
 
 
-def test_compute_versions_run_from_2_1_to_2_91_without_gaps() -> None:
+def test_compute_versions_run_from_2_1_to_2_92_without_gaps() -> None:
     assert VERSIONS[0] == "2.1"
-    assert VERSIONS[-1] == "2.91"
-    assert list(VERSIONS) == [f"2.{n}" for n in range(1, 92)]
+    assert VERSIONS[-1] == "2.92"
+    assert list(VERSIONS) == [f"2.{n}" for n in range(1, 93)]
 
 
 @pytest.mark.parametrize(("key", "value"), [

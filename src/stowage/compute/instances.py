@@ -24,7 +24,7 @@ from stowage.errors import Conflict, NotFound
 from stowage.timeutil import utcnow
 
 __all__ = ["Instance", "UnexpectedTaskState", "create", "get", "update", "save",
-           "task_state", "soft_delete", "list_instances", "add_fault", "latest_faults",
+           "task_state", "lock", "soft_delete", "list_instances", "add_fault", "latest_faults",
            "save_request_spec", "request_spec", "ANY", "RECORD", "from_raw"]
 
 _I = t.instances
@@ -54,6 +54,10 @@ class Instance:
     image_ref: str | None = None
     volume_backed: bool = False
     key_name: str | None = None
+    key_data: str | None = None
+    access_ip_v4: str | None = None
+    access_ip_v6: str | None = None
+    auto_disk_config: bool = False
     metadata: dict[str, str] = field(default_factory=dict)
     networks: Any = None
     config_drive: str | None = None
@@ -116,6 +120,14 @@ def get(conn: Connection, uuid: str, read_deleted: bool = False,
     return from_raw(conn, row)
 
 
+def lock(conn: Connection, uuid: str) -> None:
+    """Hold the live instance's row to the commit, for a read-modify-write of its
+    metadata or tags (PostgreSQL and MySQL lock it; SQLite's writers are serialised)."""
+    # SELECT id FROM instances WHERE uuid = :uuid AND deleted = 0 FOR UPDATE
+    conn.execute(sa.select(_I.c.id).where(_I.c.uuid == uuid, _I.c.deleted == 0)
+                 .with_for_update()).first()
+
+
 def task_state(conn: Connection, uuid: str) -> str | None:
     """The live instance's task_state; NotFound when it is missing or deleted."""
     row = _TASK_STATE.first(conn, uuid=uuid)
@@ -175,10 +187,12 @@ def _shown(expected: Any) -> str:
 
 
 def soft_delete(conn: Connection, uuid: str) -> None:
+    """Mark the instance deleted; its tags go with it, as Nova's instance_destroy drops them."""
     now = utcnow()
     conn.execute(_I.update().where(_I.c.uuid == uuid, _I.c.deleted == 0).values(
         deleted=_I.c.id, deleted_at=now, terminated_at=now, vm_state="deleted",
         task_state=None, power_state=0, updated_at=now))
+    conn.execute(t.tags.delete().where(t.tags.c.resource_id == uuid))
 
 
 def list_instances(conn: Connection, filters: Mapping[str, Any] | None = None,

@@ -87,6 +87,24 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
     "os_compute_api:os-server-groups:index": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
     "os_compute_api:os-server-groups:index:all_projects": (ADMIN, "rule:admin_api"),
     "os_compute_api:os-server-groups:show": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    # Key pairs (keypairs.py): admins, or the key pair's own user.
+    **{"os_compute_api:os-keypairs:" + name: (f"({ADMIN}) or user_id:%(user_id)s",
+                                              "rule:admin_api or user_id:%(user_id)s")
+       for name in ("index", "create", "delete", "show")},
+    # Server metadata and tags (server_metadata.py, server_tags.py): readers see them,
+    # members change them.
+    **{"os_compute_api:server-metadata:" + name: (PROJECT_READER_OR_ADMIN,
+                                                  LEGACY_ADMIN_OR_OWNER)
+       for name in ("index", "show")},
+    **{"os_compute_api:server-metadata:" + name: (PROJECT_MEMBER_OR_ADMIN,
+                                                  LEGACY_ADMIN_OR_OWNER)
+       for name in ("create", "update", "update_all", "delete")},
+    **{"os_compute_api:os-server-tags:" + name: (PROJECT_READER_OR_ADMIN,
+                                                 LEGACY_ADMIN_OR_OWNER)
+       for name in ("index", "show")},
+    **{"os_compute_api:os-server-tags:" + name: (PROJECT_MEMBER_OR_ADMIN,
+                                                 LEGACY_ADMIN_OR_OWNER)
+       for name in ("update", "update_all", "delete", "delete_all")},
     # Hypervisors and services (hypervisors.py, services.py): admin only.
     **{"os_compute_api:os-hypervisors:" + name: (ADMIN, None)
        for name in ("list", "list-detail", "show", "statistics", "uptime", "search",

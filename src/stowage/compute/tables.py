@@ -14,7 +14,8 @@ from stowage.placement.tables import exact_string
 __all__ = ["metadata", "flavors", "flavor_extra_specs", "flavor_projects", "services",
            "compute_nodes", "instances", "instance_faults", "request_specs", "migrations",
            "instance_actions", "instance_action_events", "server_groups",
-           "server_group_members", "operation_steps", "simulated_guests", "instance_ports"]
+           "server_group_members", "operation_steps", "simulated_guests", "instance_ports",
+           "key_pairs", "tags"]
 
 metadata = sa.MetaData()
 
@@ -135,6 +136,13 @@ instances = sa.Table(
     sa.Column("image_ref", sa.String(255), nullable=True),
     sa.Column("volume_backed", sa.Boolean, nullable=False, default=False),
     sa.Column("key_name", sa.String(255), nullable=True),
+    # The public key of the key pair booted with: the instance keeps it when the pair goes.
+    sa.Column("key_data", sa.Text, nullable=True),
+    # accessIPv4/v6 as the user set them, and OS-DCF:diskConfig (AUTO: true).
+    sa.Column("access_ip_v4", sa.String(39), nullable=True),
+    sa.Column("access_ip_v6", sa.String(39), nullable=True),
+    sa.Column("auto_disk_config", sa.Boolean, nullable=False, default=False,
+              server_default=sa.false()),
     sa.Column("metadata", sa.JSON, nullable=False),
     sa.Column("networks", sa.JSON, nullable=True),
     sa.Column("config_drive", sa.String(255), nullable=True),
@@ -309,4 +317,27 @@ instance_ports = sa.Table(
     sa.Column("updated_at", sa.DateTime, nullable=True),
     sa.UniqueConstraint("port_id", name="uniq_instance_ports_port"),
     sa.UniqueConstraint("instance_uuid", "position", name="uniq_instance_ports_position"),
+)
+
+# Each user's key pairs (os-keypairs): a name is unique per user, which is what
+# turns the second of two racing creates into Nova's 409 KeyPairExists.
+key_pairs = sa.Table(
+    "key_pairs", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", exact_string(255), nullable=False),
+    sa.Column("user_id", exact_string(255), nullable=False),
+    sa.Column("fingerprint", sa.String(255), nullable=False),
+    sa.Column("public_key", sa.Text, nullable=False),
+    sa.Column("type", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+    sa.UniqueConstraint("user_id", "name", name="uniq_key_pairs_user_id_name"),
+)
+
+# Server tags (2.26), as Nova's `tags` table: one row per (server uuid, tag).
+tags = sa.Table(
+    "tags", metadata,
+    sa.Column("resource_id", exact_string(36), primary_key=True),
+    sa.Column("tag", exact_string(80), primary_key=True),
+    sa.Index("tags_tag_idx", "tag"),
 )

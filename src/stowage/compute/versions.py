@@ -8,14 +8,14 @@ rescue), so the version is correct by absence; entries without a comment
 change only such APIs too.
 
 2.86 checks every extra spec against Nova's registry
-(`compute/extra_spec_registry.py`). Beyond 2.91, the next versions that touch
+(`compute/extra_spec_registry.py`). Beyond 2.92, the next versions that touch
 what is served are 2.94 (a hostname may be an FQDN) and 2.102 (rxtx_factor
 and disabled leave the flavor views).
 """
 
 VERSIONS = (
     "2.1",  # base API: versions, flavors, os-extra_specs, os-flavor-access
-    "2.2",
+    "2.2",   # os-keypairs: type (ssh, x509); create 201, delete 204
     "2.3",   # servers: more OS-EXT-SRV-ATTR attributes (hostname, reservation_id, ...)
     "2.4",
     "2.5",   # servers: ip6 filter for non-admins
@@ -23,7 +23,7 @@ VERSIONS = (
     "2.7",  # addTenantAccess on a public flavor is a 409 (allowed before)
     "2.8",
     "2.9",   # servers: locked
-    "2.10",
+    "2.10",  # os-keypairs: user_id (admins act for another user)
     "2.11",
     "2.12",
     "2.13",
@@ -39,7 +39,7 @@ VERSIONS = (
     "2.23",  # os-migrations: migration_type, links; GET /servers/{id}/migrations[/{id}]
     "2.24",
     "2.25",
-    "2.26",  # servers: tags (always [] here), tag filters
+    "2.26",  # servers: tags in views, /servers/{id}/tags, tag filters
     "2.27",
     "2.28",
     "2.29",
@@ -48,7 +48,7 @@ VERSIONS = (
     "2.32",
     "2.33",
     "2.34",
-    "2.35",
+    "2.35",  # os-keypairs: limit, marker, keypairs_links
     "2.36",
     "2.37",  # servers: networks required on create, "auto"/"none"
     "2.38",  # servers: an unknown status filter is a 400
@@ -65,7 +65,7 @@ VERSIONS = (
     "2.49",
     "2.50",
     "2.51",  # os-instance-actions: owners see events (without traceback)
-    "2.52",  # OPEN: servers: `tags` on create is refused (no tag storage yet)
+    "2.52",  # servers: `tags` on create
     "2.53",
     "2.54",
     "2.55", # flavor description: in views, on create, PUT /flavors/{id}
@@ -106,6 +106,7 @@ VERSIONS = (
     "2.89",  # (volume attachments show attachment_id, bdm_uuid: not served)
     "2.90",  # servers: hostname on create and update, shown to owners, owners' filter
     "2.91",  # unshelve: host (admin) and availability_zone null
+    "2.92",  # os-keypairs: public_key required (no generation), '@' and '.' in names
 )
 
 MIN_VERSION = VERSIONS[0]

@@ -10,8 +10,10 @@ __all__ = ["all_routes"]
 # and the table is matched in order.
 # Server routes: /servers/{id}/<noun> before /servers/detail before /servers/{id}.
 MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors", "server_groups",
-           "server_migrations", "instance_actions", "server_interfaces", "server_actions",
-           "server_list", "server_create", "servers", "migrations", "hypervisors", "services")
+           "server_migrations", "instance_actions", "server_interfaces", "server_metadata",
+           "server_tags", "server_actions",
+           "server_list", "server_create", "servers", "migrations", "hypervisors", "services",
+           "keypairs")
 
 
 def all_routes() -> list[Route]:

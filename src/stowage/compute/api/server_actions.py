@@ -17,7 +17,8 @@ which owns every later state change:
 "host up": the server's compute service is up or only disabled; a host down
 or forced down answers 409 "Service is unavailable at this time." (Nova's
 `check_instance_host(check_is_up=True)`), as its servers need evacuating.
-Migrate is admin-only by policy. Resize and migrate of a server whose ports
+Migrate is admin-only by policy. Both store OS-DCF:diskConfig as Nova's
+resize does: AUTO only when the resize body asks for it. Resize and migrate of a server whose ports
 have resource requests answer 400 while any compute is older than Nova
 Ussuri's service version (`compute/upgrade.py`, `refuse_old_computes`; so do
 os-migrateLive, evacuate and the unshelve of an offloaded server).
@@ -41,6 +42,7 @@ from stowage.compute import actions, states
 from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute import migrations as migs
+from stowage.compute.api import server_boot_extras as extras
 from stowage.compute.api import server_evacuate, server_live_migrate, server_shelve
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api.action_common import (
@@ -103,8 +105,8 @@ Cast = Callable[[ConductorAPI], None]
 
 
 def _resize(req: Request, body: Any) -> Response:
-    flavorid = str(validate_body(body, _RESIZE_SCHEMA)["resize"]["flavorRef"])
-    flavorid = flavorid.rstrip("/").split("/")[-1]
+    resize = validate_body(body, _RESIZE_SCHEMA)["resize"]
+    flavorid = str(resize["flavorRef"]).rstrip("/").split("/")[-1]
     with req.app.db.write() as conn:
         instance, service = moving_server(req, conn)
         authorize(req, "os_compute_api:servers:resize", target(instance))
@@ -123,8 +125,10 @@ def _resize(req: Request, body: Any) -> Response:
         # Nova's API refuses only a zero root disk; shrinking a disk is the driver's call.
         if not instance.volume_backed and flavor.root_gb == 0 and current.get("root_gb"):
             raise HTTPError(400, "Resize to zero disk flavor is not allowed.")
+        disk = extras.moved_disk_config(conn, instance, resize.get("OS-DCF:diskConfig"))
         start_action(conn, req, instance, "resize")
-        move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0)
+        move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0,
+                   auto_disk_config=disk)
         snapshot = flv.snapshot(flavor)
         op = accept(conn, req, instance, "resize", new_flavor=snapshot, host=None)
     cast_after_commit(
@@ -153,7 +157,8 @@ def _migrate(req: Request, body: Any) -> Response:
             if not queries.compute_host_exists(conn, host):
                 raise HTTPError(400, f"Compute host {host} could not be found.")
         start_action(conn, req, instance, "migrate")
-        move_state(conn, instance, "migrate", task_state=TASK.RESIZE_PREP, progress=0)
+        move_state(conn, instance, "migrate", task_state=TASK.RESIZE_PREP, progress=0,
+                   auto_disk_config=False)  # as Nova's resize() without a diskConfig
         op = accept(conn, req, instance, "migrate", new_flavor=None, host=host)
     cast_after_commit(
         req, instance,

@@ -17,14 +17,28 @@ from stowage.compute.rpc import ConductorAPI
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request
 
-__all__ = ["get_server", "target", "invalid_state", "check_state", "conductor",
-           "move_state"]
+__all__ = ["get_server", "locked_server", "target", "invalid_state", "check_state",
+           "conductor", "move_state", "check_unlocked"]
 
 
 def get_server(req: Request, conn: Connection, uuid: str,
                read_deleted: bool = False) -> inst.Instance:
     project = None if req.context.is_admin else req.context.project_id
     return inst.get(conn, uuid, read_deleted=read_deleted, project_id=project)
+
+
+def locked_server(req: Request, conn: Connection, uuid: str) -> inst.Instance:
+    """The caller's server, its row held to the commit (`instances.lock`): for handlers
+    that read, change and write back one of its columns (metadata, tags)."""
+    project = None if req.context.is_admin else req.context.project_id
+    inst.lock(conn, uuid)
+    return inst.get(conn, uuid, project_id=project)
+
+
+def check_unlocked(req: Request, instance: inst.Instance) -> None:
+    """Nova's `check_instance_lock`: 409 on a locked server, unless the caller is admin."""
+    if instance.locked and not req.context.is_admin:
+        raise HTTPError(409, f"Instance {instance.uuid} is locked")
 
 
 def target(instance: inst.Instance) -> dict[str, object]:

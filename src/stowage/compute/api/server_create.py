@@ -3,8 +3,8 @@
 The request body is checked against Nova's schema for the microversion,
 formats included (`server_create_schema`). Then against the records: the flavor
 must be visible and enabled, the metadata within `metadata_items`, the image
-active and big enough, the key pair known (stowage has no key pairs yet, so
-any `key_name` is refused), the zone known, a requested host or node real (a
+active and big enough, the key pair, security groups and disk config as
+`server_boot_extras` checks them, the zone known, a requested host or node real (a
 node alone pins the build to the node's host), the server group real, and
 max_count within `max_count_per_request`. A request that fails any check
 writes nothing.
@@ -40,6 +40,8 @@ from sqlalchemy.engine import Connection
 from stowage.compute import actions, instance_ports, server_groups, states
 from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
+from stowage.compute import tags as tag_records
+from stowage.compute.api import server_boot_extras as extras
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api import server_views as views
 from stowage.compute.api.common import (
@@ -55,6 +57,7 @@ from stowage.compute.api.server_create_schema import (
     DESCRIPTION,
     NAME,
     TRUE_STRINGS,
+    access_ips,
     check_formats,
     counts,
     create_schema,
@@ -114,6 +117,12 @@ class Boot:
     return_reservation_id: bool
     image_properties: dict[str, Any] = field(default_factory=dict)
     hostname: str | None = None  # 2.90: set by the caller instead of derived from the name
+    disk_config: str | None = None  # OS-DCF:diskConfig as given
+    access_ips: dict[str, str] = field(default_factory=dict)  # access_ip_v4/_v6 columns
+    tags: list[str] = field(default_factory=list)  # 2.52
+    # Found while checking the records: the key pair's public key, the disk config.
+    key_data: str | None = None
+    auto_disk_config: bool = False
 
 
 def _boot_index(bdm: dict[str, Any]) -> int | None:
@@ -210,7 +219,8 @@ def _parse(req: Request, data: dict[str, Any]) -> Boot:
         security_groups=sorted(set(groups)) or ["default"],
         admin_pass=body.get("adminPass") or _password(),
         return_reservation_id=_as_bool(body.get("return_reservation_id")),
-        hostname=body.get("hostname"))
+        hostname=body.get("hostname"), disk_config=body.get("OS-DCF:diskConfig"),
+        access_ips=access_ips(body), tags=sorted(set(body.get("tags") or ())))
 
 
 def _password(length: int = 12) -> str:
@@ -307,10 +317,12 @@ def _check_limits(req: Request, boot: Boot) -> None:
                              f"{limit} instances may be created in one request")
 
 
-def _check_key_name(boot: Boot) -> None:
-    # No key pair can exist yet (stowage has no os-keypairs), so no name is valid.
-    if boot.key_name is not None:
-        raise HTTPError(400, "Invalid key_name provided.")
+def _check_extras(req: Request, conn: Connection, boot: Boot) -> None:
+    """Key pair, security groups and disk config (`server_boot_extras`)."""
+    boot.key_data = extras.key_data(conn, req, boot.key_name)
+    extras.check_security_groups(boot.security_groups)
+    boot.auto_disk_config = extras.auto_disk_config(boot.disk_config, boot.image_id,
+                                                    boot.image_properties)
 
 
 def hostname_of(name: str) -> str:
@@ -367,7 +379,10 @@ def _write_batch(req: Request, conn: Connection, build: _Build) -> None:
             vm_state=states.BUILDING, task_state=states.TASK.SCHEDULING,
             hostname=boot.hostname or hostname_of(name), availability_zone=boot.zone,
             image_ref="" if boot.volume_backed else boot.image_id,
-            volume_backed=boot.volume_backed, key_name=boot.key_name,
+            volume_backed=boot.volume_backed, key_name=boot.key_name, key_data=boot.key_data,
+            auto_disk_config=boot.auto_disk_config,
+            access_ip_v4=boot.access_ips.get("access_ip_v4"),
+            access_ip_v6=boot.access_ips.get("access_ip_v6"),
             metadata=boot.metadata, networks=boot.networks,
             config_drive="True" if boot.config_drive else "",
             display_description=boot.description, progress=0,
@@ -380,6 +395,8 @@ def _write_batch(req: Request, conn: Connection, build: _Build) -> None:
             raise port_in_use(exc.port_id) from None
         if boot.group is not None:
             server_groups.add_member(conn, boot.group, instance.uuid)
+        if boot.tags:
+            tag_records.replace(conn, instance.uuid, boot.tags)
         actions.start_action(conn, instance.uuid, "create", ctx.request_id, ctx.user_id,
                              ctx.project_id)
         written.append(instance)
@@ -423,7 +440,7 @@ def create_server(req: Request) -> Response:
     with req.app.db.write() as conn:
         flavor = _flavor(req, conn, boot)
         _check_image(req, conn, boot, flavor)
-        _check_key_name(boot)
+        _check_extras(req, conn, boot)
         _check_placement_hints(req, conn, boot, flavor)
         _check_limits(req, boot)
         build = _Build(boot, flv.snapshot(flavor), requested=requested)

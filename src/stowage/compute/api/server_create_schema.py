@@ -2,8 +2,9 @@
 
 The schema changes with the microversion: 2.19 adds `description`, 2.37
 makes `networks` required and "auto"/"none" legal, 2.42 adds network and bdm
-tags (2.32 had bdm tags only), 2.57 drops `personality`, 2.67 adds the bdm
-`volume_type`, 2.74 `host` and `hypervisor_hostname`, 2.90 `hostname`.
+tags (2.32 had bdm tags only), 2.52 the server's `tags`, 2.57 drops
+`personality`, 2.67 adds the bdm `volume_type`, 2.74 `host` and
+`hypervisor_hostname`, 2.90 `hostname`.
 
 Nova's schema also names formats that its format checker enforces and plain
 jsonschema validation skips: `check_formats` applies them (ipv4 and ipv6 for
@@ -24,8 +25,8 @@ from typing import Any
 
 from stowage.web.errors import HTTPError, shorten
 
-__all__ = ["NAME", "DESCRIPTION", "HOSTNAME", "SETTABLE_HOSTNAME", "TRUE_STRINGS",
-           "create_schema", "check_formats", "counts"]
+__all__ = ["NAME", "DESCRIPTION", "HOSTNAME", "SETTABLE_HOSTNAME", "TRUE_STRINGS", "TAGS",
+           "TAGS_ON_CREATE", "create_schema", "check_formats", "access_ips", "counts"]
 
 _UUID = "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
 NAME = {"type": "string", "minLength": 1, "maxLength": 255}
@@ -79,6 +80,9 @@ _HINTS = {"type": "object",
                          "cidr": {"type": "string", "pattern": "^/[0-9a-f.:]+$"}},
           "additionalProperties": True}
 _TAG = {"type": "string", "pattern": "^[^,/]*$", "minLength": 1, "maxLength": 60}
+# 2.52: a server's tags on create (Nova's server tags: at most 50).
+TAGS_ON_CREATE = 52
+TAGS = {"type": "array", "items": _TAG, "maxItems": 50}
 _FQDN = {"type": "string", "minLength": 1, "maxLength": 255,
          "pattern": "^[a-zA-Z0-9-._]*$"}
 # 2.90's `hostname` (create, update) is Nova's parameter_types.hostname, the same
@@ -132,6 +136,8 @@ def create_schema(minor: int) -> dict[str, Any]:
     if minor >= 74:
         server["host"] = _FQDN
         server["hypervisor_hostname"] = _FQDN
+    if minor >= TAGS_ON_CREATE:
+        server["tags"] = TAGS
     if minor >= SETTABLE_HOSTNAME:
         server["hostname"] = HOSTNAME
     return {"type": "object",
@@ -167,12 +173,24 @@ def _bad_format(path: str, value: str, reason: str) -> HTTPError:
                           f"{shorten(value)!r} {reason}")
 
 
+def access_ips(server: dict[str, Any]) -> dict[str, str]:
+    """The instance columns for a body's accessIPv4/accessIPv6 (create, update, rebuild),
+    each checked as Nova's ipv4/ipv6 formats check it (400 in its wording) and stored
+    in canonical form, as Nova's IPAddress column stores it ("0:0::1" -> "::1")."""
+    values: dict[str, str] = {}
+    for name, column, version in (("accessIPv4", "access_ip_v4", 4),
+                                  ("accessIPv6", "access_ip_v6", 6)):
+        if name in server:
+            if not _is_ip(server[name], version):
+                raise _bad_format(name, server[name], f"is not a 'ipv{version}'")
+            values[column] = str(ipaddress.ip_address(server[name]))
+    return values
+
+
 def check_formats(data: dict[str, Any]) -> None:
     """The formats Nova's create schema names (ipv4, ipv6, base64, ip_address), checked."""
     server = data["server"]
-    for name, version in (("accessIPv4", 4), ("accessIPv6", 6)):
-        if name in server and not _is_ip(server[name], version):
-            raise _bad_format(name, server[name], f"is not a 'ipv{version}'")
+    access_ips(server)
     if "user_data" in server and not _is_base64(server["user_data"]):
         raise _bad_format("user_data", server["user_data"], "is not a 'base64'")
     networks = server.get("networks")

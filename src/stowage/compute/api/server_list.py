@@ -257,9 +257,11 @@ def _build_query(req: Request, detailed: bool) -> queries.ServerQuery | None:
     _changes(query, options)
     _deleted(req, query, options)
     _tenancy(req, query, options, detailed)
-    # No server has addresses or tags yet: those filters match nothing.
-    if any(name in options for name in ("ip", "ip6", "tags", "tags-any")):
+    # No address filter yet: ip and ip6 match nothing.
+    if any(name in options for name in ("ip", "ip6")):
         return None
+    query.tags = {name: options[name][-1].split(",") for name in _TAG_FILTERS
+                  if name in options and at_least(req, 26)}
     query.limit = _limit(req)
     query.marker = query_param(req, "marker")
     return query

@@ -3,7 +3,8 @@
     [{"port": P}]              the user's port: it must exist (400 PortNotFound), be
                                free (409 PortInUse), have a fixed IP; a port with a
                                resource request needs 2.72 (400 before)
-    [{"uuid": N, "fixed_ip"}]  a port Nova creates on N at build (400 NetworkNotFound,
+    [{"uuid": N, "fixed_ip"}]  a port Nova creates on N at build (400 for a malformed
+                               uuid, NetworkNotFound,
                                NetworkRequiresSubnet, FixedIpAlreadyInUse)
     "none"                     no network
     "auto", or no `networks`   the project's one available network (its own or a
@@ -24,6 +25,7 @@ the unique `instance_ports.port_id` keeps a second server from taking it.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from stowage.compute.instance_ports import Requested
@@ -84,7 +86,19 @@ def _entry(req: Request, item: dict[str, Any]) -> Requested:
         return Requested(port_id=str(port))
     if "uuid" not in item:
         raise HTTPError(400, "Bad network format: missing 'uuid'")
+    if not _uuid_like(str(item["uuid"])):  # before 2.37 the schema lets any string in
+        raise HTTPError(400, "Bad networks format: network uuid is not in proper format "
+                             f"({item['uuid']})")
     return Requested(network_id=str(item["uuid"]), fixed_ip=fixed_ip)
+
+
+def _uuid_like(value: str) -> bool:
+    """oslo's is_uuid_like: a uuid in any of the forms `uuid.UUID` reads."""
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _check_port(req: Request, network: NetworkClient | None, port_id: str) -> None:

@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection
 from stowage.compute import instances as inst
 from stowage.compute import server_groups, services
 from stowage.compute import tables as t
+from stowage.compute import tags as tag_records
 from stowage.config import ComputeSettings
 from stowage.db.statements import Sql
 from stowage.errors import Invalid, NotFound
@@ -65,6 +66,8 @@ class ServerQuery:
     sort: Sequence[tuple[str, str]] = (("created_at", "desc"),)
     limit: int | None = None
     marker: str | None = None
+    # 2.26's tag filters, each a list of tags: tags, tags-any, not-tags, not-tags-any.
+    tags: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _sort_value(instance: inst.Instance, key: str) -> Any:
@@ -104,6 +107,9 @@ def _where(query: ServerQuery) -> list[Any]:
             clauses.append(clause)
         else:
             clauses.append(column.is_(None) if value is None else column == value)
+    clauses += tag_records.filter_clauses(
+        _I.c.uuid, all_of=query.tags.get("tags", ()), any_of=query.tags.get("tags-any", ()),
+        not_all_of=query.tags.get("not-tags", ()), none_of=query.tags.get("not-tags-any", ()))
     # Nova compares changes-since/-before with updated_at, which a new row
     # does not have yet: COALESCE(updated_at, created_at).
     changed = sa.func.coalesce(_I.c.updated_at, _I.c.created_at)

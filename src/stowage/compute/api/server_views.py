@@ -7,7 +7,7 @@ What each microversion adds (2.1 is the base view):
     2.9   locked
     2.16  host_status (admin)
     2.19  description
-    2.26  tags
+    2.26  tags (the server's, from the `tags` table)
     2.47  flavor inlined {original_name, vcpus, ram, disk, ephemeral, swap,
           extra_specs (if the caller may read them)} instead of {id, links}
     2.63  trusted_image_certificates
@@ -38,13 +38,15 @@ from sqlalchemy.engine import Connection
 
 from stowage.compute import instance_ports, states
 from stowage.compute import instances as inst
+from stowage.compute import tags as tag_records
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api.common import MAX_LIMIT, allowed, at_least, links, next_link
 from stowage.compute.services import Service
 from stowage.web.http import Request
 
 __all__ = ["Shown", "isotime", "primitive_time", "host_id", "status", "basic", "show",
-           "updated", "collection", "created", "load_extras", "Extras", "FAULT_STATUSES"]
+           "updated", "collection", "created", "load_extras", "Extras", "FAULT_STATUSES",
+           "disk_config"]
 
 EXTENDED_ATTRS_2_3 = 3
 LOCKED = 9
@@ -78,6 +80,11 @@ def host_id(project_id: str | None, host: str | None) -> str:
     if not host:
         return ""
     return hashlib.sha224(((project_id or "") + host).encode()).hexdigest()
+
+
+def disk_config(instance: inst.Instance) -> str:
+    """OS-DCF:diskConfig: AUTO when the server's disk is resized to fit, else MANUAL."""
+    return "AUTO" if instance.auto_disk_config else "MANUAL"
 
 
 def status(instance: inst.Instance) -> str:
@@ -114,6 +121,7 @@ class Extras:
     services: dict[str, Service] = field(default_factory=dict)
     groups: dict[str, list[str]] = field(default_factory=dict)
     ports: dict[str, list[instance_ports.InstancePort]] = field(default_factory=dict)
+    tags: dict[str, list[str]] = field(default_factory=dict)
 
 
 def load_extras(conn: Connection, instances: Sequence[inst.Instance],
@@ -121,7 +129,8 @@ def load_extras(conn: Connection, instances: Sequence[inst.Instance],
     failed = [i.uuid for i in instances if status(i) in _FAULT_STATUSES]
     extras = Extras(faults=inst.latest_faults(conn, failed) if failed else {},
                     services=queries.host_services(conn, (i.host for i in instances)),
-                    ports=instance_ports.of_instances(conn, [i.uuid for i in instances]))
+                    ports=instance_ports.of_instances(conn, [i.uuid for i in instances]),
+                    tags=tag_records.of_instances(conn, [i.uuid for i in instances]))
     if with_groups:
         extras.groups = {i.uuid: queries.groups_of(conn, i.uuid) for i in instances}
     return extras
@@ -212,10 +221,10 @@ def _base(req: Request, instance: inst.Instance, shown: Shown,
         "created": isotime(instance.created_at),
         "updated": isotime(instance.updated_at or instance.created_at),
         "addresses": addresses(extras.ports.get(instance.uuid, ())),
-        "accessIPv4": "",
-        "accessIPv6": "",
+        "accessIPv4": instance.access_ip_v4 or "",
+        "accessIPv6": instance.access_ip_v6 or "",
         "links": links(req, "servers", instance.uuid),
-        "OS-DCF:diskConfig": "MANUAL",
+        "OS-DCF:diskConfig": disk_config(instance),
     }
     if view["status"] in _FAULT_STATUSES:
         fault = _fault(extras.faults.get(instance.uuid), shown)
@@ -260,7 +269,7 @@ def _versioned(req: Request, instance: inst.Instance, shown: Shown,
     if at_least(req, DESCRIPTION):
         view["description"] = instance.display_description
     if at_least(req, TAGS):
-        view["tags"] = []
+        view["tags"] = extras.tags.get(instance.uuid, [])
     if at_least(req, TRUSTED_CERTS):
         view["trusted_image_certificates"] = None
     if at_least(req, LOCKED_REASON):
@@ -312,6 +321,6 @@ def created(req: Request, instance: inst.Instance, admin_pass: str,
             security_groups: Sequence[str]) -> dict[str, Any]:
     """POST /servers: the new server's id and links (the rest comes with GET)."""
     return {"id": instance.uuid, "links": links(req, "servers", instance.uuid),
-            "OS-DCF:diskConfig": "MANUAL",
+            "OS-DCF:diskConfig": disk_config(instance),
             "security_groups": [{"name": name} for name in security_groups],
             "adminPass": admin_pass}

@@ -1,4 +1,7 @@
-"""/servers/{id}: show, rename, describe or re-hostname (PUT, `hostname` from 2.90), and delete.
+"""/servers/{id}: show, update (PUT), and delete.
+
+PUT changes the name, accessIPv4/v6 (checked as Nova's ipv4/ipv6 formats),
+OS-DCF:diskConfig, from 2.19 the description and from 2.90 the hostname.
 
 Deleting follows the division of labour: the API records the `delete` action,
 swaps the task_state to `deleting` and casts to the conductor, which frees
@@ -15,6 +18,7 @@ from typing import Any
 
 from stowage.compute import actions, instance_ports, states
 from stowage.compute import instances as inst
+from stowage.compute import tags as tag_records
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api import server_shelve
 from stowage.compute.api import server_views as views
@@ -25,7 +29,7 @@ from stowage.compute.api.server_common import (
     target,
 )
 from stowage.compute.api.server_create import DESCRIPTION, NAME, check_description, check_name
-from stowage.compute.api.server_create_schema import HOSTNAME, SETTABLE_HOSTNAME
+from stowage.compute.api.server_create_schema import HOSTNAME, SETTABLE_HOSTNAME, access_ips
 from stowage.compute.conductor import tasks
 from stowage.compute.states import TASK
 from stowage.web.http import Request, Response, empty_response, json_response
@@ -76,7 +80,8 @@ def show_server(req: Request) -> Response:
         extras = views.Extras(
             services={instance.host: service} if service is not None and instance.host
             else {}, groups={instance.uuid: groups},
-            ports=instance_ports.of_instances(conn, [instance.uuid]))
+            ports=instance_ports.of_instances(conn, [instance.uuid]),
+            tags=tag_records.of_instances(conn, [instance.uuid]))
         if views.status(instance) in views.FAULT_STATUSES:
             extras.faults = inst.latest_faults(conn, [instance.uuid])
     view = views.show(req, instance, views.Shown.for_request(req), extras, with_groups=True)
@@ -94,6 +99,9 @@ def update_server(req: Request) -> Response:
         values["display_description"] = body["description"]
     if "hostname" in body:  # stored as given, as Nova stores it
         values["hostname"] = body["hostname"]
+    values.update(access_ips(body))
+    if "OS-DCF:diskConfig" in body:
+        values["auto_disk_config"] = body["OS-DCF:diskConfig"] == "AUTO"
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:update", target(instance))
