@@ -75,7 +75,7 @@ _FIXED = {
     "host.1": "host1", "host.2": "host2", "svc.enable": "enable", "svc.disable": "disable",
     "svc.disable-log-reason": "disable-log-reason", "svc.force-down": "force-down",
     "host.new": "host3", "physnet": "physnet0", "ip.plain": "10.0.1.10",
-    "mac.plain": "fa:16:3e:00:00:01",
+    "mac.plain": "fa:16:3e:00:00:01", "quota.class": "default",
 }
 # Where each service's routes start, below its mount point.
 _ROOTS = {"compute": "/v2.1"}
