@@ -212,3 +212,23 @@ def test_a_create_that_lost_a_race_is_undone_by_the_recheck(
                                "2 of 1 instances"}}
     assert _server_count(cloud) == 1
     assert_invariants(cloud)
+
+
+def test_a_user_limit_below_the_project_one_refuses_that_user_only(
+        cloud: Cloud, world: dict[str, str]) -> None:
+    cloud.compute.put("/os-quota-sets/admin?user_id=admin",
+                      json={"quota_set": {"instances": 1}})
+    boot(cloud, "mine", world["small"], world["image"])
+    refused = _post(cloud, world["small"], world["image"])
+    assert refused["body"] == {"forbidden": {"code": 403, "message":
+                               "Quota exceeded for instances: Requested 1, but already used "
+                               "1 of 1 instances"}}
+    detail = cloud.compute.get("/os-quota-sets/admin/detail?user_id=admin").json()
+    assert detail["quota_set"]["instances"] == {"in_use": 1, "limit": 1, "reserved": 0}
+    with cloud.client("other:admin", roles=("member", "reader")) as other:
+        made = other.post("/servers", json={"server": {
+            "name": "theirs", "flavorRef": world["small"], "imageRef": world["image"],
+            "networks": "none"}})
+    settle(cloud)
+    assert made.status_code == 202, made.text
+    assert _server_count(cloud) == 2

@@ -83,17 +83,23 @@ def _compare(deltas: Mapping[str, int], limit: Mapping[str, int],
 
 
 def _find_over(conn: Connection, owner: Owner, deltas: Mapping[str, int]) -> _Over | None:
-    """The project's excess if any, else the user's (whose own limits may be lower)."""
+    """The project's excess if any, else the user's (whose own limits may be lower).
+
+    A user without limits of their own cannot be over where the project is not
+    (their usage is part of the project's), so they are not counted again.
+    """
     counted = [r for r in deltas if r in ("instances", "cores", "ram", "server_groups")]
+    project_caps = limits.project_limits(conn, owner.settings, owner.project_id)
     project_used = usage.count(conn, owner.placement, owner.project_id, resources=counted)
-    project = _compare(deltas, limits.project_limits(conn, owner.settings, owner.project_id),
-                       project_used)
+    project = _compare(deltas, project_caps, project_used)
     if project.overs:
         return project
+    user_caps = limits.user_limits(conn, owner.settings, owner.project_id, owner.user_id)
+    if all(user_caps[r] == project_caps[r] for r in deltas):
+        return None
     user_used = usage.count(conn, owner.placement, owner.project_id, owner.user_id,
                             resources=counted)
-    user = _compare(deltas, limits.user_limits(conn, owner.settings, owner.project_id,
-                                               owner.user_id), user_used)
+    user = _compare(deltas, user_caps, user_used)
     return user if user.overs else None
 
 
