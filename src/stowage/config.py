@@ -18,7 +18,8 @@ import yaml
 
 __all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
            "IdentityAssignment", "IdentityProject", "IdentitySettings", "IdentityUser",
-           "NetworkSettings", "PlacementSettings", "PolicySettings", "Settings", "load"]
+           "NetworkSettings", "PlacementSettings", "PolicySettings", "QuotaSettings", "Settings",
+           "load"]
 
 DEFAULT_DATABASE = "sqlite:///stowage.db"
 ENV_PREFIX = "STOWAGE_"
@@ -124,12 +125,10 @@ class ComputeSettings:
     # process exits at once, as kill -9 would, when the conductor's journal gets
     # there. The crash-recovery tests set it in a TOML file; never set it in production.
     crash_at: str = ""
-    # The most servers one POST /servers may ask for (max_count). Nova has no
-    # such option: its instances quota (10 per project by default) bounds a
-    # request. stowage has no quotas yet, so this bounds it instead.
+    # The most servers one POST /servers may ask for (max_count), refused before the
+    # instances quota is even counted. Nova has no such option (its quota alone
+    # bounds a request); it caps the work a single request can cause.
     max_count_per_request: int = 10
-    # Nova's [quota] metadata_items: the most metadata items a server may have.
-    metadata_items: int = 128
     # Shelve: seconds a shelved server keeps its host before it is offloaded (Nova's
     # default 0: at once, as part of the shelve; -1: never), and how often the
     # conductor looks for servers shelved longer than that (<= 0: never).
@@ -174,6 +173,39 @@ class NetworkSettings:
         if len(octets) != 6 or not all(len(o) == 2 and _is_hex(o) for o in octets):
             raise ValueError(f"[network] base_mac must look like fa:16:3e:00:00:00, not "
                              f"{self.base_mac!r}")
+
+
+@dataclass(frozen=True)
+class QuotaSettings:
+    """Nova's `[quota]` options: the default limit of each project (-1 = unlimited).
+
+    A project's own limits (`PUT /os-quota-sets/{project}`) and the `default`
+    quota class (`PUT /os-quota-class-sets/default`) override these.
+    """
+
+    instances: int = 10
+    cores: int = 20
+    ram: int = 51200
+    metadata_items: int = 128
+    injected_files: int = 5
+    injected_file_content_bytes: int = 10240
+    injected_file_path_bytes: int = 255
+    key_pairs: int = 100
+    server_groups: int = 10
+    server_group_members: int = 10
+    # Count again after the instance records are written, refusing (and deleting)
+    # what a concurrent request pushed over the limit, as Nova's recheck_quota.
+    recheck_quota: bool = True
+
+    def __post_init__(self) -> None:
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if item.name == "recheck_quota":
+                if not isinstance(value, bool):
+                    raise ValueError(f"[quota] recheck_quota must be true or false, not "
+                                     f"{value!r}")
+            elif isinstance(value, bool) or not isinstance(value, int) or value < -1:
+                raise ValueError(f"[quota] {item.name} must be an integer >= -1, not {value!r}")
 
 
 def _is_hex(text: str) -> bool:
@@ -252,6 +284,7 @@ class Settings:
     compute: ComputeSettings = ComputeSettings()
     network: NetworkSettings = NetworkSettings()
     identity: IdentitySettings = IdentitySettings()
+    quota: QuotaSettings = QuotaSettings()
 
 
 def _section(cls: type[Any], raw: Mapping[str, Any]) -> Any:
@@ -355,5 +388,6 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         compute=_compute({**raw.get("compute", {}), **_upgrade_levels(raw)}, flags),
         network=_section(NetworkSettings, raw.get("network", {})),
         identity=_identity(raw.get("identity", {})),
+        quota=_section(QuotaSettings, raw.get("quota", {})),
         **{k: v for k, v in top.items() if k not in _COMPUTE_FLAGS},
     )

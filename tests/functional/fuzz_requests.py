@@ -243,6 +243,12 @@ _COMPUTE: dict[str, Spec] = {
         {"host": Ref("host.1"), "binary": "nova-compute", "disabled_reason": "fuzz"},
         {"host": Ref("host.2"), "binary": "nova-compute", "forced_down": True}]),
     "DELETE /v2.1/os-services/{service_id}": Spec({"service_id": _SERVICE}),
+    "PUT /v2.1/os-quota-sets/{project_id}": Spec({"project_id": ("project", "uuid.other")}, [
+        {"quota_set": {"instances": 20, "cores": "40", "ram": -1, "force": True}},
+        {"quota_set": {"key_pairs": 50, "server_groups": 1, "metadata_items": 0}}]),
+    "DELETE /v2.1/os-quota-sets/{project_id}": Spec({"project_id": ("project", "uuid.other")}),
+    "PUT /v2.1/os-quota-class-sets/{class_name}": Spec({"class_name": ("quota.class",)}, [
+        {"quota_class_set": {"instances": 20, "metadata_items": 64, "server_groups": -1}}]),
 }
 
 _IMAGE: dict[str, Spec] = {

@@ -77,7 +77,7 @@ _FIXED = {
     "host.1": "host1", "host.2": "host2", "svc.enable": "enable", "svc.disable": "disable",
     "svc.disable-log-reason": "disable-log-reason", "svc.force-down": "force-down",
     "host.new": "host3", "physnet": "physnet0", "ip.plain": "10.0.1.10",
-    "mac.plain": "fa:16:3e:00:00:01",
+    "mac.plain": "fa:16:3e:00:00:01", "quota.class": "default",
     "keypair.1": "fz-key", "keypair.new": "fz-new", "meta.key": "fz", "meta.new": "fz-new",
     "tag.1": "fz", "tag.new": "fz-new",
     "ssh.public": "ssh-ed25519 "

@@ -105,6 +105,20 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
     **{"os_compute_api:os-server-tags:" + name: (PROJECT_MEMBER_OR_ADMIN,
                                                  LEGACY_ADMIN_OR_OWNER)
        for name in ("update", "update_all", "delete", "delete_all")},
+    # Quotas, limits and usage (quota_sets.py, quota_classes.py, limits.py,
+    # simple_tenant_usage.py): a project's readers see its own, admins change them.
+    "os_compute_api:os-quota-sets:show": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-quota-sets:detail": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-quota-sets:defaults": ("@", None),
+    "os_compute_api:os-quota-sets:update": (ADMIN, "rule:admin_api"),
+    "os_compute_api:os-quota-sets:delete": (ADMIN, "rule:admin_api"),
+    "os_compute_api:os-quota-class-sets:show": (ADMIN, "rule:admin_api"),
+    "os_compute_api:os-quota-class-sets:update": (ADMIN, "rule:admin_api"),
+    "os_compute_api:limits": ("@", None),
+    "os_compute_api:limits:other_project": (ADMIN, "rule:admin_api"),
+    "os_compute_api:os-simple-tenant-usage:show": (PROJECT_READER_OR_ADMIN,
+                                                   LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-simple-tenant-usage:list": (ADMIN, "rule:admin_api"),
     # Hypervisors and services (hypervisors.py, services.py): admin only.
     **{"os_compute_api:os-hypervisors:" + name: (ADMIN, None)
        for name in ("list", "list-detail", "show", "statistics", "uptime", "search",

@@ -15,7 +15,7 @@ __all__ = ["metadata", "flavors", "flavor_extra_specs", "flavor_projects", "serv
            "compute_nodes", "instances", "instance_faults", "request_specs", "migrations",
            "instance_actions", "instance_action_events", "server_groups",
            "server_group_members", "operation_steps", "simulated_guests", "instance_ports",
-           "key_pairs", "tags"]
+           "key_pairs", "tags", "quotas", "quota_classes"]
 
 metadata = sa.MetaData()
 
@@ -340,4 +340,31 @@ tags = sa.Table(
     sa.Column("resource_id", exact_string(36), primary_key=True),
     sa.Column("tag", exact_string(80), primary_key=True),
     sa.Index("tags_tag_idx", "tag"),
+)
+
+# Quota limits set by an admin (os-quota-sets): a project's (user_id "") or one
+# of its users'. Unset resources fall back to the `default` quota class, then to
+# the `[quota]` settings.
+quotas = sa.Table(
+    "quotas", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("user_id", exact_string(255), nullable=False),
+    sa.Column("resource", exact_string(255), nullable=False),
+    sa.Column("hard_limit", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+    sa.UniqueConstraint("project_id", "user_id", "resource", name="uniq_quotas_owner_resource"),
+)
+
+# Limits of a quota class (os-quota-class-sets); only `default` is ever applied.
+quota_classes = sa.Table(
+    "quota_classes", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("class_name", exact_string(255), nullable=False),
+    sa.Column("resource", exact_string(255), nullable=False),
+    sa.Column("hard_limit", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+    sa.UniqueConstraint("class_name", "resource", name="uniq_quota_classes_class_resource"),
 )

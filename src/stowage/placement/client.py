@@ -189,6 +189,14 @@ class PlacementClient:
     def usages(self, uuid: str) -> dict[str, int]:
         return dict(self._send("GET", f"/resource_providers/{uuid}/usages").json()["usages"])
 
+    def project_usages(self, project_id: str, user_id: str | None = None
+                       ) -> dict[str, dict[str, int]]:
+        """consumer type -> resource class -> amount the project (or its user) holds (1.38)."""
+        params = [("project_id", project_id)] + ([("user_id", user_id)] if user_id else [])
+        groups = self._send("GET", "/usages", params=params).json()["usages"]
+        return {kind: {rc: int(n) for rc, n in used.items() if rc != "consumer_count"}
+                for kind, used in groups.items()}
+
     def provider_allocations(self, uuid: str) -> dict[str, dict[str, int]]:
         """consumer uuid -> resource class -> amount, on one provider."""
         data = self._send("GET", f"/resource_providers/{uuid}/allocations").json()

@@ -13,7 +13,7 @@ MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors", "server_gro
            "server_migrations", "instance_actions", "server_interfaces", "server_metadata",
            "server_tags", "server_actions",
            "server_list", "server_create", "servers", "migrations", "hypervisors", "services",
-           "keypairs")
+           "keypairs", "quota_sets", "quota_classes", "limits", "simple_tenant_usage")
 
 
 def all_routes() -> list[Route]:

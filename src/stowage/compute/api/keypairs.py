@@ -23,6 +23,7 @@ from typing import Any
 
 from stowage.compute import keypair_keys as keys
 from stowage.compute import keypairs as kp
+from stowage.compute import quota_checks
 from stowage.compute.api.common import (
     API_PREFIX,
     MAX_LIMIT,
@@ -34,6 +35,7 @@ from stowage.compute.api.common import (
     validate_body,
     validate_query,
 )
+from stowage.compute.api.quota_common import over_quota, owner
 from stowage.compute.api.server_create import check_name
 from stowage.compute.api.server_views import primitive_time
 from stowage.web.errors import HTTPError
@@ -117,6 +119,10 @@ def create_keypair(req: Request) -> Response:
     except keys.InvalidKeypair as exc:
         raise HTTPError(400, str(exc)) from None
     with req.app.db.write() as conn:
+        try:
+            quota_checks.check_keypairs_quota(conn, owner(req, user_id=user_id))
+        except quota_checks.OverQuota as exc:
+            raise over_quota(exc) from None
         made = kp.create(conn, kp.KeyPair(name=body["name"], user_id=user_id,
                                           fingerprint=fingerprint, public_key=public_key,
                                           type=key_type))

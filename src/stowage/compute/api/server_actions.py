@@ -6,7 +6,8 @@ with a compare-and-swap, commits, and only then casts to the conductor,
 which owns every later state change:
 
     action         allowed in                         task_state      cast             answer
-    resize         active|stopped, no task, host up   resize_prep     migrate_server   202
+    resize         active|stopped, no task, host up,  resize_prep     migrate_server   202
+                   an upsize within the quota (403)
     migrate        active|stopped, no task, host up   resize_prep     migrate_server   202
     confirmResize  resized + a "finished" migration   resize_confirming confirm_resize 204
     revertResize   resized + a "finished" migration   resize_reverting revert_resize   202
@@ -38,7 +39,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import actions, states
+from stowage.compute import actions, quota_checks, states
 from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute import migrations as migs
@@ -55,6 +56,7 @@ from stowage.compute.api.action_common import (
     start_action,
 )
 from stowage.compute.api.common import API_PREFIX, authorize, read_body, validate_body
+from stowage.compute.api.quota_common import over_quota, owner
 from stowage.compute.api.server_common import (
     check_state,
     get_server,
@@ -125,6 +127,7 @@ def _resize(req: Request, body: Any) -> Response:
         # Nova's API refuses only a zero root disk; shrinking a disk is the driver's call.
         if not instance.volume_backed and flavor.root_gb == 0 and current.get("root_gb"):
             raise HTTPError(400, "Resize to zero disk flavor is not allowed.")
+        _check_upsize_quota(req, conn, instance, flavor)
         disk = extras.moved_disk_config(conn, instance, resize.get("OS-DCF:diskConfig"))
         start_action(conn, req, instance, "resize")
         move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0,
@@ -137,6 +140,17 @@ def _resize(req: Request, body: Any) -> Response:
                                    host=None, operation_uuid=op),
         {"task_state": None}, ("resize", op))
     return empty_response(202)
+
+
+def _check_upsize_quota(req: Request, conn: Connection, instance: inst.Instance,
+                        flavor: flv.Flavor) -> None:
+    """More cores or ram must fit the owner's quota (403, Nova's TooManyInstances)."""
+    try:
+        quota_checks.check_resize(conn, owner(req, instance.project_id, instance.user_id),
+                                  instance.flavor,
+                                  {"vcpus": flavor.vcpus, "memory_mb": flavor.memory_mb})
+    except quota_checks.OverQuota as exc:
+        raise over_quota(exc) from None
 
 
 def _migrate(req: Request, body: Any) -> Response:

@@ -2,12 +2,15 @@
 
 The request body is checked against Nova's schema for the microversion,
 formats included (`server_create_schema`). Then against the records: the flavor
-must be visible and enabled, the metadata within `metadata_items`, the image
+must be visible and enabled, the metadata within the `metadata_items` quota, the image
 active and big enough, the key pair, security groups and disk config as
 `server_boot_extras` checks them, the zone known, a requested host or node real (a
 node alone pins the build to the node's host), the server group real, and
-max_count within `max_count_per_request`. A request that fails any check
-writes nothing.
+max_count within `max_count_per_request`. Then the quotas (`quota_checks`):
+instances, cores and ram for max_count servers, lowered to what fits when
+min_count still does (Nova's check_num_instances_quota), and the group's
+server_group_members. A request that fails any check writes nothing (403 for
+a quota).
 
 The requested networks are checked against the Network service
 (`server_networks`) before anything is written; each server's ports are
@@ -18,7 +21,10 @@ Only then are the instance rows, request specs, group memberships and
 `create` actions written, `_BATCH` instances per transaction so that a
 multi-create never holds the database's write lock for long; the checks share
 the first batch's transaction. Should a later batch fail, the servers of the
-earlier ones are deleted again. The conductor is cast after the last commit.
+earlier ones are deleted again. With `[quota] recheck_quota`, the quotas are
+counted again once every batch is committed: a concurrent request that took
+the room meanwhile makes this one 403 and its servers are deleted again
+(Nova's recheck). The conductor is cast after the last commit.
 
 Root disk: an image, or a volume (`block_device_mapping_v2` with boot_index 0
 and destination_type volume): a volume-backed server may have an empty
@@ -37,7 +43,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import actions, instance_ports, server_groups, states
+from stowage.compute import actions, instance_ports, quota_checks, server_groups, states
 from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute import tags as tag_records
@@ -52,6 +58,7 @@ from stowage.compute.api.common import (
     read_body,
     validate_body,
 )
+from stowage.compute.api.quota_common import over_quota, owner
 from stowage.compute.api.server_common import conductor
 from stowage.compute.api.server_create_schema import (
     DESCRIPTION,
@@ -304,13 +311,9 @@ def _check_destination(conn: Connection, destination: dict[str, str | None]) -> 
 
 
 def _check_limits(req: Request, boot: Boot) -> None:
-    """Metadata items and servers per request within the configured limits (403, as quotas)."""
-    settings = req.app.settings.compute
-    if len(boot.metadata) > settings.metadata_items:
-        raise HTTPError(403, "Maximum number of metadata items exceeds "
-                             f"{settings.metadata_items}")
+    """Servers per request within `max_count_per_request` (403, as Nova's quota would)."""
     min_count, max_count = boot.count
-    limit = settings.max_count_per_request
+    limit = req.app.settings.compute.max_count_per_request
     if max_count > limit:
         wanted = str(min_count) if min_count == max_count else f"{min_count}-{max_count}"
         raise HTTPError(403, f"Quota exceeded for instances: Requested {wanted}, but at most "
@@ -323,6 +326,40 @@ def _check_extras(req: Request, conn: Connection, boot: Boot) -> None:
     extras.check_security_groups(boot.security_groups)
     boot.auto_disk_config = extras.auto_disk_config(boot.disk_config, boot.image_id,
                                                     boot.image_properties)
+
+
+def _check_quotas(req: Request, conn: Connection, boot: Boot, flavor: flv.Flavor) -> None:
+    """Metadata items, then instances/cores/ram (lowering max_count to what fits), then
+    the group's members; each refusal is Nova's 403."""
+    who = owner(req)
+    snapshot = {"vcpus": flavor.vcpus, "memory_mb": flavor.memory_mb}
+    try:
+        quota_checks.check_metadata_items(conn, who, len(boot.metadata))
+        fits = quota_checks.instances_that_fit(conn, who, snapshot, *boot.count)
+        boot.count = (boot.count[0], fits)
+        if boot.group is not None:
+            quota_checks.check_group_members(conn, who, boot.group, fits)
+    except quota_checks.OverQuota as exc:
+        raise over_quota(exc) from None
+
+
+def _recheck_quotas(req: Request, build: _Build) -> None:
+    """Count again with every server written; over the limit, this request loses: its
+    servers are deleted again and its journal entry ended (nothing was cast yet)."""
+    if not req.app.settings.quota.recheck_quota:
+        return
+    who, boot = owner(req), build.boot
+    try:
+        with req.app.db.read() as conn:
+            quota_checks.recheck_instances(conn, who, build.snapshot, len(build.made))
+            if boot.group is not None:
+                quota_checks.check_group_members(conn, who, boot.group, 0)
+    except quota_checks.OverQuota as exc:
+        _undo(req, build.made)
+        if build.operation is not None:
+            with req.app.db.write() as conn:
+                tasks.end_accepted(conn, build.operation, "build")
+        raise over_quota(exc) from None
 
 
 def hostname_of(name: str) -> str:
@@ -443,9 +480,11 @@ def create_server(req: Request) -> Response:
         _check_extras(req, conn, boot)
         _check_placement_hints(req, conn, boot, flavor)
         _check_limits(req, boot)
+        _check_quotas(req, conn, boot, flavor)
         build = _Build(boot, flv.snapshot(flavor), requested=requested)
         _write_batch(req, conn, build)
     _write_rest(req, build)
+    _recheck_quotas(req, build)
     conductor(req).build_instances([i.uuid for i in build.made], req.context.request_id,
                                    build.operation)
     if boot.return_reservation_id:

@@ -9,7 +9,9 @@ Microversions that change this API:
     2.75  unknown query parameters on the list are a 400
 
 A group belongs to its project: another project's group does not exist for a
-non-admin (404). Admins list every project's groups with `all_projects`.
+non-admin (404). Creating one past the server_groups quota is a 403 (checked
+before the write and again after it, as Nova's recheck_quota). Admins list
+every project's groups with `all_projects`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
+from stowage.compute import quota_checks
 from stowage.compute import server_groups as groups
 from stowage.compute.api.common import (
     API_PREFIX,
@@ -29,6 +34,7 @@ from stowage.compute.api.common import (
     validate_body,
     validate_query,
 )
+from stowage.compute.api.quota_common import over_quota, owner
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
@@ -119,10 +125,33 @@ def create_group(req: Request) -> Response:
     authorize(req, _RULE + "create", {"project_id": ctx.project_id, "user_id": ctx.user_id})
     body = read_body(req)
     policy, rules = _policy_and_rules(req, body)
+    who = owner(req)
     with req.app.db.write() as conn:
+        _check_quota(conn, who)
         group = groups.create(conn, body["server_group"]["name"], policy,
                               str(ctx.project_id), str(ctx.user_id), rules)
+    if req.app.settings.quota.recheck_quota:
+        _recheck_quota(req, who, group.uuid)
     return json_response({"server_group": _view(req, group)})
+
+
+def _check_quota(conn: Connection, who: quota_checks.Owner, adding: int = 1) -> None:
+    try:
+        quota_checks.check_server_groups(conn, who, adding)
+    except quota_checks.OverQuota as exc:
+        raise over_quota(exc) from None
+
+
+def _recheck_quota(req: Request, who: quota_checks.Owner, group_uuid: str) -> None:
+    """Nova's recheck: with the group written, over the limit means a racing create took
+    the room; this group is deleted again and the answer is the same 403."""
+    try:
+        with req.app.db.read() as conn:
+            _check_quota(conn, who, adding=0)
+    except HTTPError:
+        with req.app.db.write() as conn:
+            groups.delete(conn, group_uuid)
+        raise
 
 
 def _find(req: Request, action: str) -> groups.ServerGroup:

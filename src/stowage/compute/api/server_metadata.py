@@ -12,19 +12,22 @@ Keys are 1..255 of [a-zA-Z0-9-_:. ], values strings of at most 255. Writes
 need the server launched and active, paused, suspended or stopped, whatever
 its task (409 "Cannot 'update metadata' ..." otherwise: Nova's
 `check_instance_state(vm_state=[...], task_state=None)`, which leaves the task
-unchecked), and not locked (unless by an admin); the resulting set may hold at most
-`metadata_items` items (403, Nova's MetadataLimitExceeded). Each write holds
-the instance row (`locked_server`) from its read to its commit, so two
-concurrent merges both land.
+unchecked), and not locked (unless by an admin); the resulting set may hold
+at most as many items as the `metadata_items` quota allows (403, Nova's
+MetadataLimitExceeded). Each write holds the instance row (`locked_server`)
+from its read to its commit, so two concurrent merges both land.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from stowage.compute import instances as inst
-from stowage.compute import states
+from stowage.compute import quota_checks, states
 from stowage.compute.api.common import API_PREFIX, authorize, read_body, validate_body
+from stowage.compute.api.quota_common import over_quota, owner
 from stowage.compute.api.server_common import (
     check_state,
     check_unlocked,
@@ -54,11 +57,12 @@ WRITABLE = (states.ACTIVE, "paused", "suspended", states.STOPPED)
 _NOT_FOUND = "Metadata item was not found"
 
 
-def check_count(req: Request, metadata: dict[str, str]) -> None:
-    """403 when a server would hold more than `metadata_items` items (Nova's wording)."""
-    allowed = req.app.settings.compute.metadata_items
-    if len(metadata) > allowed:
-        raise HTTPError(403, f"Maximum number of metadata items exceeds {allowed}")
+def check_count(req: Request, conn: Connection, metadata: dict[str, str]) -> None:
+    """403 when a server would hold more than the `metadata_items` quota (Nova's wording)."""
+    try:
+        quota_checks.check_metadata_items(conn, owner(req), len(metadata))
+    except quota_checks.OverQuota as exc:
+        raise over_quota(exc) from None
 
 
 def _read(req: Request, rule: str) -> dict[str, str]:
@@ -76,7 +80,7 @@ def _write(req: Request, rule: str, action: str, change: Any) -> dict[str, str]:
         check_unlocked(req, instance)
         check_state(instance, action, WRITABLE, task_states=None)
         new = change(dict(instance.metadata or {}))
-        check_count(req, new)
+        check_count(req, conn, new)
         inst.save(conn, instance.uuid, metadata=new)
     return dict(new)
 

@@ -34,7 +34,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances as inst
-from stowage.compute import states
+from stowage.compute import quota_checks, states
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api.action_common import (
     Handler,
@@ -44,6 +44,7 @@ from stowage.compute.api.action_common import (
     start_action,
 )
 from stowage.compute.api.common import authorize, validate_body
+from stowage.compute.api.quota_common import over_quota, owner
 from stowage.compute.api.server_common import (
     check_state,
     get_server,
@@ -156,6 +157,7 @@ def _unshelve(req: Request, body: Any) -> Response:
         offloaded = instance.vm_state == states.SHELVED_OFFLOADED
         if offloaded:  # a shelved server still on its host does not move
             refuse_old_computes(conn, instance, "unshelve")
+            _check_unshelve_quota(req, conn, instance)
         operation = "unshelve" if offloaded else "unshelve_power_on"
         start_action(conn, req, instance, "unshelve")
         move_state(conn, instance, "unshelve", task_state=TASK.UNSHELVING)
@@ -165,6 +167,15 @@ def _unshelve(req: Request, body: Any) -> Response:
         lambda c: c.unshelve_server(instance.uuid, req.context.request_id, host, op),
         {"task_state": None}, (operation, op))
     return empty_response(202)
+
+
+def _check_unshelve_quota(req: Request, conn: Connection, instance: inst.Instance) -> None:
+    """An offloaded server takes its cores and ram back: they must fit (Nova, 403)."""
+    try:
+        quota_checks.check_unshelve(conn, owner(req, instance.project_id, instance.user_id),
+                                    instance.flavor)
+    except quota_checks.OverQuota as exc:
+        raise over_quota(exc) from None
 
 
 def _check_destination(req: Request, conn: Connection, instance: inst.Instance,

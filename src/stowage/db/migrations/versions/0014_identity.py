@@ -5,7 +5,7 @@ the settings file); several API workers validate the same tokens. Expired
 rows are pruned as new tokens are issued, so `expires_at` is indexed.
 
 Revision ID: 0014
-Revises: 0009
+Revises: 0013
 """
 
 import sqlalchemy as sa
@@ -13,7 +13,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "0014"
-down_revision = "0009"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,168 @@
+"""Quota usage: how much of each countable resource a project (or one of its users) uses.
+
+As Nova with `[quota] count_usage_from_placement = True`:
+
+    instances             the compute database's live instances (not deleted), shelved
+                          offloaded ones included
+    cores, ram            Placement's usage of the project's consumers: VCPU + PCPU and
+                          MEMORY_MB (`GET /usages?project_id=[&user_id=]`)
+    server_groups         the project's (user's) server groups
+    server_group_members  per group: its live members that the user owns (see
+                          `group_members`); 0 in a project-wide answer, as Nova
+    key_pairs             the user's key pairs, counted by whoever serves them (a
+                          `count_keypairs` function); 0 in a project-wide answer
+
+A move's source allocation belongs to the migration consumer (stowage writes
+it with the instance's project, type MIGRATION). That allocation is not the
+project's usage: the instance counts once, as the larger of what it and its
+migration hold, per resource class. So a server in VERIFY_RESIZE counts the
+larger of its old and new flavor, and after confirm or revert the one it
+keeps. An evacuated server whose source host has not cleaned up yet holds
+both hosts in one consumer, and counts twice until then, as in Nova.
+
+Without a Placement client (an API process that serves no servers) cores
+and ram are summed from the instances' flavors instead (Nova's legacy
+counting: the larger flavor while resized, nothing once offloaded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from stowage.compute import states
+from stowage.compute import tables as t
+from stowage.compute.migrations import FINAL_STATUSES
+from stowage.placement.client import PlacementClient
+
+__all__ = ["Usage", "KeypairCounter", "PLACEMENT_CLASSES", "count", "instances",
+           "server_groups", "group_members", "cores_and_ram"]
+
+# key_pairs of one user: (connection, user_id) -> how many.
+KeypairCounter = Callable[[Connection, str], int]
+# resource -> amount in use
+Usage = dict[str, int]
+# Quota resource -> the Placement classes it counts.
+PLACEMENT_CLASSES = {"cores": ("VCPU", "PCPU"), "ram": ("MEMORY_MB",)}
+_MIGRATION = "MIGRATION"
+
+_I = t.instances
+_G = t.server_groups
+_M = t.server_group_members
+_MIG = t.migrations
+
+
+def _owned(query: sa.Select[Any], table: sa.Table, project_id: str,
+           user_id: str | None) -> sa.Select[Any]:
+    query = query.where(table.c.project_id == project_id)
+    return query if user_id is None else query.where(table.c.user_id == user_id)
+
+
+def instances(conn: Connection, project_id: str, user_id: str | None = None) -> int:
+    # SELECT COUNT(*) FROM instances WHERE deleted = 0 AND project_id = :p [AND user_id = :u]
+    query = _owned(sa.select(sa.func.count()).select_from(_I).where(_I.c.deleted == 0),
+                   _I, project_id, user_id)
+    return int(conn.execute(query).scalar() or 0)
+
+
+def server_groups(conn: Connection, project_id: str, user_id: str | None = None) -> int:
+    # SELECT COUNT(*) FROM server_groups WHERE project_id = :p [AND user_id = :u]
+    query = _owned(sa.select(sa.func.count()).select_from(_G), _G, project_id, user_id)
+    return int(conn.execute(query).scalar() or 0)
+
+
+def group_members(conn: Connection, group_uuid: str, user_id: str) -> int:
+    """Live members of the group that `user_id` owns (Nova's members-by-user count)."""
+    # SELECT COUNT(*) FROM server_group_members m JOIN server_groups g ON g.id = m.group_id
+    #   JOIN instances i ON i.uuid = m.instance_uuid AND i.deleted = 0
+    #  WHERE g.uuid = :group AND i.user_id = :user
+    joined = _M.join(_G, _G.c.id == _M.c.group_id).join(
+        _I, sa.and_(_I.c.uuid == _M.c.instance_uuid, _I.c.deleted == 0))
+    query = (sa.select(sa.func.count()).select_from(joined)
+             .where(_G.c.uuid == group_uuid, _I.c.user_id == user_id))
+    return int(conn.execute(query).scalar() or 0)
+
+
+def _as_quota(by_class: Mapping[str, int]) -> Usage:
+    return {res: sum(by_class.get(rc, 0) for rc in classes)
+            for res, classes in PLACEMENT_CLASSES.items()}
+
+
+def _held(placement: PlacementClient, consumer: str) -> dict[str, int]:
+    """Per class, what the consumer holds over all providers."""
+    total: dict[str, int] = {}
+    for resources in placement.holding(consumer).allocations.values():
+        for rc, amount in resources.items():
+            total[rc] = total.get(rc, 0) + amount
+    return total
+
+
+def _moving(conn: Connection, project_id: str, user_id: str | None) -> list[tuple[str, str]]:
+    """(migration uuid, instance uuid) of the project's live instances' unfinished moves."""
+    # SELECT m.uuid, m.instance_uuid FROM migrations m JOIN instances i
+    #   ON i.uuid = m.instance_uuid AND i.deleted = 0
+    #  WHERE m.status NOT IN (<final>) AND i.project_id = :p [AND i.user_id = :u]
+    joined = _MIG.join(_I, sa.and_(_I.c.uuid == _MIG.c.instance_uuid, _I.c.deleted == 0))
+    query = (sa.select(_MIG.c.uuid, _MIG.c.instance_uuid).select_from(joined)
+             .where(_MIG.c.status.not_in(FINAL_STATUSES)))
+    return [(m, i) for m, i in conn.execute(_owned(query, _I, project_id, user_id))]
+
+
+def _from_placement(conn: Connection, placement: PlacementClient, project_id: str,
+                    user_id: str | None) -> Usage:
+    """What the project's instance consumers hold, plus what each move's migration holds
+    beyond its instance (so that an instance counts as the larger of the two)."""
+    used = {res: 0 for res in PLACEMENT_CLASSES}
+    for kind, by_class in placement.project_usages(project_id, user_id).items():
+        if kind != _MIGRATION:
+            for res, amount in _as_quota(by_class).items():
+                used[res] += amount
+    for migration, instance in _moving(conn, project_id, user_id):
+        source = _as_quota(_held(placement, migration))
+        if not any(source.values()):
+            continue
+        dest = _as_quota(_held(placement, instance))
+        for res in used:
+            used[res] += max(0, source[res] - dest[res])
+    return used
+
+
+def _from_flavors(conn: Connection, project_id: str, user_id: str | None) -> Usage:
+    """Legacy counting: each instance's flavor (the larger one while resized)."""
+    query = _owned(sa.select(_I.c.vm_state, _I.c.flavor, _I.c.old_flavor)
+                   .where(_I.c.deleted == 0, _I.c.vm_state != states.SHELVED_OFFLOADED),
+                   _I, project_id, user_id)
+    used = {"cores": 0, "ram": 0}
+    for vm_state, flavor, old in conn.execute(query):
+        flavors = [flavor] + ([old] if vm_state == states.RESIZED and old else [])
+        used["cores"] += max(int(f.get("vcpus", 0)) for f in flavors)
+        used["ram"] += max(int(f.get("memory_mb", 0)) for f in flavors)
+    return used
+
+
+def cores_and_ram(conn: Connection, placement: PlacementClient | None, project_id: str,
+                  user_id: str | None = None) -> Usage:
+    if placement is None:
+        return _from_flavors(conn, project_id, user_id)
+    return _from_placement(conn, placement, project_id, user_id)
+
+
+def count(conn: Connection, placement: PlacementClient | None, project_id: str,
+          user_id: str | None = None, resources: Iterable[str] | None = None,
+          count_keypairs: KeypairCounter | None = None) -> Usage:
+    """Usage of the countable `resources` (all by default); absolute ones are 0."""
+    wanted = set(resources) if resources is not None else {
+        "instances", "cores", "ram", "server_groups", "key_pairs"}
+    used: Usage = {}
+    if "instances" in wanted:
+        used["instances"] = instances(conn, project_id, user_id)
+    if wanted & set(PLACEMENT_CLASSES):
+        used.update(cores_and_ram(conn, placement, project_id, user_id))
+    if "server_groups" in wanted:
+        used["server_groups"] = server_groups(conn, project_id, user_id)
+    if "key_pairs" in wanted and user_id is not None and count_keypairs is not None:
+        used["key_pairs"] = count_keypairs(conn, user_id)
+    return used
