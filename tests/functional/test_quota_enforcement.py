@@ -138,6 +138,37 @@ def test_metadata_items_quota(cloud: Cloud, world: dict[str, str]) -> None:
     assert _post(cloud, world["small"], world["image"], metadata={"a": "1"})["status"] == 202
 
 
+def test_metadata_api_counts_against_the_same_quota(cloud: Cloud,
+                                                    world: dict[str, str]) -> None:
+    uuid = boot(cloud, "meta", world["small"], world["image"])
+    cloud.compute.put("/os-quota-sets/admin", json={"quota_set": {"metadata_items": 1}})
+    assert cloud.compute.put(f"/servers/{uuid}/metadata/a", json={"meta": {"a": "1"}}
+                             ).status_code == 200
+    refused = cloud.compute.post(f"/servers/{uuid}/metadata", json={"metadata": {"b": "2"}})
+    assert refused.status_code == 403
+    assert refused.json()["forbidden"]["message"] == "Maximum number of metadata items exceeds 1"
+    assert cloud.compute.get(f"/servers/{uuid}/metadata").json() == {"metadata": {"a": "1"}}
+
+
+SSH_KEY = ("ssh-ed25519 "
+           "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl")
+
+
+def test_key_pairs_quota(cloud: Cloud) -> None:
+    cloud.compute.put("/os-quota-sets/admin", json={"quota_set": {"key_pairs": 1}})
+    assert cloud.compute.post("/os-keypairs", json={"keypair": {
+        "name": "k1", "public_key": SSH_KEY}}).status_code == 201
+    refused = cloud.compute.post("/os-keypairs", json={"keypair": {
+        "name": "k2", "public_key": SSH_KEY}})
+    assert refused.json() == {"forbidden": {"code": 403, "message":
+                              "Quota exceeded, too many key pairs."}}
+    names = [k["keypair"]["name"] for k in cloud.compute.get("/os-keypairs").json()["keypairs"]]
+    assert names == ["k1"]
+    in_use = cloud.compute.get("/os-quota-sets/admin/detail", params={"user_id": "admin"}
+                              ).json()["quota_set"]["key_pairs"]
+    assert (in_use["in_use"], in_use["limit"]) == (1, 1)
+
+
 def _launched(cloud: Cloud, uuid: str, launched: datetime.datetime,
               terminated: datetime.datetime | None = None) -> None:
     table = compute_tables.instances
