@@ -75,7 +75,7 @@ _FIXED = {
     "host.1": "host1", "host.2": "host2", "svc.enable": "enable", "svc.disable": "disable",
     "svc.disable-log-reason": "disable-log-reason", "svc.force-down": "force-down",
     "host.new": "host3", "physnet": "physnet0", "ip.plain": "10.0.1.10",
-    "mac.plain": "fa:16:3e:00:00:01",
+    "mac.plain": "fa:16:3e:00:00:01", "aggregate.missing": "99999",
 }
 # Where each service's routes start, below its mount point.
 _ROOTS = {"compute": "/v2.1"}
@@ -202,6 +202,12 @@ class World:
             "visibility": "public"}))["id"]
         refs["group.anti"] = ok(member.post("/os-server-groups", json={
             "server_group": {"name": "fz-anti", "policy": "anti-affinity"}}))["server_group"]["id"]
+        refs["aggregate.rack"] = ok(admin.post("/os-aggregates", json={"aggregate": {
+            "name": "fz-rack", "availability_zone": "fz-az"}}))["aggregate"]["id"]
+        ok(admin.post(f"/os-aggregates/{refs['aggregate.rack']}/action",
+                      json={"add_host": {"host": refs["host.1"]}}))
+        refs["aggregate.empty"] = ok(admin.post("/os-aggregates", json={"aggregate": {
+            "name": "fz-empty"}}))["aggregate"]["id"]
         for name in ("active", "stopped", "resized"):
             body: dict[str, Any] = {"server": {
                 "name": f"fz-{name}", "flavorRef": refs["flavor.small"],

@@ -11,7 +11,8 @@ __all__ = ["all_routes"]
 # Server routes: /servers/{id}/<noun> before /servers/detail before /servers/{id}.
 MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors", "server_groups",
            "server_migrations", "instance_actions", "server_interfaces", "server_actions",
-           "server_list", "server_create", "servers", "migrations", "hypervisors", "services")
+           "server_list", "server_create", "servers", "migrations", "hypervisors", "services",
+           "aggregates", "availability_zones")
 
 
 def all_routes() -> list[Route]:
