@@ -204,3 +204,24 @@ def test_boot_into_aggregate_zone(cloud: Cloud, hosts: dict[str, str]) -> None:
                                 "contain instances in this zone.")
     assert cloud.compute.get(f"/os-aggregates/{agg_id}").json()["aggregate"][
         "availability_zone"] == "az1"
+
+
+def test_zone_prefilter_and_extra_specs_filter(cloud: Cloud, hosts: dict[str, str]) -> None:
+    zone = create(cloud, "rack1", "az1")["id"]
+    act(cloud, zone, {"add_host": {"host": "host3"}})
+    fast = create(cloud, "fast")["id"]
+    act(cloud, fast, {"add_host": {"host": "host1"}})
+    act(cloud, fast, {"set_metadata": {"metadata": {"ssd": "true"}}})
+    img = image(cloud)
+    # Without AvailabilityZoneFilter, the zone's aggregates in the Placement query
+    # (member_of) are what keeps the servers in the zone.
+    cloud.configure(enabled_filters=("ComputeFilter", "AggregateInstanceExtraSpecsFilter"))
+    small = flavor(cloud, "small", 1, 128, 1)
+    assert {server(cloud, boot(cloud, f"z{i}", small, img, availability_zone="az1"))[
+        "OS-EXT-SRV-ATTR:host"] for i in range(2)} == {"host3"}
+    ssd = flavor(cloud, "ssd", 1, 128, 1, {"aggregate_instance_extra_specs:ssd": "<in> true"})
+    assert {server(cloud, boot(cloud, f"s{i}", ssd, img))["OS-EXT-SRV-ATTR:host"]
+            for i in range(2)} == {"host1"}
+    act(cloud, fast, {"set_metadata": {"metadata": {"ssd": "false"}}})
+    failed = server(cloud, boot(cloud, "nowhere", ssd, img))
+    assert failed["status"] == "ERROR"

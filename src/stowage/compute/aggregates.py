@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import datetime
 import uuid as uuidlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -37,7 +37,7 @@ from stowage.timeutil import utcnow
 
 __all__ = ["Aggregate", "AZ_KEY", "HostNotFound", "list_aggregates", "get", "locked", "create",
            "rename", "check_zone_change", "set_metadata", "add_host", "remove_host", "delete",
-           "compute_host", "zone_of_hosts", "aggregates_of_host", "zone_aggregates"]
+           "compute_host", "metadata_by_host", "zone_aggregates"]
 
 AZ_KEY = "availability_zone"
 _A, _H, _M = t.aggregates, t.aggregate_hosts, t.aggregate_metadata
@@ -90,23 +90,16 @@ def get(conn: Connection, aggregate_id: int) -> Aggregate:
     return found[0]
 
 
-def aggregates_of_host(conn: Connection, host: str) -> list[Aggregate]:
-    """The aggregates `host` is in (the scheduler's AggregateInstanceExtraSpecsFilter)."""
-    ids = conn.execute(sa.select(_H.c.aggregate_id).where(_H.c.host == host)).scalars()
-    return list_aggregates(conn, list(ids))
-
-
-def zone_of_hosts(conn: Connection, hosts: Iterable[str] | None = None) -> dict[str, str]:
-    """host -> the zone its aggregates give it, for the hosts in a zone aggregate."""
-    # SELECT h.host, m.value FROM aggregate_hosts h
+def metadata_by_host(conn: Connection) -> dict[str, dict[str, frozenset[str]]]:
+    """host -> key -> the values its aggregates give that key (the scheduler reads it)."""
+    # SELECT h.host, m.key, m.value FROM aggregate_hosts h
     #   JOIN aggregate_metadata m ON m.aggregate_id = h.aggregate_id
-    #  WHERE m.key = 'availability_zone' [AND h.host IN (:hosts)] ORDER BY m.value
-    query = (sa.select(_H.c.host, _M.c.value)
-             .join(_M, _M.c.aggregate_id == _H.c.aggregate_id)
-             .where(_M.c.key == AZ_KEY).order_by(_M.c.value.desc()))
-    if hosts is not None:
-        query = query.where(_H.c.host.in_(sorted(set(hosts))))
-    return {host: value for host, value in conn.execute(query)}
+    rows = conn.execute(sa.select(_H.c.host, _M.c.key, _M.c.value)
+                        .join(_M, _M.c.aggregate_id == _H.c.aggregate_id))
+    found: dict[str, dict[str, set[str]]] = {}
+    for host, key, value in rows:
+        found.setdefault(host, {}).setdefault(key, set()).add(value)
+    return {host: {k: frozenset(v) for k, v in keys.items()} for host, keys in found.items()}
 
 
 def zone_aggregates(conn: Connection, zone: str) -> list[str]:

@@ -5,13 +5,15 @@
         │  AZ, ignore_hosts, requested destination, server group
         ▼
     GET /allocation_candidates      resources[S], required[S] (+ !COMPUTE_STATUS_DISABLED),
-        │                           group_policy, in_tree (requested destination), limit
+        │                           group_policy, in_tree (requested destination),
+        │                           member_of (the aggregates of the requested AZ), limit
         ▼
     host states                     compute_nodes + nova-compute services (up? enabled? AZ,
         │                           PCI) joined with the candidates of each node's tree
         ▼
     filters  ──── Rejection(host, filter, reason) kept per instance ───▶ operator, log
-        │     compute, AZ, ignore_hosts, destination, (anti-)affinity, PCI, fit
+        │     compute, AZ, ignore_hosts, destination, (anti-)affinity, PCI,
+        │     aggregate extra specs (if enabled), fit
         ▼
     weighers                        free RAM / VCPU / disk (spread or pack), soft groups;
         │                           ties by host name
@@ -42,9 +44,9 @@ from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import server_groups
+from stowage.compute import aggregates, server_groups
 from stowage.compute.scheduler import NoValidHost
-from stowage.compute.scheduler.filters import DEFAULT_FILTERS, Filter, Rejection, run_filters
+from stowage.compute.scheduler.filters import Filter, Rejection, filters_for, run_filters
 from stowage.compute.scheduler.host_state import (
     HostState,
     NodeRecord,
@@ -96,12 +98,15 @@ class Scheduler:
 
     def __init__(self, settings: ComputeSettings, db: Database,
                  placement: SchedulerPlacement,
-                 filters: Sequence[Filter] = DEFAULT_FILTERS,
+                 filters: Sequence[Filter] | None = None,
                  weighers: Sequence[Weigher] | None = None) -> None:
         self.settings = settings
         self.db = db
         self.placement = placement
-        self.filters = tuple(filters)
+        # None: the stack of `settings.enabled_filters`, read per request (checked now,
+        # so that an unknown name stops the service from starting).
+        self.filters = tuple(filters) if filters is not None else None
+        filters_for(settings.enabled_filters)
         # None: the stack of `settings.weigher`, read per request (settings may be replaced).
         self.weighers = tuple(weighers) if weighers is not None else None
         self._lock = threading.Lock()
@@ -152,8 +157,10 @@ class Scheduler:
         with self.db.read() as conn:
             req.group = _group_state(conn, req)
             nodes = load_nodes(conn, s, utcnow())
+            zone = req.availability_zone if s.query_placement_for_availability_zone else None
+            member_of = aggregates.zone_aggregates(conn, zone) if zone else []
         in_tree = _destination_node(req, nodes)
-        query = candidate_query(req, s.max_placement_results, in_tree)
+        query = candidate_query(req, s.max_placement_results, in_tree, member_of)
         candidates = self.placement.allocation_candidates(query)
         if not candidates.get("allocation_requests"):
             LOG.info("Placement has no allocation candidates for %s", query)
@@ -161,7 +168,8 @@ class Scheduler:
 
     def _schedule_one(self, uuid: str, req: SchedulingRequest, hosts: list[HostState],
                       rejections: list[Rejection]) -> tuple[list[dict[str, Any]], Holding]:
-        passed = run_filters(hosts, req, rejections, self.filters)
+        passed = run_filters(hosts, req, rejections,
+                             self.filters or filters_for(self.settings.enabled_filters))
         stack = self.weighers or weighers_for(self.settings.weigher)
         ordered = weigh(passed, req, stack)
         for index, weighed in enumerate(ordered):
