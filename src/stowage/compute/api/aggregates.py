@@ -10,8 +10,8 @@ empty aggregates deleted) live in `compute/aggregates.py`.
 
 A host joining or leaving an aggregate also gains or loses the Placement
 aggregate of the same uuid on its compute node providers, after the database
-commit, as Nova's API does; a Placement failure is logged and left to the
-next change (Nova leaves it to `nova-manage placement sync_aggregates`).
+commit, as Nova's API does; a Placement failure is logged, not answered
+(Nova leaves the repair to `nova-manage placement sync_aggregates`).
 """
 
 from __future__ import annotations
@@ -259,8 +259,8 @@ def _mirror(req: Request, host: str, aggregate_uuid: str, add: bool) -> None:
             plane.placement.change_aggregates(node.uuid, add=[aggregate_uuid] if add else [],
                                               drop=[] if add else [aggregate_uuid])
         except PlacementError as exc:
-            LOG.warning("Failed to %s aggregate %s %s resource provider %s: %s. The next "
-                        "change of the host's aggregates will try again.",
+            LOG.warning("Failed to %s aggregate %s %s resource provider %s: %s. Undo and "
+                        "redo the change to repair it.",
                         "add" if add else "remove", aggregate_uuid,
                         "to" if add else "from", node.uuid, exc)
 
