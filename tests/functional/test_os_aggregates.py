@@ -8,6 +8,7 @@ One cloud per test; the rules' words are Nova's.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -225,3 +226,20 @@ def test_zone_prefilter_and_extra_specs_filter(cloud: Cloud, hosts: dict[str, st
     act(cloud, fast, {"set_metadata": {"metadata": {"ssd": "false"}}})
     failed = server(cloud, boot(cloud, "nowhere", ssd, img))
     assert failed["status"] == "ERROR"
+
+
+def test_racing_admins_cannot_give_a_host_two_zones(cloud: Cloud,
+                                                    hosts: dict[str, str]) -> None:
+    ids = [create(cloud, f"rack{z}", f"az{z}")["id"] for z in (1, 2)]
+
+    def add(agg_id: int) -> int:
+        with cloud.client("admin") as client:
+            return client.post(f"/os-aggregates/{agg_id}/action",
+                               json={"add_host": {"host": "host1"}}).status_code
+
+    with ThreadPoolExecutor(2) as pool:
+        statuses = sorted(pool.map(add, ids * 3))
+    assert statuses.count(200) == 1 and set(statuses) == {200, 409}
+    members = [cloud.compute.get(f"/os-aggregates/{i}").json()["aggregate"]["hosts"]
+               for i in ids]
+    assert sorted(members) == [[], ["host1"]]
