@@ -124,6 +124,11 @@ class ComputeSettings:
     # Nova's [scheduler] query_placement_for_availability_zone: a request for a zone
     # made by host aggregates asks Placement for members of those aggregates only.
     query_placement_for_availability_zone: bool = True
+    # Nova's [scheduler] limit_tenants_to_placement_aggregate: a project named by an
+    # aggregate's filter_tenant_id* metadata lands only on that aggregate's hosts;
+    # placement_aggregate_required_for_tenants: a project no aggregate names lands nowhere.
+    limit_tenants_to_placement_aggregate: bool = False
+    placement_aggregate_required_for_tenants: bool = False
     max_placement_results: int = 1000
     default_availability_zone: str = "nova"
     # TESTING ONLY: "operation:step:state" (e.g. "resize:resize_instance:done"); the

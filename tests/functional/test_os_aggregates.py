@@ -243,3 +243,19 @@ def test_racing_admins_cannot_give_a_host_two_zones(cloud: Cloud,
     members = [cloud.compute.get(f"/os-aggregates/{i}").json()["aggregate"]["hosts"]
                for i in ids]
     assert sorted(members) == [[], ["host1"]]
+
+
+def test_tenant_isolation_prefilter(cloud: Cloud, hosts: dict[str, str]) -> None:
+    mine = create(cloud, "p1-only")["id"]
+    act(cloud, mine, {"add_host": {"host": "host2"}})
+    act(cloud, mine, {"set_metadata": {"metadata": {"filter_tenant_id": "other",
+                                                    "filter_tenant_id2": "p1"}}})
+    cloud.configure(limit_tenants_to_placement_aggregate=True,
+                    placement_aggregate_required_for_tenants=True)
+    small, img = flavor(cloud, "small", 1, 128, 1), image(cloud, visibility="public")
+    with cloud.client("demo:p1", roles=("member", "reader")) as p1, \
+            cloud.client("demo:p2", roles=("member", "reader")) as p2:
+        placed = {server(cloud, boot(cloud, f"p1-{i}", small, img, client=p1))[
+            "OS-EXT-SRV-ATTR:host"] for i in range(2)}
+        assert placed == {"host2"}
+        assert server(cloud, boot(cloud, "p2", small, img, client=p2))["status"] == "ERROR"

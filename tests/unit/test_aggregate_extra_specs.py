@@ -1,4 +1,5 @@
-"""AggregateInstanceExtraSpecsFilter and Nova's extra-spec operators, in memory."""
+"""AggregateInstanceExtraSpecsFilter, Nova's extra-spec operators and the aggregate
+pre-filters' query, in memory."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pytest
 
 from stowage.compute.scheduler import extra_specs_ops as ops
 from stowage.compute.scheduler import filters as f
+from stowage.compute.scheduler.request import candidate_query
 from tests.unit.scheduler_builders import FLAVOR, Host, host_states, request
 
 
@@ -53,3 +55,8 @@ def test_enabled_filters_choose_the_stack() -> None:
     assert "AggregateInstanceExtraSpecsFilter" not in [flt.name for flt in f.DEFAULT_FILTERS]
     with pytest.raises(ValueError, match="NoSuchFilter"):
         f.filters_for(["NoSuchFilter"])
+
+
+def test_prefilter_aggregates_become_member_of() -> None:
+    params = candidate_query(request(), 10, member_of=[["b", "a"], ["c"]])
+    assert [v for k, v in params if k == "member_of"] == ["in:a,b", "in:c"]

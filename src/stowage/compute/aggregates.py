@@ -37,9 +37,11 @@ from stowage.timeutil import utcnow
 
 __all__ = ["Aggregate", "AZ_KEY", "HostNotFound", "list_aggregates", "get", "locked", "create",
            "rename", "check_zone_change", "set_metadata", "add_host", "remove_host", "delete",
-           "compute_host", "metadata_by_host", "zone_aggregates"]
+           "compute_host", "metadata_by_host", "zone_aggregates", "tenant_aggregates",
+           "TENANT_KEY"]
 
 AZ_KEY = "availability_zone"
+TENANT_KEY = "filter_tenant_id"  # and filter_tenant_id2, ...: one project per key
 _A, _H, _M = t.aggregates, t.aggregate_hosts, t.aggregate_metadata
 
 
@@ -107,6 +109,17 @@ def zone_aggregates(conn: Connection, zone: str) -> list[str]:
     query = (sa.select(_A.c.uuid).join(_M, _M.c.aggregate_id == _A.c.id)
              .where(_M.c.key == AZ_KEY, _M.c.value == zone).order_by(_A.c.id))
     return [str(u) for u in conn.execute(query).scalars()]
+
+
+def tenant_aggregates(conn: Connection, project_id: str) -> list[str]:
+    """Uuids of the aggregates reserved for `project_id` by a `filter_tenant_id*` key
+    (Nova's tenant isolation pre-filter)."""
+    # SELECT DISTINCT a.uuid FROM aggregates a JOIN aggregate_metadata m
+    #   ON m.aggregate_id = a.id WHERE m.key LIKE 'filter\_tenant\_id%' AND m.value = :project
+    query = (sa.select(_A.c.uuid).distinct().join(_M, _M.c.aggregate_id == _A.c.id)
+             .where(_M.c.key.startswith(TENANT_KEY, autoescape=True),
+                    _M.c.value == project_id))
+    return sorted(str(u) for u in conn.execute(query).scalars())
 
 
 # --- writes --------------------------------------------------------------------------

@@ -6,7 +6,8 @@
         ▼
     GET /allocation_candidates      resources[S], required[S] (+ !COMPUTE_STATUS_DISABLED),
         │                           group_policy, in_tree (requested destination),
-        │                           member_of (the aggregates of the requested AZ), limit
+        │                           member_of (pre-filters: the requested AZ's aggregates,
+        │                           the project's filter_tenant_id ones), limit
         ▼
     host states                     compute_nodes + nova-compute services (up? enabled? AZ,
         │                           PCI) joined with the candidates of each node's tree
@@ -157,8 +158,7 @@ class Scheduler:
         with self.db.read() as conn:
             req.group = _group_state(conn, req)
             nodes = load_nodes(conn, s, utcnow())
-            zone = req.availability_zone if s.query_placement_for_availability_zone else None
-            member_of = aggregates.zone_aggregates(conn, zone) if zone else []
+            member_of = _prefilters(conn, s, req)
         in_tree = _destination_node(req, nodes)
         query = candidate_query(req, s.max_placement_results, in_tree, member_of)
         candidates = self.placement.allocation_candidates(query)
@@ -323,6 +323,32 @@ def _group_state(conn: Connection, req: SchedulingRequest) -> GroupState | None:
                        if inst not in scheduling)
     return GroupState(group.uuid, group.policy, server_groups.max_server_per_host(group),
                       per_host)
+
+
+def _prefilters(conn: Connection, settings: ComputeSettings, req: SchedulingRequest
+                ) -> list[list[str]]:
+    """Nova's aggregate pre-filters: the aggregates the node must be in one of, per filter.
+
+    query_placement_for_availability_zone: the aggregates making the requested zone
+    (none when the zone is only a hosts-file zone: the AZ filter then decides);
+    limit_tenants_to_placement_aggregate: the aggregates whose `filter_tenant_id*`
+    metadata names the project; with none, any node, unless
+    placement_aggregate_required_for_tenants (then no host at all).
+    """
+    found: list[list[str]] = []
+    zone = req.availability_zone
+    if zone and settings.query_placement_for_availability_zone:
+        in_zone = aggregates.zone_aggregates(conn, zone)
+        if in_zone:
+            found.append(in_zone)
+    if settings.limit_tenants_to_placement_aggregate:
+        mine = aggregates.tenant_aggregates(conn, req.project_id)
+        if mine:
+            found.append(mine)
+        elif settings.placement_aggregate_required_for_tenants:
+            LOG.info("project %s has no aggregate and one is required", req.project_id)
+            raise NoValidHost(NOT_ENOUGH_HOSTS)
+    return found
 
 
 def _destination_node(req: SchedulingRequest, nodes: Mapping[str, NodeRecord]) -> str | None:
