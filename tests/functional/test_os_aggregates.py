@@ -177,6 +177,19 @@ def test_zone_listing(cloud: Cloud, hosts: dict[str, str]) -> None:
     state = by_name["az1"]["hosts"]["host1"]["nova-compute"]
     assert state["available"] is True and state["active"] is True and state["updated_at"]
     assert set(by_name["internal"]["hosts"]["ctl"]) == {"nova-conductor", "nova-scheduler"}
+    # A hosts-file zone holds until a zone aggregate takes the host, and again after.
+    cloud.add_host("host4", availability_zone="hz")
+    assert _zone_of(cloud, "host4") == "hz"
+    act(cloud, agg_id, {"add_host": {"host": "host4"}})
+    assert _zone_of(cloud, "host4") == "az1"
+    act(cloud, agg_id, {"remove_host": {"host": "host4"}})
+    assert _zone_of(cloud, "host4") == "hz"
+
+
+def _zone_of(cloud: Cloud, host: str) -> str:
+    found = cloud.compute.get("/os-services", params={"host": host,
+                                                      "binary": "nova-compute"}).json()
+    return str(found["services"][0]["zone"])
 
 
 def _service_id(cloud: Cloud, host: str) -> str:
