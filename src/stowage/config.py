@@ -119,6 +119,20 @@ class ComputeSettings:
     service_down_time: float = 60.0
     # "spread" prefers the emptiest host, "pack" the fullest (Nova's weight multipliers).
     weigher: str = "spread"
+    # Nova's [filter_scheduler] enabled_filters, among the optional filters of
+    # compute/scheduler/filters.py (AggregateInstanceExtraSpecsFilter is off by
+    # default, as in Nova).
+    enabled_filters: tuple[str, ...] = (
+        "ComputeFilter", "AvailabilityZoneFilter", "ServerGroupAntiAffinityFilter",
+        "ServerGroupAffinityFilter", "PciPassthroughFilter")
+    # Nova's [scheduler] query_placement_for_availability_zone: a request for a zone
+    # made by host aggregates asks Placement for members of those aggregates only.
+    query_placement_for_availability_zone: bool = True
+    # Nova's [scheduler] limit_tenants_to_placement_aggregate: a project named by an
+    # aggregate's filter_tenant_id* metadata lands only on that aggregate's hosts;
+    # placement_aggregate_required_for_tenants: a project no aggregate names lands nowhere.
+    limit_tenants_to_placement_aggregate: bool = False
+    placement_aggregate_required_for_tenants: bool = False
     max_placement_results: int = 1000
     default_availability_zone: str = "nova"
     # TESTING ONLY: "operation:step:state" (e.g. "resize:resize_instance:done"); the

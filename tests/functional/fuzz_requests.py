@@ -94,6 +94,7 @@ _MIGRATION = {"server_id": ("server.resized", "server.active", "uuid.new"),
               "migration_id": ("migration.resized", "uuid.new")}
 _SERVICE = ("service.uuid", "service.id", "svc.enable", "svc.disable",
             "svc.disable-log-reason", "svc.force-down")
+_AGGREGATE = ("aggregate.rack", "aggregate.empty", "aggregate.missing")
 _INVENTORY = {"total": 16, "reserved": 0, "min_unit": 1, "max_unit": 16, "step_size": 1,
               "allocation_ratio": 1.0}
 _ALLOCATIONS = {Ref("rp.root"): {"resources": {"VCPU": 1, "MEMORY_MB": 128}},
@@ -249,6 +250,16 @@ _COMPUTE: dict[str, Spec] = {
     "DELETE /v2.1/os-quota-sets/{project_id}": Spec({"project_id": ("project", "uuid.other")}),
     "PUT /v2.1/os-quota-class-sets/{class_name}": Spec({"class_name": ("quota.class",)}, [
         {"quota_class_set": {"instances": 20, "metadata_items": 64, "server_groups": -1}}]),
+    "POST /v2.1/os-aggregates": Spec(bodies=[
+        {"aggregate": {"name": "fz-new", "availability_zone": "fz-az2"}},
+        {"aggregate": {"name": "fz-new", "availability_zone": None}}]),
+    "PUT /v2.1/os-aggregates/{aggregate_id}": Spec({"aggregate_id": _AGGREGATE}, [
+        {"aggregate": {"name": "fz-renamed"}}, {"aggregate": {"availability_zone": "fz-az3"}}]),
+    "DELETE /v2.1/os-aggregates/{aggregate_id}": Spec({"aggregate_id": _AGGREGATE}),
+    "POST /v2.1/os-aggregates/{aggregate_id}/action": Spec({"aggregate_id": _AGGREGATE}, [
+        {"add_host": {"host": Ref("host.2")}}, {"remove_host": {"host": Ref("host.1")}},
+        {"set_metadata": {"metadata": {"availability_zone": "fz-az4", "ssd": "true"}}},
+        {"set_metadata": {"metadata": {"ssd": None}}}]),
 }
 
 _IMAGE: dict[str, Spec] = {

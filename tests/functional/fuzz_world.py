@@ -77,7 +77,7 @@ _FIXED = {
     "host.1": "host1", "host.2": "host2", "svc.enable": "enable", "svc.disable": "disable",
     "svc.disable-log-reason": "disable-log-reason", "svc.force-down": "force-down",
     "host.new": "host3", "physnet": "physnet0", "ip.plain": "10.0.1.10",
-    "mac.plain": "fa:16:3e:00:00:01", "quota.class": "default",
+    "mac.plain": "fa:16:3e:00:00:01", "quota.class": "default", "aggregate.missing": "99999",
     "keypair.1": "fz-key", "keypair.new": "fz-new", "meta.key": "fz", "meta.new": "fz-new",
     "tag.1": "fz", "tag.new": "fz-new",
     "ssh.public": "ssh-ed25519 "
@@ -210,6 +210,12 @@ class World:
             "server_group": {"name": "fz-anti", "policy": "anti-affinity"}}))["server_group"]["id"]
         ok(member.post("/os-keypairs", json={"keypair": {
             "name": refs["keypair.1"], "public_key": refs["ssh.public"]}}))
+        refs["aggregate.rack"] = ok(admin.post("/os-aggregates", json={"aggregate": {
+            "name": "fz-rack", "availability_zone": "fz-az"}}))["aggregate"]["id"]
+        ok(admin.post(f"/os-aggregates/{refs['aggregate.rack']}/action",
+                      json={"add_host": {"host": refs["host.1"]}}))
+        refs["aggregate.empty"] = ok(admin.post("/os-aggregates", json={"aggregate": {
+            "name": "fz-empty"}}))["aggregate"]["id"]
         for name in ("active", "stopped", "resized"):
             body: dict[str, Any] = {"server": {
                 "name": f"fz-{name}", "flavorRef": refs["flavor.small"],

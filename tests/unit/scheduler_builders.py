@@ -53,6 +53,8 @@ class Host:
     disabled: bool = False
     forced_down: bool = False
     pci: Mapping[str, int] = field(default_factory=dict)
+    # key -> values in the host's aggregates' metadata
+    aggregates: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def uuid(self) -> str:
@@ -63,7 +65,8 @@ class Host:
                           service_disabled=self.disabled,
                           disabled_reason="maintenance" if self.disabled else None,
                           forced_down=self.forced_down,
-                          pci_stats={a: {"total": n, "free": n} for a, n in self.pci.items()})
+                          pci_stats={a: {"total": n, "free": n} for a, n in self.pci.items()},
+                          aggregate_metadata=dict(self.aggregates))
 
     def summary(self) -> dict[str, Any]:
         totals = {"VCPU": self.vcpus, "MEMORY_MB": self.memory_mb, "DISK_GB": self.disk_gb}

@@ -39,6 +39,12 @@ hosts file describes hosts one by one, in TOML (`[[hosts]]` tables) or YAML
 What a network device turns into in Placement is `agent/network_devices.py`'s
 business; docs/network-devices.md explains both.
 
+`aggregates` are Placement aggregates the agent keeps on its node provider
+(never removing those os-aggregates mirrored there); `availability_zone` is
+the host's zone while no host aggregate with `availability_zone` metadata
+holds it: an aggregate's zone wins, as zones are aggregates in Nova
+(docs/aggregates.md).
+
 A file that cannot be used is refused as a whole, with the host and the key
 that are wrong: a half-loaded set of hosts would be harder to notice.
 """

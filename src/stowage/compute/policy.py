@@ -125,4 +125,11 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
                     "servers")},
     **{"os_compute_api:os-services:" + name: (ADMIN, None)
        for name in ("list", "update", "delete")},
+    # Host aggregates (aggregates.py): admin only. Availability zones
+    # (availability_zones.py): anybody lists them, admins see their hosts.
+    **{"os_compute_api:os-aggregates:" + name: (ADMIN, None)
+       for name in ("index", "create", "show", "update", "delete", "add_host", "remove_host",
+                    "set_metadata")},
+    "os_compute_api:os-availability-zone:list": ("@", None),
+    "os_compute_api:os-availability-zone:detail": (ADMIN, None),
 }

@@ -7,6 +7,12 @@ up but take no new instances. A compute node row is the hypervisor of one
 nova-compute service; its uuid is its resource provider's uuid. Both are
 soft-deleted (`deleted` = id) like Nova's, so a re-registered host gets a
 fresh row while old references still resolve.
+
+A service's `availability_zone`, as read here, is its host's zone: the
+`availability_zone` metadata of a host aggregate the host is in (Nova's only
+source of zones), else the zone the host's configuration gave it (the
+column, which the agent writes from the hosts file), else None (the default
+zone). Every read computes it in SQL, so an aggregate change shows at once.
 """
 
 from __future__ import annotations
@@ -34,7 +40,8 @@ __all__ = ["Service", "ComputeNode", "COMPUTE", "CONDUCTOR", "SCHEDULER", "INTER
            "update_service", "delete_service",
            "compute_nodes_of_host",
            "register_controller_services", "ensure_compute_node", "compute_node_of_host",
-           "update_compute_node", "list_compute_nodes", "get_compute_node", "workloads"]
+           "update_compute_node", "list_compute_nodes", "get_compute_node", "workloads",
+           "select_list"]
 
 COMPUTE = "nova-compute"
 CONDUCTOR = "nova-conductor"
@@ -44,6 +51,7 @@ INTERNAL_ZONE = "internal"
 _TOPICS = {COMPUTE: "compute", CONDUCTOR: "conductor", SCHEDULER: "scheduler"}
 
 _S = t.services
+_AH, _AM = t.aggregate_hosts, t.aggregate_metadata
 # The largest id of an INTEGER column (services.id).
 _MAX_ID = 0x7FFFFFFF
 _N = t.compute_nodes
@@ -91,6 +99,30 @@ class ComputeNode:
     updated_at: datetime.datetime | None
 
 
+# The zone of a service's host (module docstring), as a column of SELECT ... FROM services.
+# COALESCE((SELECT min(m.value) FROM aggregate_hosts h JOIN aggregate_metadata m
+#            ON m.aggregate_id = h.aggregate_id
+#           WHERE h.host = services.host AND m.key = 'availability_zone'),
+#          services.availability_zone)
+_ZONE = sa.func.coalesce(
+    sa.select(sa.func.min(_AM.c.value)).select_from(
+        _AH.join(_AM, _AM.c.aggregate_id == _AH.c.aggregate_id))
+    .where(_AH.c.host == _S.c.host, _AM.c.key == "availability_zone").scalar_subquery(),
+    _S.c.availability_zone).label("availability_zone")
+_COLUMNS = [_ZONE if c.name == "availability_zone" else c for c in _S.c]
+
+
+def select_list(dialect: Any, alias: str) -> str:
+    """`SERVICE`'s columns of `services` aliased `alias`, for hand-written SQL: the zone
+    computed as the Core reads compute it."""
+    quote = dialect.identifier_preparer.quote
+    zone = ("COALESCE((SELECT min(am.value) FROM aggregate_hosts ah JOIN aggregate_metadata "
+            f"am ON am.aggregate_id = ah.aggregate_id WHERE ah.host = {alias}.host AND "
+            f"am.{quote('key')} = 'availability_zone'), {alias}.availability_zone)")
+    return ", ".join(zone if name == "availability_zone" else f"{alias}.{quote(name)}"
+                     for name in _SERVICE.names)
+
+
 def _service(row: Any) -> Service:
     m = row._mapping
     return Service(**{f.name: m[f.name] for f in fields(Service)})
@@ -106,9 +138,9 @@ def ensure_service(conn: Connection, host: str, binary: str,
                    availability_zone: str | None = None, version: int | None = None) -> Service:
     """The live service row of (host, binary), created when missing; the AZ is kept
     current, and the service `version` when given (a compute agent's, see upgrade.py)."""
-    try:
-        found = service_by_host(conn, host, binary)
-    except NotFound:
+    row = conn.execute(sa.select(_S).where(_S.c.host == host, _S.c.binary == binary,
+                                           _S.c.deleted == 0)).first()
+    if row is None:
         now = utcnow()
         conn.execute(_S.insert().values(
             uuid=str(uuidlib.uuid4()), host=host, binary=binary, topic=_TOPICS.get(binary),
@@ -116,13 +148,14 @@ def ensure_service(conn: Connection, host: str, binary: str,
             forced_down=False, last_seen_up=now, version=version or 0, created_at=now,
             deleted=0))
         return service_by_host(conn, host, binary)
+    found = _service(row)  # its own zone column, not its host's zone
     if version is not None:
         # UPDATE services SET version = :version WHERE id = :id AND version != :version
         conn.execute(_S.update().where(_S.c.id == found.id, _S.c.version != version)
                      .values(version=version))
     if found.availability_zone != availability_zone:
         return update_service(conn, found.id, availability_zone=availability_zone)
-    return found
+    return service_by_host(conn, host, binary)
 
 
 def heartbeat(conn: Connection, host: str, binary: str) -> bool:
@@ -145,7 +178,7 @@ def is_up(service: Service, settings: ComputeSettings,
 
 def list_services(conn: Connection, host: str | None = None,
                   binary: str | None = None) -> list[Service]:
-    query = sa.select(_S).where(_S.c.deleted == 0).order_by(_S.c.id)
+    query = sa.select(*_COLUMNS).where(_S.c.deleted == 0).order_by(_S.c.id)
     if host is not None:
         query = query.where(_S.c.host == host)
     if binary is not None:
@@ -162,15 +195,15 @@ def get_service(conn: Connection, ident: int | str) -> Service:
     if isinstance(ident, int) and not 0 < ident <= _MAX_ID:
         raise NotFound(f"Service {ident} could not be found.")
     column = _S.c.id if isinstance(ident, int) else _S.c.uuid
-    row = conn.execute(sa.select(_S).where(column == ident, _S.c.deleted == 0)).first()
+    row = conn.execute(sa.select(*_COLUMNS).where(column == ident, _S.c.deleted == 0)).first()
     if row is None:
         raise NotFound(f"Service {ident} could not be found.")
     return _service(row)
 
 
 def service_by_host(conn: Connection, host: str, binary: str) -> Service:
-    row = conn.execute(sa.select(_S).where(_S.c.host == host, _S.c.binary == binary,
-                                           _S.c.deleted == 0)).first()
+    row = conn.execute(sa.select(*_COLUMNS).where(_S.c.host == host, _S.c.binary == binary,
+                                                  _S.c.deleted == 0)).first()
     if row is None:
         raise NotFound(f"Service {binary} on host {host} could not be found.")
     return _service(row)
@@ -191,10 +224,10 @@ def compute_service(conn: Connection, host: str) -> Service | None:
     if statement is None:
         # `binary` is a reserved word on MySQL: quoted as the dialect quotes it.
         quote = conn.dialect.identifier_preparer.quote
-        names = ", ".join(quote(name) for name in _SERVICE.names)
+        names = select_list(conn.dialect, "s")
         statement = _BY_HOST[conn.dialect.name] = Sql(
-            f"SELECT {names} FROM services WHERE host = :host AND {quote('binary')} = :binary "
-            "AND deleted = 0")
+            f"SELECT {names} FROM services s WHERE s.host = :host AND "
+            f"s.{quote('binary')} = :binary AND s.deleted = 0")
     row = statement.first(conn, host=host, binary=COMPUTE)
     return None if row is None else service_from_raw(conn, row)
 

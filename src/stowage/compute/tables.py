@@ -15,7 +15,8 @@ __all__ = ["metadata", "flavors", "flavor_extra_specs", "flavor_projects", "serv
            "compute_nodes", "instances", "instance_faults", "request_specs", "migrations",
            "instance_actions", "instance_action_events", "server_groups",
            "server_group_members", "operation_steps", "simulated_guests", "instance_ports",
-           "key_pairs", "tags", "quotas", "quota_classes"]
+           "key_pairs", "tags", "quotas", "quota_classes", "aggregates", "aggregate_hosts",
+           "aggregate_metadata"]
 
 metadata = sa.MetaData()
 
@@ -367,4 +368,37 @@ quota_classes = sa.Table(
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.Column("updated_at", sa.DateTime, nullable=True),
     sa.UniqueConstraint("class_name", "resource", name="uniq_quota_classes_class_resource"),
+)
+
+# Host aggregates (Nova's os-aggregates): named groups of compute hosts with
+# key/value metadata. The `availability_zone` key makes the aggregate an AZ: its
+# hosts' zone. `uuid` is also the Placement aggregate that the hosts' compute node
+# providers carry. Names are unique; deleted aggregates are gone (Nova's API
+# database keeps no deleted rows either).
+aggregates = sa.Table(
+    "aggregates", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", exact_string(36), nullable=False, unique=True),
+    sa.Column("name", exact_string(255), nullable=False, unique=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+)
+
+aggregate_hosts = sa.Table(
+    "aggregate_hosts", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("aggregate_id", sa.Integer, sa.ForeignKey("aggregates.id"), nullable=False),
+    sa.Column("host", exact_string(255), nullable=False, index=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.UniqueConstraint("aggregate_id", "host", name="uniq_aggregate_hosts_aggregate_host"),
+)
+
+aggregate_metadata = sa.Table(
+    "aggregate_metadata", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("aggregate_id", sa.Integer, sa.ForeignKey("aggregates.id"), nullable=False),
+    sa.Column("key", exact_string(255), nullable=False, index=True),
+    sa.Column("value", sa.String(255), nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.UniqueConstraint("aggregate_id", "key", name="uniq_aggregate_metadata_aggregate_key"),
 )

@@ -183,6 +183,30 @@ class PlacementClient:
     def set_aggregates(self, uuid: str, aggregates: Sequence[str]) -> dict[str, Any]:
         return self._retry_generation(uuid, "aggregates", "aggregates", sorted(set(aggregates)))
 
+    def change_aggregates(self, uuid: str, add: Sequence[str] = (),
+                          drop: Sequence[str] = ()) -> list[str]:
+        """Add and drop some of a provider's aggregates, keeping the others.
+
+        Read-modify-write at the generation read, re-read on a generation
+        conflict (Nova's report client retries its aggregate_add_host the same
+        way): a concurrent writer's aggregates are never lost.
+        """
+        for _ in range(_RETRIES):
+            current = self._send("GET", f"/resource_providers/{uuid}/aggregates").json()
+            have = set(current["aggregates"])
+            wanted = (have | set(add)) - set(drop)
+            if wanted == have:
+                return sorted(have)
+            body = {"resource_provider_generation": current["resource_provider_generation"],
+                    "aggregates": sorted(wanted)}
+            resp = self._send("PUT", f"/resource_providers/{uuid}/aggregates", body,
+                              ok=(200, 409))
+            if resp.status == 200:
+                return sorted(wanted)
+            if _error(resp.status, resp.body).code != _CONCURRENT_UPDATE:
+                raise _error(resp.status, resp.body)
+        raise _error(resp.status, resp.body)
+
     def ensure_resource_class(self, name: str) -> None:
         self._send("PUT", f"/resource_classes/{name}", ok=(201, 204))
 

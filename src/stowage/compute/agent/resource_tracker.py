@@ -8,7 +8,8 @@ A host on shared storage reports DISK_GB on a sharing provider instead::
             └──────── aggregate uuid5("ceph1") ────────┘
 
 Writes happen only when something differs, and traits/aggregates that
-somebody else put on the providers are kept: the agent owns its configured
+somebody else put on the providers are kept (aggregates by compare-and-swap, so
+that an os-aggregates host added meanwhile stays): the agent owns its configured
 ones and COMPUTE_STATUS_DISABLED, nothing more.
 
 Network devices (`report_devices`): the providers `network_devices.device_tree`
@@ -238,14 +239,15 @@ def _sync_inventories(placement: PlacementClient, uuid: str,
 def _sync_set(placement: PlacementClient, uuid: str, what: str, add: Iterable[str],
               drop: Iterable[str] = ()) -> None:
     """Add and drop members of a provider's traits or aggregates, leaving the others."""
+    if what == "aggregates":
+        # Compare-and-swap per generation: the aggregates os-aggregates mirrors onto
+        # the node provider in between are kept (Nova's tracker does not manage them).
+        placement.change_aggregates(uuid, add=sorted(set(add)), drop=sorted(set(drop)))
+        return
     current = set(placement.provider_part(uuid, what))
     wanted = (current | set(add)) - set(drop)
-    if wanted == current:
-        return
-    if what == "traits":
+    if wanted != current:
         placement.set_traits(uuid, sorted(wanted))
-    else:
-        placement.set_aggregates(uuid, sorted(wanted))
 
 
 def usage(placement: PlacementClient, providers: HostProviders) -> dict[str, int]:

@@ -13,7 +13,8 @@ MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors", "server_gro
            "server_migrations", "instance_actions", "server_interfaces", "server_metadata",
            "server_tags", "server_actions",
            "server_list", "server_create", "servers", "migrations", "hypervisors", "services",
-           "keypairs", "quota_sets", "quota_classes", "limits", "simple_tenant_usage")
+           "keypairs", "quota_sets", "quota_classes", "limits", "simple_tenant_usage",
+           "aggregates", "availability_zones")
 
 
 def all_routes() -> list[Route]:

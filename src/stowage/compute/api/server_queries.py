@@ -235,7 +235,7 @@ def _with_host_sql(dialect: Any, read_deleted: bool, project: bool) -> Sql:
     statement = _WITH_HOST.get(key)
     if statement is None:
         quote = dialect.identifier_preparer.quote
-        service = ", ".join(f"s.{quote(name)}" for name in services.SERVICE.names)
+        service = services.select_list(dialect, "s")
         record = ", ".join(f"i.{name}" for name in inst.RECORD.names)
         # SELECT i.<instance>, s.<service>, g.uuid FROM instances i
         #   LEFT JOIN services s ON s.host = i.host AND s.binary = 'nova-compute'

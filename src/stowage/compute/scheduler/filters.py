@@ -13,11 +13,18 @@ Kubernetes' `Status{plugin, reasons}`).
     ServerGroupAntiAffinityFilter   fewer than max_server_per_host group members here
     ServerGroupAffinityFilter       on a host the group already uses, if any
     PciPassthroughFilter            enough free PCI devices per alias
+    AggregateInstanceExtraSpecsFilter  the host's aggregates' metadata meets the
+                                    flavor's aggregate_instance_extra_specs: (and
+                                    unscoped) extra specs (off by default, as in Nova)
     ResourceFitFilter               an allocation request still fits after this
                                     request's earlier claims (multi-instance)
 
 Resources themselves were already checked by Placement; these filters see
-what Placement does not know (services, zones, groups, PCI devices).
+what Placement does not know (services, zones, groups, PCI devices, aggregate
+metadata). `[compute] enabled_filters` names Nova's filters that run
+(`filters_for`); IgnoreHostsFilter, RequestedDestinationFilter and
+ResourceFitFilter always run: they carry the request itself (Nova does their
+work outside its filters).
 """
 
 from __future__ import annotations
@@ -27,13 +34,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from stowage.compute.scheduler import extra_specs_ops
 from stowage.compute.scheduler.host_state import HostState
 from stowage.compute.scheduler.request import SchedulingRequest
+from stowage.config import ComputeSettings
 
 __all__ = ["Filter", "Rejection", "run_filters", "DEFAULT_FILTERS", "ComputeFilter",
            "AvailabilityZoneFilter", "IgnoreHostsFilter", "RequestedDestinationFilter",
            "ServerGroupAntiAffinityFilter", "ServerGroupAffinityFilter",
-           "PciPassthroughFilter", "ResourceFitFilter"]
+           "PciPassthroughFilter", "ResourceFitFilter", "AggregateInstanceExtraSpecsFilter",
+           "filters_for", "OPTIONAL_FILTERS"]
 
 LOG = logging.getLogger(__name__)
 
@@ -140,6 +150,29 @@ class PciPassthroughFilter:
         return None
 
 
+class AggregateInstanceExtraSpecsFilter:
+    """Nova's filter: each flavor extra spec scoped `aggregate_instance_extra_specs:`, or not
+    scoped at all, must be met by the value of that key in one of the host's aggregates."""
+
+    name = "AggregateInstanceExtraSpecsFilter"
+    scope = "aggregate_instance_extra_specs"
+
+    def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
+        metadata = host.record.aggregate_metadata
+        for key, wanted in sorted((req.flavor.get("extra_specs") or {}).items()):
+            scope, _, rest = str(key).partition(":")
+            if rest and scope != self.scope:
+                continue
+            name = rest or scope
+            values = metadata.get(name)
+            if not values:
+                return f"extra spec {key} is not in the host's aggregates' metadata"
+            if not any(extra_specs_ops.match(v, str(wanted)) for v in sorted(values)):
+                return (f"aggregate metadata {name}={sorted(values)} does not match "
+                        f"extra spec {key}={wanted!r}")
+        return None
+
+
 class ResourceFitFilter:
     name = "ResourceFitFilter"
 
@@ -147,11 +180,29 @@ class ResourceFitFilter:
         return host.shortfall()
 
 
-DEFAULT_FILTERS: Sequence[Filter] = (
+# Every filter, in the order they run; `[compute] enabled_filters` names which of
+# OPTIONAL_FILTERS run, the others always do.
+_ALL_FILTERS: Sequence[Filter] = (
     ComputeFilter(), AvailabilityZoneFilter(), IgnoreHostsFilter(),
     RequestedDestinationFilter(), ServerGroupAntiAffinityFilter(),
-    ServerGroupAffinityFilter(), PciPassthroughFilter(), ResourceFitFilter(),
+    ServerGroupAffinityFilter(), PciPassthroughFilter(), AggregateInstanceExtraSpecsFilter(),
+    ResourceFitFilter(),
 )
+_ALWAYS = frozenset({"IgnoreHostsFilter", "RequestedDestinationFilter", "ResourceFitFilter"})
+OPTIONAL_FILTERS = tuple(f.name for f in _ALL_FILTERS if f.name not in _ALWAYS)
+
+
+def filters_for(enabled: Sequence[str]) -> tuple[Filter, ...]:
+    """The stack for `[compute] enabled_filters`: the named ones and those that always run,
+    in the canonical order."""
+    unknown = sorted(set(enabled) - set(OPTIONAL_FILTERS))
+    if unknown:
+        raise ValueError(f"[compute] enabled_filters: unknown filter(s) {unknown}; "
+                         f"known: {sorted(OPTIONAL_FILTERS)}")
+    return tuple(f for f in _ALL_FILTERS if f.name in _ALWAYS or f.name in set(enabled))
+
+
+DEFAULT_FILTERS: Sequence[Filter] = filters_for(ComputeSettings().enabled_filters)
 
 
 def run_filters(hosts: Iterable[HostState], req: SchedulingRequest,

@@ -4,7 +4,8 @@ Two sources meet here:
 
 - the compute records (`compute_nodes` joined with their `nova-compute`
   service): host and node names, availability zone, whether the service is
-  up and enabled, PCI devices by alias — read by `load_nodes`, the only I/O;
+  up and enabled, PCI devices by alias, the metadata of the host's
+  aggregates — read by `load_nodes`, the only I/O;
 - Placement's answer to `GET /allocation_candidates`: the allocation requests
   whose providers lie in the node's tree (uuid = node uuid) and the provider
   summaries (capacity and usage per resource class).
@@ -27,7 +28,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import services
+from stowage.compute import aggregates, services
 from stowage.config import ComputeSettings
 
 __all__ = ["NodeRecord", "ProviderUsage", "HostState", "load_nodes", "build_host_states",
@@ -50,6 +51,9 @@ class NodeRecord:
     disabled_reason: str | None = None
     forced_down: bool = False
     pci_stats: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # key -> values of that key in the host's aggregates' metadata (Nova's
+    # aggregate_metadata_get_by_host), for AggregateInstanceExtraSpecsFilter.
+    aggregate_metadata: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 def load_nodes(conn: Connection, settings: ComputeSettings,
@@ -58,13 +62,15 @@ def load_nodes(conn: Connection, settings: ComputeSettings,
     compute = services.list_services(conn, binary=services.COMPUTE)
     by_id = {svc.id: svc for svc in compute}
     by_host = {svc.host: svc for svc in compute}
+    metadata = aggregates.metadata_by_host(conn)
     nodes: dict[str, NodeRecord] = {}
     for node in services.list_compute_nodes(conn):
         svc = (by_id.get(node.service_id) if node.service_id is not None else None
                ) or by_host.get(node.host)
         record = NodeRecord(node.uuid, node.host, node.hypervisor_hostname,
                             settings.default_availability_zone, service_up=False,
-                            pci_stats=dict(node.pci_stats or {}))
+                            pci_stats=dict(node.pci_stats or {}),
+                            aggregate_metadata=metadata.get(node.host, {}))
         if svc is not None:
             record = dataclasses.replace(
                 record, availability_zone=svc.availability_zone or record.availability_zone,

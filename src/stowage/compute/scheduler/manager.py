@@ -5,13 +5,16 @@
         │  AZ, ignore_hosts, requested destination, server group
         ▼
     GET /allocation_candidates      resources[S], required[S] (+ !COMPUTE_STATUS_DISABLED),
-        │                           group_policy, in_tree (requested destination), limit
+        │                           group_policy, in_tree (requested destination),
+        │                           member_of (pre-filters: the requested AZ's aggregates,
+        │                           the project's filter_tenant_id ones), limit
         ▼
     host states                     compute_nodes + nova-compute services (up? enabled? AZ,
         │                           PCI) joined with the candidates of each node's tree
         ▼
     filters  ──── Rejection(host, filter, reason) kept per instance ───▶ operator, log
-        │     compute, AZ, ignore_hosts, destination, (anti-)affinity, PCI, fit
+        │     compute, AZ, ignore_hosts, destination, (anti-)affinity, PCI,
+        │     aggregate extra specs (if enabled), fit
         ▼
     weighers                        free RAM / VCPU / disk (spread or pack), soft groups;
         │                           ties by host name
@@ -42,9 +45,9 @@ from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import server_groups
+from stowage.compute import aggregates, server_groups
 from stowage.compute.scheduler import NoValidHost
-from stowage.compute.scheduler.filters import DEFAULT_FILTERS, Filter, Rejection, run_filters
+from stowage.compute.scheduler.filters import Filter, Rejection, filters_for, run_filters
 from stowage.compute.scheduler.host_state import (
     HostState,
     NodeRecord,
@@ -96,12 +99,15 @@ class Scheduler:
 
     def __init__(self, settings: ComputeSettings, db: Database,
                  placement: SchedulerPlacement,
-                 filters: Sequence[Filter] = DEFAULT_FILTERS,
+                 filters: Sequence[Filter] | None = None,
                  weighers: Sequence[Weigher] | None = None) -> None:
         self.settings = settings
         self.db = db
         self.placement = placement
-        self.filters = tuple(filters)
+        # None: the stack of `settings.enabled_filters`, read per request (checked now,
+        # so that an unknown name stops the service from starting).
+        self.filters = tuple(filters) if filters is not None else None
+        filters_for(settings.enabled_filters)
         # None: the stack of `settings.weigher`, read per request (settings may be replaced).
         self.weighers = tuple(weighers) if weighers is not None else None
         self._lock = threading.Lock()
@@ -152,8 +158,9 @@ class Scheduler:
         with self.db.read() as conn:
             req.group = _group_state(conn, req)
             nodes = load_nodes(conn, s, utcnow())
+            member_of = _prefilters(conn, s, req)
         in_tree = _destination_node(req, nodes)
-        query = candidate_query(req, s.max_placement_results, in_tree)
+        query = candidate_query(req, s.max_placement_results, in_tree, member_of)
         candidates = self.placement.allocation_candidates(query)
         if not candidates.get("allocation_requests"):
             LOG.info("Placement has no allocation candidates for %s", query)
@@ -161,7 +168,8 @@ class Scheduler:
 
     def _schedule_one(self, uuid: str, req: SchedulingRequest, hosts: list[HostState],
                       rejections: list[Rejection]) -> tuple[list[dict[str, Any]], Holding]:
-        passed = run_filters(hosts, req, rejections, self.filters)
+        passed = run_filters(hosts, req, rejections,
+                             self.filters or filters_for(self.settings.enabled_filters))
         stack = self.weighers or weighers_for(self.settings.weigher)
         ordered = weigh(passed, req, stack)
         for index, weighed in enumerate(ordered):
@@ -315,6 +323,32 @@ def _group_state(conn: Connection, req: SchedulingRequest) -> GroupState | None:
                        if inst not in scheduling)
     return GroupState(group.uuid, group.policy, server_groups.max_server_per_host(group),
                       per_host)
+
+
+def _prefilters(conn: Connection, settings: ComputeSettings, req: SchedulingRequest
+                ) -> list[list[str]]:
+    """Nova's aggregate pre-filters: the aggregates the node must be in one of, per filter.
+
+    query_placement_for_availability_zone: the aggregates making the requested zone
+    (none when the zone is only a hosts-file zone: the AZ filter then decides);
+    limit_tenants_to_placement_aggregate: the aggregates whose `filter_tenant_id*`
+    metadata names the project; with none, any node, unless
+    placement_aggregate_required_for_tenants (then no host at all).
+    """
+    found: list[list[str]] = []
+    zone = req.availability_zone
+    if zone and settings.query_placement_for_availability_zone:
+        in_zone = aggregates.zone_aggregates(conn, zone)
+        if in_zone:
+            found.append(in_zone)
+    if settings.limit_tenants_to_placement_aggregate:
+        mine = aggregates.tenant_aggregates(conn, req.project_id)
+        if mine:
+            found.append(mine)
+        elif settings.placement_aggregate_required_for_tenants:
+            LOG.info("project %s has no aggregate and one is required", req.project_id)
+            raise NoValidHost(NOT_ENOUGH_HOSTS)
+    return found
 
 
 def _destination_node(req: SchedulingRequest, nodes: Mapping[str, NodeRecord]) -> str | None:

@@ -5,7 +5,8 @@ into typed fields with defaults, so that filters and weighers never poke at
 dict keys. `candidate_query` is the `GET /allocation_candidates` query string:
 the flavor's (and image's) request groups, the forbidden
 `COMPUTE_STATUS_DISABLED` trait that Nova's disabled-compute pre-filter adds,
-`in_tree` when a destination was requested, and the result limit. The
+`in_tree` when a destination was requested, `member_of` the aggregates of a
+requested zone and of the project (the pre-filters), and the result limit. The
 server's ports add their request groups (`port_requests`: one suffixed group
 per port group, and their `same_subtree` lists).
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,14 +140,17 @@ def _hint(value: Any) -> str | None:
     return str(value) if value else None
 
 
-def candidate_query(req: SchedulingRequest, limit: int,
-                    in_tree: str | None = None) -> list[tuple[str, str]]:
-    """Query parameters of `GET /allocation_candidates` for one instance of `req`."""
+def candidate_query(req: SchedulingRequest, limit: int, in_tree: str | None = None,
+                    member_of: Sequence[Sequence[str]] = ()) -> list[tuple[str, str]]:
+    """Query parameters of `GET /allocation_candidates` for one instance of `req`;
+    `member_of`: lists of aggregates (the requested zone's, the project's) the
+    unnumbered group's providers (the compute node) must be in one of, each."""
     placement = copy.deepcopy(req.placement)
     placement.groups.setdefault("", resources.RequestGroup()).forbidden.add(DISABLED_TRAIT)
     params = placement.query()
     if in_tree:
         # Every request group must land in the requested host's tree (Placement 1.31).
         params.extend((f"in_tree{suffix}", in_tree) for suffix in sorted(placement.groups))
+    params.extend(("member_of", "in:" + ",".join(sorted(uuids))) for uuids in member_of)
     params.append(("limit", str(limit)))
     return params

@@ -4,7 +4,7 @@ One row per owner and resource; the unique constraints make two admins
 setting the same limit at once update one row rather than add two.
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0012
 """
 
 import sqlalchemy as sa
@@ -12,7 +12,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "0013"
-down_revision = "0010"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
