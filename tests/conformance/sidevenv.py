@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["PACKAGE", "REPO_ROOT", "VENV_DIR", "gabbits_dir"]
+__all__ = ["PACKAGE", "REPO_ROOT", "VENV_DIR", "ensure_installed", "gabbits_dir"]
 
 PACKAGE = "openstack-placement==16.0.0"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -38,34 +38,40 @@ def _installed(venv: Path) -> Path | None:
     return None
 
 
-def _install(venv: Path) -> None:
-    """Create the venv (if needed) and install the pinned package, no deps."""
+def _install(venv: Path, requirements: list[str], no_deps: bool) -> None:
+    """Create the venv (if needed) and install the pinned requirements."""
     python = venv / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet",
-         "--disable-pip-version-check", "--no-deps", PACKAGE],
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         *(["--no-deps"] if no_deps else []), *requirements],
         check=True,
     )
 
 
-def gabbits_dir(venv: Path = VENV_DIR) -> Path:
-    """Ensure the side venv exists and return upstream's gabbits directory.
+def ensure_installed(venv: Path, requirements: list[str], dist_glob: str,
+                     no_deps: bool = False) -> None:
+    """Install `requirements` into `venv` once; `dist_glob` marks them installed.
 
     A file lock makes concurrent callers (e.g. pytest-xdist workers) wait for
     one installer instead of racing pip.
     """
-    found = _installed(venv)
-    if found is not None:
-        return found
+    if any(venv.glob(dist_glob)):
+        return
     venv.mkdir(parents=True, exist_ok=True)
     with open(venv / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        found = _installed(venv)
-        if found is None:
-            _install(venv)
-            found = _installed(venv)
+        if not any(venv.glob(dist_glob)):
+            _install(venv, requirements, no_deps)
+    if not any(venv.glob(dist_glob)):
+        raise RuntimeError(f"{requirements} installed into {venv} left no {dist_glob}")
+
+
+def gabbits_dir(venv: Path = VENV_DIR) -> Path:
+    """Ensure the side venv exists and return upstream's gabbits directory."""
+    ensure_installed(venv, [PACKAGE], _DIST_GLOB, no_deps=True)
+    found = _installed(venv)
     if found is None:
         raise RuntimeError(f"{PACKAGE} installed into {venv} has no gabbits")
     return found

@@ -1,0 +1,163 @@
+"""The cloud Tempest tests: one `stowage serve` with identity, accounts, images, flavors.
+
+    tempest ──token──▶ /identity/v3 (builtin-identity, accounts from stowage.toml)
+       │
+       └──catalog──▶ /compute/v2.1  /image/v2  /network/v2.0  /placement
+                         │
+                         └── host1 .. hostN (simulated, one process)
+
+The accounts Tempest uses are pre-provisioned here (Tempest's dynamic
+credentials would need Keystone's admin API for users and projects): one
+admin per worker plus primary, alt and reader users in projects of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from tests.conformance.server import ServerProcess, free_port
+from tests.conformance.sidevenv import REPO_ROOT
+from tests.conformance.targets import Launch
+from tests.tempest.identity_config import identity_section
+
+__all__ = ["Account", "Cloud", "running_cloud"]
+
+PASSWORD = "tempest-secret"
+NETWORK = "tempest-net"
+HOSTS = 4
+
+
+@dataclass(frozen=True)
+class Account:
+    username: str
+    project: str
+    roles: tuple[str, ...]
+
+    @property
+    def is_admin(self) -> bool:
+        return "admin" in self.roles
+
+
+def accounts(workers: int) -> list[Account]:
+    """Enough disjoint accounts that each worker can hold its own set at once:
+    per project a member, a reader and a manager (Tempest's personas), and admins."""
+    sets = max(2, workers) * 3
+    made = [Account(f"tempest-admin-{i}", f"tempest-admin-{i}", ("admin",))
+            for i in range(1, sets + 1)]
+    for i in range(1, 2 * sets + 1):
+        made += [Account(f"tempest-{role}-{i}", f"tempest-project-{i}", (role,))
+                 for role in ("member", "reader", "manager")]
+    return made
+
+
+@dataclass
+class Cloud:
+    url: str
+    accounts: list[Account]
+    images: list[str] = field(default_factory=list)
+    flavors: list[str] = field(default_factory=list)
+    # Tempest runs tests up to this microversion and skips the newer ones.
+    max_microversion: str = "2.1"
+    # What the network service says it serves; Tempest skips tests of the others.
+    network_extensions: list[str] = field(default_factory=list)
+
+    def admin_client(self) -> httpx.Client:
+        """A client holding a token of the first admin account."""
+        admin = next(a for a in self.accounts if a.is_admin)
+        body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+            "name": admin.username, "domain": {"id": "default"}, "password": PASSWORD}}},
+            "scope": {"project": {"name": admin.project, "domain": {"id": "default"}}}}}
+        resp = httpx.post(f"{self.url}/identity/v3/auth/tokens", json=body, timeout=30)
+        resp.raise_for_status()
+        return httpx.Client(timeout=30, headers={"x-auth-token": resp.headers["x-subject-token"],
+                                                 "accept": "application/json"})
+
+
+def _config(workdir: Path, cloud_accounts: list[Account]) -> Path:
+    lines = ["[api]", 'auth_strategy = "builtin-identity"', "",
+             "[compute]", f"sim_hosts = {HOSTS}", "sim_network_devices = true",
+             "update_resources_interval = 5.0", ""]
+    lines += identity_section(cloud_accounts, PASSWORD)
+    path = workdir / "stowage.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _launch(port: int, workdir: Path, config: Path) -> Launch:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO_ROOT / "src"), env.get("PYTHONPATH", "")) if p)
+    argv = [sys.executable, "-m", "stowage", "serve", "--bind", f"127.0.0.1:{port}",
+            "--database", f"sqlite:///{workdir / 'stowage.db'}", "--config", str(config)]
+    return Launch(argv, env, workdir)
+
+
+def _seed_images(client: httpx.Client, url: str) -> list[str]:
+    """Two public, active images: Tempest's image_ref and image_ref_alt."""
+    made = []
+    for name in ("tempest-image", "tempest-image-alt"):
+        resp = client.post(f"{url}/image/v2/images", json={
+            "name": name, "disk_format": "qcow2", "container_format": "bare",
+            "visibility": "public", "min_disk": 0})
+        resp.raise_for_status()
+        image_id = resp.json()["id"]
+        upload = client.put(f"{url}/image/v2/images/{image_id}/file", content=b"\0" * 1024,
+                            headers={"content-type": "application/octet-stream"})
+        upload.raise_for_status()
+        made.append(image_id)
+    return made
+
+
+def _seed_flavors(client: httpx.Client, url: str) -> list[str]:
+    """Tempest's flavor_ref and a larger flavor_ref_alt (resize tests grow into it)."""
+    made = []
+    for flavor_id, ram, vcpus, disk in (("tempest-1", 512, 1, 1), ("tempest-2", 1024, 2, 2)):
+        resp = client.post(f"{url}/compute/v2.1/flavors", json={"flavor": {
+            "name": flavor_id, "id": flavor_id, "ram": ram, "vcpus": vcpus, "disk": disk}})
+        resp.raise_for_status()
+        made.append(flavor_id)
+    return made
+
+
+def _seed_network(client: httpx.Client, url: str) -> None:
+    """Tempest's `fixed_network_name`: a shared network every project's servers boot on."""
+    net = client.post(f"{url}/network/v2.0/networks", json={"network": {
+        "name": NETWORK, "shared": True}})
+    net.raise_for_status()
+    sub = client.post(f"{url}/network/v2.0/subnets", json={"subnet": {
+        "network_id": net.json()["network"]["id"], "cidr": "10.10.0.0/16", "ip_version": 4}})
+    sub.raise_for_status()
+
+
+@contextmanager
+def running_cloud(workdir: Path, workers: int) -> Iterator[Cloud]:
+    """Start stowage in `workdir`, seed it, yield it, stop it."""
+    made_accounts = accounts(workers)
+    config = _config(workdir, made_accounts)
+    port = free_port()
+    server = ServerProcess(_launch(port, workdir, config), port, workdir / "stowage.log")
+    server.start()
+    try:
+        cloud = Cloud(server.base_url, made_accounts)
+        with cloud.admin_client() as client:
+            versions = client.get(f"{cloud.url}/compute/").json()["versions"]
+            cloud.max_microversion = max((v["version"] for v in versions if v["version"]),
+                                         key=lambda v: tuple(map(int, v.split("."))))
+            cloud.images = _seed_images(client, cloud.url)
+            cloud.flavors = _seed_flavors(client, cloud.url)
+            _seed_network(client, cloud.url)
+            cloud.network_extensions = sorted(
+                e["alias"] for e in client.get(f"{cloud.url}/network/v2.0/extensions"
+                                               ).json()["extensions"])
+        (workdir / "cloud.json").write_text(json.dumps({"url": cloud.url}))
+        yield cloud
+    finally:
+        server.stop()
