@@ -370,6 +370,13 @@ _ACTION_BODIES: dict[str, list[Any]] = {
     "shelve": [{"shelve": None}],
     "shelveOffload": [{"shelveOffload": None}],
     "unshelve": [{"unshelve": None}, {"unshelve": {"availability_zone": "nova"}}],
+    "reboot": [{"reboot": {"type": "SOFT"}}, {"reboot": {"type": "HARD"}}],
+    "pause": [{"pause": None}],
+    "unpause": [{"unpause": None}],
+    "suspend": [{"suspend": None}],
+    "resume": [{"resume": None}],
+    "lock": [{"lock": None}, {"lock": {"locked_reason": "maintenance"}}],
+    "unlock": [{"unlock": None}],
 }
 ACTIONS = {name: Spec(_ACTION_SERVERS, bodies) for name, bodies in _ACTION_BODIES.items()}
 

@@ -43,7 +43,15 @@ import pytest
 import sqlalchemy as sa
 
 from stowage.compute import tables as t
-from stowage.compute.conductor import build, evacuate, lifecycle, live_migrate, migrate, resize_end
+from stowage.compute.conductor import (
+    build,
+    evacuate,
+    guest_actions,
+    lifecycle,
+    live_migrate,
+    migrate,
+    resize_end,
+)
 from stowage.compute.conductor import shelve as shelving
 from stowage.compute.conductor import unshelve as unshelving
 from stowage.compute.conductor.manager import RECOVERY
@@ -60,10 +68,12 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "shelve_offload": shelving.OFFLOAD_STEPS, "unshelve": unshelving.STEPS,
     "unshelve_power_on": unshelving.POWER_ON_STEPS,
     "live_migrate": live_migrate.STEPS,
+    **guest_actions.STEPS,
 }
 FULL = os.environ.get("STOWAGE_CRASH_FULL") == "1"
 # Operations that run the very steps of another one: a sample of their points by default.
-_SAME_STEPS_AS = {"migrate": "resize", "shelve_offload": "shelve"}
+_SAME_STEPS_AS = {"migrate": "resize", "shelve_offload": "shelve",
+                  **{op: "reboot" for op in guest_actions.STEPS if op != "reboot"}}
 # The operations that hand allocations between consumers: sampled on PostgreSQL and MySQL.
 _SAMPLED_ELSEWHERE = ("resize", "confirm_resize", "revert_resize", "delete", "evacuate",
                       "shelve", "unshelve", "live_migrate")
@@ -138,6 +148,16 @@ class World:
         view = s.wait_settled(self.server)
         assert view is not None and view["status"] in ("SHELVED", "SHELVED_OFFLOADED"), view
 
+    def paused(self, s: Stowage) -> None:
+        self.boot(s)
+        assert s.action(self.server, {"pause": None}).status_code == 202
+        s.wait_status(self.server, "PAUSED")
+
+    def suspended(self, s: Stowage) -> None:
+        self.boot(s)
+        assert s.action(self.server, {"suspend": None}).status_code == 202
+        s.wait_status(self.server, "SUSPENDED")
+
     def stopped(self, s: Stowage) -> None:
         self.boot(s)
         assert s.action(self.server, {"os-stop": None}).status_code == 202
@@ -171,6 +191,10 @@ _BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
     "unshelve": lambda w: {"unshelve": None},
     "unshelve_power_on": lambda w: {"unshelve": None},
     "live_migrate": lambda w: {"os-migrateLive": {"host": None, "block_migration": "auto"}},
+    "reboot": lambda w: {"reboot": {"type": "SOFT"}},
+    "reboot_hard": lambda w: {"reboot": {"type": "HARD"}},
+    **{op: (lambda o: lambda w: {o: None})(op)
+       for op in ("pause", "unpause", "suspend", "resume")},
 }
 # The World method that brings the server to where each operation starts, by name, so
 # that a subclass (PortWorld) gets its own boot.
@@ -182,6 +206,8 @@ _SETUP: dict[str, str | None] = {
     "shelve": "boot", "shelve_offload": "shelved", "unshelve": "shelved",
     "unshelve_power_on": "shelved",
     "live_migrate": "boot",
+    "reboot": "boot", "reboot_hard": "stopped", "pause": "boot", "unpause": "paused",
+    "suspend": "boot", "resume": "suspended",
 }
 
 
@@ -204,7 +230,8 @@ def _expected_status(operation: str, point: str, view: dict[str, Any] | None) ->
     if operation in ("resize", "migrate"):
         return {"VERIFY_RESIZE"} if point.endswith("finish_resize:done") else {"ACTIVE"}
     return {"delete": {None}, "stop": {"SHUTOFF"}, "shelve": {"SHELVED_OFFLOADED"},
-            "shelve_offload": {"SHELVED_OFFLOADED"}}.get(operation, {"ACTIVE"})
+            "shelve_offload": {"SHELVED_OFFLOADED"}, "pause": {"PAUSED"},
+            "suspend": {"SUSPENDED"}}.get(operation, {"ACTIVE"})
 
 
 def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> None:
@@ -254,7 +281,8 @@ def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> No
         want = LARGE if view["flavor"]["original_name"] == "large" else SMALL
         assert s.held(w.server) == {s.node(host): want}
         assert all(s.held(m["uuid"]) == {} for m in moves)
-        assert guests == {(host, ""): 4 if status == "SHUTOFF" else 1}
+        power = {"SHUTOFF": 4, "PAUSED": 3, "SUSPENDED": 7}.get(str(status), 1)
+        assert guests == {(host, ""): power}
         if operation == "revert_resize" or (operation in ("resize", "migrate")):
             assert want == SMALL
         if operation == "confirm_resize":

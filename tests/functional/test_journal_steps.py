@@ -2,6 +2,7 @@
 enumerate: a step added without being listed would escape them.
 
     host1, host2, host3: vm (small <-> large), resized, reverted, confirmed, stopped, started,
+    soft rebooted, stopped and hard rebooted, paused + unpaused, suspended + resumed,
     live-migrated, shelved + unshelved in place, shelved + offloaded + unshelved,
     shelved and offloaded at once + unshelved, evacuated off its forced-down host,
     resized again and deleted
@@ -33,7 +34,9 @@ def test_each_operation_journals_exactly_its_listed_steps(cloud: Cloud) -> None:
     vm = boot(cloud, "vm", small, image(cloud))
     for body in ({"resize": {"flavorRef": large}}, {"revertResize": None},
                  {"migrate": None}, {"confirmResize": None}, {"os-stop": None},
-                 {"os-start": None},
+                 {"os-start": None}, {"reboot": {"type": "SOFT"}}, {"os-stop": None},
+                 {"reboot": {"type": "HARD"}}, {"pause": None}, {"unpause": None},
+                 {"suspend": None}, {"resume": None},
                  {"os-migrateLive": {"host": None, "block_migration": "auto"}}):
         action(cloud, vm, body, status=204 if "confirmResize" in body else 202)
     cloud.configure(shelved_offload_time=-1)  # shelve keeps the host until told

@@ -41,7 +41,12 @@ from stowage.compute import actions, states
 from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute import migrations as migs
-from stowage.compute.api import server_evacuate, server_live_migrate, server_shelve
+from stowage.compute.api import (
+    server_evacuate,
+    server_guest_actions,
+    server_live_migrate,
+    server_shelve,
+)
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api.action_common import (
     Handler,
@@ -55,6 +60,7 @@ from stowage.compute.api.action_common import (
 from stowage.compute.api.common import API_PREFIX, authorize, read_body, validate_body
 from stowage.compute.api.server_common import (
     check_state,
+    check_unlocked,
     get_server,
     move_state,
     target,
@@ -108,6 +114,7 @@ def _resize(req: Request, body: Any) -> Response:
     with req.app.db.write() as conn:
         instance, service = moving_server(req, conn)
         authorize(req, "os_compute_api:servers:resize", target(instance))
+        check_unlocked(req, instance)
         check_state(instance, "resize", (states.ACTIVE, states.STOPPED))
         check_host_up(req, instance, service)
         refuse_old_computes(conn, instance, "resize")
@@ -144,6 +151,7 @@ def _migrate(req: Request, body: Any) -> Response:
         instance, service = moving_server(req, conn)
         rule = "os_compute_api:os-migrate-server:migrate" + (":host" if host else "")
         authorize(req, rule, {"project_id": instance.project_id})
+        check_unlocked(req, instance)
         check_state(instance, "migrate", (states.ACTIVE, states.STOPPED))
         check_host_up(req, instance, service)
         refuse_old_computes(conn, instance, "migrate")
@@ -175,6 +183,7 @@ def _confirm_resize(req: Request, body: Any) -> Response:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:confirm_resize",
                   {"project_id": instance.project_id})
+        check_unlocked(req, instance)
         check_state(instance, "confirmResize", (states.RESIZED,))
         migration = _finished_migration(conn, instance)
         start_action(conn, req, instance, "confirmResize")
@@ -194,6 +203,7 @@ def _revert_resize(req: Request, body: Any) -> Response:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:revert_resize",
                   {"project_id": instance.project_id})
+        check_unlocked(req, instance)
         check_state(instance, "revertResize", (states.RESIZED,))
         migration = _finished_migration(conn, instance)
         start_action(conn, req, instance, "revertResize")
@@ -212,6 +222,7 @@ def _power(req: Request, on: bool) -> Response:
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, f"os_compute_api:servers:{rule}", target(instance))
+        check_unlocked(req, instance)
         check_state(instance, action, allowed_states)
         if instance.host is None:
             raise HTTPError(409, f"Instance {instance.uuid} is not ready")
@@ -253,6 +264,7 @@ _ACTIONS: dict[str, Handler] = {
     **server_live_migrate.ACTIONS,
     **server_evacuate.ACTIONS,
     **server_shelve.ACTIONS,
+    **server_guest_actions.ACTIONS,
 }
 
 

@@ -17,8 +17,8 @@ from stowage.compute.rpc import ConductorAPI
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request
 
-__all__ = ["get_server", "target", "invalid_state", "check_state", "conductor",
-           "move_state"]
+__all__ = ["get_server", "target", "invalid_state", "check_state", "check_unlocked",
+           "conductor", "move_state"]
 
 
 def get_server(req: Request, conn: Connection, uuid: str,
@@ -33,6 +33,12 @@ def target(instance: inst.Instance) -> dict[str, object]:
 
 def invalid_state(action: str, uuid: str, attr: str, state: object) -> HTTPError:
     return HTTPError(409, f"Cannot '{action}' instance {uuid} while it is in {attr} {state}")
+
+
+def check_unlocked(req: Request, instance: inst.Instance) -> None:
+    """Nova's `check_instance_lock`: 409 on a locked server, unless the caller is admin."""
+    if instance.locked and not req.context.is_admin:
+        raise HTTPError(409, f"Instance {instance.uuid} is locked")
 
 
 def check_state(instance: inst.Instance, action: str, vm_states: Collection[str] | None,

@@ -46,7 +46,7 @@ from stowage.compute.api.action_common import (
     start_action,
 )
 from stowage.compute.api.common import BOOLEAN, as_bool, authorize, validate_body
-from stowage.compute.api.server_common import check_state, move_state
+from stowage.compute.api.server_common import check_state, check_unlocked, move_state
 from stowage.compute.states import TASK
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response
@@ -99,6 +99,7 @@ def _migrate_live(req: Request, body: Any) -> Response:
         authorize(req, "os_compute_api:os-migrate-server:migrate_live", target)
         if host:
             authorize(req, "os_compute_api:os-migrate-server:migrate_live:host", target)
+        check_unlocked(req, instance)
         check_state(instance, "os-migrateLive", (states.ACTIVE,))
         check_host_up(req, instance, service)
         if host is not None:

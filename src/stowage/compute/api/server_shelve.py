@@ -46,6 +46,7 @@ from stowage.compute.api.action_common import (
 from stowage.compute.api.common import authorize, validate_body
 from stowage.compute.api.server_common import (
     check_state,
+    check_unlocked,
     get_server,
     move_state,
     target,
@@ -89,6 +90,7 @@ def _shelve(req: Request, body: Any) -> Response:
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "shelve", target(instance))
+        check_unlocked(req, instance)
         check_state(instance, "shelve", (states.ACTIVE, states.STOPPED))
         image_id = None if instance.volume_backed else _snapshot_record(req, conn, instance)
         start_action(conn, req, instance, "shelve")
@@ -120,6 +122,7 @@ def _shelve_offload(req: Request, body: Any) -> Response:
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "shelve_offload", target(instance))
+        check_unlocked(req, instance)
         check_state(instance, "shelveOffload", (states.SHELVED,))
         start_action(conn, req, instance, "shelveOffload")
         move_state(conn, instance, "shelveOffload", task_state=TASK.SHELVING_OFFLOADING)
@@ -147,6 +150,7 @@ def _unshelve(req: Request, body: Any) -> Response:
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "unshelve", {"project_id": instance.project_id})
+        check_unlocked(req, instance)
         check_state(instance, "unshelve", (states.SHELVED, states.SHELVED_OFFLOADED))
         spec = inst.request_spec(conn, instance.uuid)
         _check_destination(req, conn, instance, spec, zone, host)

@@ -20,6 +20,7 @@ from stowage.compute.api import server_shelve
 from stowage.compute.api import server_views as views
 from stowage.compute.api.common import API_PREFIX, at_least, authorize, read_body, validate_body
 from stowage.compute.api.server_common import (
+    check_unlocked,
     conductor,
     get_server,
     target,
@@ -109,6 +110,7 @@ def delete_server(req: Request) -> Response:
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:delete", target(instance))
+        check_unlocked(req, instance)
         if instance.task_state == TASK.DELETING:
             return empty_response(204)  # already on its way out
         actions.start_action(conn, instance.uuid, "delete", ctx.request_id, ctx.user_id,

@@ -27,6 +27,8 @@ asked) every operation without `end` is finished or undone by its module:
     live_migrate     the copy journaled done -> the post steps again (ACTIVE on dest);
                      else roll back to the source: ACTIVE if its guest runs there, else ERROR
     attach_interface undone (the port's claim taken out, unplugged, unbound, its row gone)
+    reboot, reboot_hard, pause, unpause, suspend, resume   the action again while the
+                     server is still in its task state (idempotent); else finish it
     detach_interface done again (idempotent)
 
 An operation accepted by the API but whose cast a crash lost is recovered the
@@ -51,6 +53,7 @@ from stowage.compute import actions, instances, migrations, states
 from stowage.compute.conductor import (
     build,
     evacuate,
+    guest_actions,
     interfaces,
     lifecycle,
     live_migrate,
@@ -95,6 +98,7 @@ RECOVERY: dict[str, Recover] = {
     "live_migrate": live_migrate.recover_live_migration,
     "attach_interface": interfaces.recover_attach,
     "detach_interface": interfaces.recover_detach,
+    **{name: guest_actions.recover for name in guest_actions.ACTIONS},
 }
 
 
@@ -155,6 +159,12 @@ class Conductor:
               operation_uuid: str | None = None) -> None:
         self._run("start" if on else "stop", instance_uuid, request_id, operation_uuid,
                   lambda ops, j: lifecycle.power(ops, instance_uuid, on, j))
+
+    def guest_action(self, instance_uuid: str, request_id: str, action: str,
+                     operation_uuid: str | None = None) -> None:
+        """reboot, reboot_hard, pause, unpause, suspend or resume (guest_actions.py)."""
+        self._run(action, instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: guest_actions.run(ops, instance_uuid, action, j))
 
     def evacuate_server(self, instance_uuid: str, migration_uuid: str, request_id: str,
                         host: str | None, operation_uuid: str | None = None) -> None:
@@ -297,8 +307,9 @@ class Conductor:
         elif inst.vm_state == states.RESIZED or not moving:
             power = ops.guest_power(inst.host, inst.uuid)
             vm_state = inst.vm_state if inst.vm_state == states.RESIZED else {
-                states.RUNNING: states.ACTIVE, states.SHUTDOWN: states.STOPPED}.get(
-                    power, states.ERROR)
+                states.RUNNING: states.ACTIVE, states.SHUTDOWN: states.STOPPED,
+                states.PAUSED_POWER: states.PAUSED,
+                states.SUSPENDED_POWER: states.SUSPENDED}.get(power, states.ERROR)
             ops.update(inst.uuid, task_state=None, vm_state=vm_state, power_state=power)
         else:
             LOG.error("instance %s is in a move no journal knows; left for the operator "
