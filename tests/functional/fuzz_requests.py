@@ -377,6 +377,10 @@ _ACTION_BODIES: dict[str, list[Any]] = {
     "resume": [{"resume": None}],
     "lock": [{"lock": None}, {"lock": {"locked_reason": "maintenance"}}],
     "unlock": [{"unlock": None}],
+    "rebuild": [{"rebuild": {"imageRef": Ref("image.1")}},
+                {"rebuild": {"imageRef": Ref("image.1"), "name": "fz-rebuilt",
+                             "metadata": {"k": "v"}, "preserve_ephemeral": False,
+                             "adminPass": "secret"}}],
 }
 ACTIONS = {name: Spec(_ACTION_SERVERS, bodies) for name, bodies in _ACTION_BODIES.items()}
 

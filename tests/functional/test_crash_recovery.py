@@ -50,6 +50,7 @@ from stowage.compute.conductor import (
     lifecycle,
     live_migrate,
     migrate,
+    rebuild,
     resize_end,
 )
 from stowage.compute.conductor import shelve as shelving
@@ -69,6 +70,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "unshelve_power_on": unshelving.POWER_ON_STEPS,
     "live_migrate": live_migrate.STEPS,
     **guest_actions.STEPS,
+    "rebuild": rebuild.STEPS,
 }
 FULL = os.environ.get("STOWAGE_CRASH_FULL") == "1"
 # Operations that run the very steps of another one: a sample of their points by default.
@@ -193,6 +195,7 @@ _BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
     "live_migrate": lambda w: {"os-migrateLive": {"host": None, "block_migration": "auto"}},
     "reboot": lambda w: {"reboot": {"type": "SOFT"}},
     "reboot_hard": lambda w: {"reboot": {"type": "HARD"}},
+    "rebuild": lambda w: {"rebuild": {"imageRef": w.image}},
     **{op: (lambda o: lambda w: {o: None})(op)
        for op in ("pause", "unpause", "suspend", "resume")},
 }
@@ -207,7 +210,7 @@ _SETUP: dict[str, str | None] = {
     "unshelve_power_on": "shelved",
     "live_migrate": "boot",
     "reboot": "boot", "reboot_hard": "stopped", "pause": "boot", "unpause": "paused",
-    "suspend": "boot", "resume": "suspended",
+    "suspend": "boot", "resume": "suspended", "rebuild": "boot",
 }
 
 

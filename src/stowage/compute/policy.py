@@ -47,7 +47,8 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
     **{_SERVERS + name: (PROJECT_MEMBER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER)
        for name in ("create", "create:attach_volume", "create:attach_network",
                     "create:trusted_certs", "delete", "update", "resize",
-                    "confirm_resize", "revert_resize", "start", "stop", "reboot")},
+                    "confirm_resize", "revert_resize", "start", "stop", "reboot",
+                    "rebuild", "rebuild:trusted_certs")},
     **{_SERVERS + name: (ADMIN, None)
        for name in ("index:get_all_tenants", "detail:get_all_tenants", "allow_all_filters",
                     "show:host_status", "create:forced_host", "create:zero_disk_flavor",

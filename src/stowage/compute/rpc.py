@@ -74,6 +74,12 @@ class ConductorAPI:
                             request_id=request_id, action=action,
                             operation_uuid=operation_uuid)
 
+    def rebuild_server(self, instance_uuid: str, request_id: str, args: dict[str, Any],
+                       operation_uuid: str | None = None) -> None:
+        """Rebuild in place from the image the API recorded (`args`, conductor/rebuild.py)."""
+        self.transport.cast(CONDUCTOR, "rebuild_server", instance_uuid=instance_uuid,
+                            request_id=request_id, args=args, operation_uuid=operation_uuid)
+
     def delete_instance(self, instance_uuid: str, request_id: str,
                         operation_uuid: str | None = None) -> None:
         self.transport.cast(CONDUCTOR, "delete_instance", instance_uuid=instance_uuid,

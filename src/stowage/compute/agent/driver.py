@@ -41,6 +41,10 @@ class Driver(Protocol):
     def reboot(self, instance_uuid: str, hard: bool) -> None:
         """Restart the guest; a hard reboot also starts one that is off, paused or suspended."""
 
+    def rebuild(self, instance_uuid: str, flavor: Mapping[str, Any], power_on: bool,
+                preserve_ephemeral: bool) -> None:
+        """Recreate the guest from its image (created anew if it was gone)."""
+
     def pause(self, instance_uuid: str) -> None: ...
 
     def unpause(self, instance_uuid: str) -> None: ...

@@ -291,6 +291,11 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
     def resume_instance(self, instance_uuid: str) -> None:
         self.driver.resume(instance_uuid)
 
+    def rebuild_in_place(self, instance_uuid: str, flavor: dict[str, Any], power_on: bool,
+                         preserve_ephemeral: bool = False) -> None:
+        """Recreate the guest from its (new) image on this host; its claims stay as they are."""
+        self.driver.rebuild(instance_uuid, flavor, power_on, preserve_ephemeral)
+
     def guest_power_state(self, instance_uuid: str) -> int:
         """What the hypervisor says of the guest now: NOSTATE (0) when there is none.
 

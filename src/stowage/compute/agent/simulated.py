@@ -37,7 +37,7 @@ STEPS: tuple[str, ...] = ("claim", "spawn", "destroy", "power_off", "power_on",
          "snapshot")
 STEPS += LIVE_STEPS  # live migration's steps (sim_live_migration.py)
 STEPS += ("attach_interface", "detach_interface")  # os-interface: plugging a port
-STEPS += ("reboot", "pause", "unpause", "suspend", "resume")  # guest actions
+STEPS += ("reboot", "pause", "unpause", "suspend", "resume", "rebuild")  # guest actions
 
 
 class SimulatedFault(Exception):
@@ -145,6 +145,15 @@ class SimulatedDriver(SimulatedLiveMigration):
     def reboot(self, instance_uuid: str, hard: bool) -> None:
         """Restart the guest (a soft reboot of a guest that is not running is a hard one)."""
         self._set_power("reboot", instance_uuid, RUNNING)
+
+    def rebuild(self, instance_uuid: str, flavor: Mapping[str, Any], power_on: bool,
+                preserve_ephemeral: bool) -> None:
+        """A fresh guest from the image; no disk content is simulated, so
+        `preserve_ephemeral` keeps nothing more."""
+        with self._lock:
+            self.checkpoint("rebuild")
+            self.guests[instance_uuid] = Guest(dict(flavor), RUNNING if power_on else SHUTDOWN)
+            self._save(instance_uuid)
 
     def pause(self, instance_uuid: str) -> None:
         self._set_power("pause", instance_uuid, PAUSED_POWER)

@@ -45,6 +45,7 @@ from stowage.compute.api import (
     server_evacuate,
     server_guest_actions,
     server_live_migrate,
+    server_rebuild,
     server_shelve,
 )
 from stowage.compute.api import server_queries as queries
@@ -265,6 +266,7 @@ _ACTIONS: dict[str, Handler] = {
     **server_evacuate.ACTIONS,
     **server_shelve.ACTIONS,
     **server_guest_actions.ACTIONS,
+    **server_rebuild.ACTIONS,
 }
 
 

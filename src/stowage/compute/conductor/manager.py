@@ -29,6 +29,7 @@ asked) every operation without `end` is finished or undone by its module:
     attach_interface undone (the port's claim taken out, unplugged, unbound, its row gone)
     reboot, reboot_hard, pause, unpause, suspend, resume   the action again while the
                      server is still in its task state (idempotent); else finish it
+    rebuild          rebuilt again while still in a rebuild task state; else finish it
     detach_interface done again (idempotent)
 
 An operation accepted by the API but whose cast a crash lost is recovered the
@@ -58,6 +59,7 @@ from stowage.compute.conductor import (
     lifecycle,
     live_migrate,
     migrate,
+    rebuild,
     resize_end,
     shelve,
     tasks,
@@ -99,6 +101,7 @@ RECOVERY: dict[str, Recover] = {
     "attach_interface": interfaces.recover_attach,
     "detach_interface": interfaces.recover_detach,
     **{name: guest_actions.recover for name in guest_actions.ACTIONS},
+    "rebuild": rebuild.recover_rebuild,
 }
 
 
@@ -165,6 +168,11 @@ class Conductor:
         """reboot, reboot_hard, pause, unpause, suspend or resume (guest_actions.py)."""
         self._run(action, instance_uuid, request_id, operation_uuid,
                   lambda ops, j: guest_actions.run(ops, instance_uuid, action, j))
+
+    def rebuild_server(self, instance_uuid: str, request_id: str, args: dict[str, Any],
+                       operation_uuid: str | None = None) -> None:
+        self._run("rebuild", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: rebuild.rebuild_server(ops, instance_uuid, args, j))
 
     def evacuate_server(self, instance_uuid: str, migration_uuid: str, request_id: str,
                         host: str | None, operation_uuid: str | None = None) -> None:
