@@ -377,6 +377,8 @@ _ACTION_BODIES: dict[str, list[Any]] = {
     "resume": [{"resume": None}],
     "lock": [{"lock": None}, {"lock": {"locked_reason": "maintenance"}}],
     "unlock": [{"unlock": None}],
+    "restore": [{"restore": None}],
+    "forceDelete": [{"forceDelete": None}],
     "rebuild": [{"rebuild": {"imageRef": Ref("image.1")}},
                 {"rebuild": {"imageRef": Ref("image.1"), "name": "fz-rebuilt",
                              "metadata": {"k": "v"}, "preserve_ephemeral": False,

@@ -81,6 +81,7 @@ _SAMPLED_ELSEWHERE = ("resize", "confirm_resize", "revert_resize", "delete", "ev
                       "shelve", "unshelve", "live_migrate")
 # More `[compute]` settings of an operation's runs: a server that stays SHELVED on its host.
 _OPTIONS = {op: "shelved_offload_time = -1\n" for op in ("shelve_offload", "unshelve_power_on")}
+_OPTIONS.update({op: "reclaim_instance_interval = 3600\n" for op in ("soft_delete", "restore")})
 
 
 def _points(operation: str, full: bool) -> list[str]:
@@ -160,6 +161,11 @@ class World:
         assert s.action(self.server, {"suspend": None}).status_code == 202
         s.wait_status(self.server, "SUSPENDED")
 
+    def soft_deleted(self, s: Stowage) -> None:
+        self.boot(s)
+        assert s.compute.delete(f"/servers/{self.server}").status_code == 204
+        s.wait_status(self.server, "SOFT_DELETED")
+
     def stopped(self, s: Stowage) -> None:
         self.boot(s)
         assert s.action(self.server, {"os-stop": None}).status_code == 202
@@ -172,7 +178,7 @@ def _ask(s: Stowage, w: World, operation: str) -> None:
         if operation == "build":
             resp = s.boot_request(w.small, w.image)
             w.server = str(resp.json()["server"]["id"])
-        elif operation == "delete":
+        elif operation in ("delete", "soft_delete"):
             s.compute.delete(f"/servers/{w.server}")
         else:
             s.action(w.server, _BODIES[operation](w))
@@ -196,6 +202,7 @@ _BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
     "reboot": lambda w: {"reboot": {"type": "SOFT"}},
     "reboot_hard": lambda w: {"reboot": {"type": "HARD"}},
     "rebuild": lambda w: {"rebuild": {"imageRef": w.image}},
+    "restore": lambda w: {"restore": None},
     **{op: (lambda o: lambda w: {o: None})(op)
        for op in ("pause", "unpause", "suspend", "resume")},
 }
@@ -211,6 +218,7 @@ _SETUP: dict[str, str | None] = {
     "live_migrate": "boot",
     "reboot": "boot", "reboot_hard": "stopped", "pause": "boot", "unpause": "paused",
     "suspend": "boot", "resume": "suspended", "rebuild": "boot",
+    "soft_delete": "boot", "restore": "soft_deleted",
 }
 
 
@@ -234,7 +242,8 @@ def _expected_status(operation: str, point: str, view: dict[str, Any] | None) ->
         return {"VERIFY_RESIZE"} if point.endswith("finish_resize:done") else {"ACTIVE"}
     return {"delete": {None}, "stop": {"SHUTOFF"}, "shelve": {"SHELVED_OFFLOADED"},
             "shelve_offload": {"SHELVED_OFFLOADED"}, "pause": {"PAUSED"},
-            "suspend": {"SUSPENDED"}}.get(operation, {"ACTIVE"})
+            "suspend": {"SUSPENDED"}, "soft_delete": {"SOFT_DELETED"}}.get(operation,
+                                                                           {"ACTIVE"})
 
 
 def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> None:
@@ -284,7 +293,8 @@ def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> No
         want = LARGE if view["flavor"]["original_name"] == "large" else SMALL
         assert s.held(w.server) == {s.node(host): want}
         assert all(s.held(m["uuid"]) == {} for m in moves)
-        power = {"SHUTOFF": 4, "PAUSED": 3, "SUSPENDED": 7}.get(str(status), 1)
+        power = {"SHUTOFF": 4, "PAUSED": 3, "SUSPENDED": 7, "SOFT_DELETED": 4}.get(str(status),
+                                                                                  1)
         assert guests == {(host, ""): power}
         if operation == "revert_resize" or (operation in ("resize", "migrate")):
             assert want == SMALL

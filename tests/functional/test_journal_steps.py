@@ -5,6 +5,7 @@ enumerate: a step added without being listed would escape them.
     soft rebooted, stopped and hard rebooted, paused + unpaused, suspended + resumed, rebuilt,
     live-migrated, shelved + unshelved in place, shelved + offloaded + unshelved,
     shelved and offloaded at once + unshelved, evacuated off its forced-down host,
+    soft deleted + restored,
     resized again and deleted
 """
 
@@ -50,6 +51,11 @@ def test_each_operation_journals_exactly_its_listed_steps(cloud: Cloud) -> None:
     assert server(cloud, vm)["status"] == "ACTIVE"
     force_down(cloud, host_of(cloud, vm))
     action(cloud, vm, {"evacuate": {}}, status=200)
+    cloud.configure(reclaim_instance_interval=3600)  # soft deleted, restored
+    assert cloud.compute.delete(f"/servers/{vm}").status_code == 204
+    settle(cloud)
+    action(cloud, vm, {"restore": None})
+    cloud.configure(reclaim_instance_interval=0)
     action(cloud, vm, {"resize": {"flavorRef": large}})
     assert server(cloud, vm)["status"] == "VERIFY_RESIZE"
     assert cloud.compute.delete(f"/servers/{vm}").status_code == 204

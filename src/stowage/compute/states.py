@@ -8,7 +8,7 @@ computed from the first two, as Nova's `api/openstack/common.py` does.
 from __future__ import annotations
 
 __all__ = ["ACTIVE", "BUILDING", "STOPPED", "RESIZED", "ERROR", "DELETED", "SHELVED",
-           "SHELVED_OFFLOADED", "PAUSED", "SUSPENDED", "status_of",
+           "SHELVED_OFFLOADED", "PAUSED", "SUSPENDED", "SOFT_DELETED", "status_of",
            "RUNNING", "SHUTDOWN", "NOSTATE", "PAUSED_POWER", "SUSPENDED_POWER", "TASK"]
 
 # vm_states
@@ -25,6 +25,9 @@ SHELVED_OFFLOADED = "shelved_offloaded"
 # Guest actions (conductor/guest_actions.py): the guest kept on its host, and its allocation.
 PAUSED = "paused"
 SUSPENDED = "suspended"
+# Deferred delete (`reclaim_instance_interval` > 0): powered off, holding its host and
+# allocation until restored, force-deleted or reclaimed by the conductor's periodic task.
+SOFT_DELETED = "soft-delete"
 
 # power_state values (Nova's integers)
 NOSTATE = 0
@@ -66,6 +69,8 @@ class TASK:
     UNPAUSING = "unpausing"
     SUSPENDING = "suspending"
     RESUMING = "resuming"
+    SOFT_DELETING = "soft-deleting"
+    RESTORING = "restoring"
 
 
 # vm_state -> {task_state or "default": status}
@@ -86,6 +91,7 @@ _STATE_MAP: dict[str, dict[str | None, str]] = {
     SHELVED_OFFLOADED: {"default": "SHELVED_OFFLOADED"},
     PAUSED: {"default": "PAUSED", TASK.MIGRATING: "MIGRATING"},
     SUSPENDED: {"default": "SUSPENDED"},
+    SOFT_DELETED: {"default": "SOFT_DELETED"},
 }
 # A rebuild (evacuate) shows REBUILD from every state it may start in, as Nova's map does.
 _REBUILD = {task: "REBUILD" for task in (TASK.REBUILDING, TASK.REBUILD_BLOCK_DEVICE_MAPPING,

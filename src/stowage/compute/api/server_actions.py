@@ -42,6 +42,7 @@ from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute import migrations as migs
 from stowage.compute.api import (
+    server_deferred_delete,
     server_evacuate,
     server_guest_actions,
     server_live_migrate,
@@ -267,6 +268,7 @@ _ACTIONS: dict[str, Handler] = {
     **server_shelve.ACTIONS,
     **server_guest_actions.ACTIONS,
     **server_rebuild.ACTIONS,
+    **server_deferred_delete.ACTIONS,
 }
 
 

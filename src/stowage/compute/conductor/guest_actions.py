@@ -1,4 +1,5 @@
-"""Guest actions on the server's own host: reboot, pause, unpause, suspend, resume.
+"""Guest actions on the server's own host: reboot, pause, unpause, suspend, resume,
+and the guest's side of a deferred delete (soft_delete, restore).
 
 None moves the server or changes what it holds: its allocation, host and
 flavor stay; only the guest's power state and the instance's vm_state
@@ -64,6 +65,11 @@ ACTIONS: dict[str, GuestAction] = {a.name: a for a in (
                 "compute_suspend_instance", states.SUSPENDED, states.SUSPENDED_POWER),
     GuestAction("resume", (TASK.RESUMING,), None, "resume_instance", "compute_resume_instance",
                 states.ACTIVE, states.RUNNING),
+    # Deferred delete (api/server_deferred_delete.py): the guest powered off, then on.
+    GuestAction("soft_delete", (TASK.SOFT_DELETING,), None, "power_off_instance",
+                "compute_soft_delete_instance", states.SOFT_DELETED, states.SHUTDOWN),
+    GuestAction("restore", (TASK.RESTORING,), None, "power_on_instance",
+                "compute_restore_instance", states.ACTIVE, states.RUNNING),
 )}
 # The journal steps of each operation (crash tests enumerate them).
 STEPS: dict[str, tuple[str, ...]] = {name: (name,) for name in ACTIONS}
@@ -99,6 +105,8 @@ def _failed(ops: Ops, inst: Instance, action: GuestAction, task: str | None,
             exc: BaseException) -> None:
     """Nova's outcome of a failed action: task reverted, a fault, ERROR for a dead reboot."""
     values: dict[str, object] = {"task_state": None}
+    if action.name == "soft_delete":
+        values["deleted_at"] = None  # not soft deleted after all: nothing to reclaim
     if action.method == "reboot_instance":
         power = ops.guest_power(inst.host, inst.uuid)
         values["power_state"] = power

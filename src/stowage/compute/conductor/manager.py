@@ -264,6 +264,27 @@ class Conductor:
         """Nova's `shelved_offload_time`: offload servers shelved longer than that."""
         shelve.offload_expired(self.settings, self.db, self.api)
 
+    def reclaim_soft_deleted(self) -> None:
+        """Nova's `_reclaim_queued_deletes`: delete servers soft deleted longer than
+        `reclaim_instance_interval` (their allocation goes with them)."""
+        interval = self.settings.reclaim_instance_interval
+        if interval <= 0:
+            return
+        cutoff = utcnow() - datetime.timedelta(seconds=interval)
+        with self.db.read() as conn:
+            due = [i for i in instances.list_instances(conn, {"vm_state": states.SOFT_DELETED})
+                   if i.task_state is None and (i.deleted_at or cutoff) < cutoff]
+        for inst in due:
+            request_id = new_request_id()
+            try:
+                with self.db.write() as conn:
+                    instances.save(conn, inst.uuid, expected_vm_state=states.SOFT_DELETED,
+                                   expected_task_state=None, task_state=states.TASK.DELETING)
+                    operation = tasks.accept(conn, "delete", inst.uuid, request_id)
+            except (NotFound, instances.UnexpectedTaskState):
+                continue  # restored, force-deleted or deleted right now
+            self.api.delete_instance(inst.uuid, request_id, operation)
+
     # --- crash recovery -------------------------------------------------------
     def recover(self) -> None:
         """Finish or undo every operation a crash cut off, oldest first (idempotent)."""
