@@ -133,3 +133,18 @@ def test_failures_leave_the_server_as_nova_does(cloud: Cloud, vm: Vm) -> None:
     assert "has no guest" in view["fault"]["message"]
     assert held(cloud, vm.id) == {vm.node: SMALL}
     assert_invariants(cloud)
+
+
+def test_a_paused_or_suspended_server_can_be_shelved(cloud: Cloud, vm: Vm) -> None:
+    action(cloud, vm.id, {"pause": None}, client=vm.owner)
+    cloud.plane.agent("host1").driver.fail("snapshot")
+    action(cloud, vm.id, {"shelve": None}, client=vm.owner)
+    vm.check(cloud, "PAUSED", "paused", PAUSED_POWER)  # as it was: paused again
+    action(cloud, vm.id, {"unpause": None}, client=vm.owner)
+    action(cloud, vm.id, {"suspend": None}, client=vm.owner)
+    action(cloud, vm.id, {"shelve": None}, client=vm.owner)
+    assert server(cloud, vm.id)["status"] == "SHELVED_OFFLOADED"
+    assert held(cloud, vm.id) == {}
+    action(cloud, vm.id, {"unshelve": None}, client=vm.owner)
+    vm.check(cloud, "ACTIVE", "active", RUNNING)
+    assert_invariants(cloud)

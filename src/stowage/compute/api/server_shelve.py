@@ -1,7 +1,8 @@
 """shelve, shelveOffload, unshelve: park a server, free its host, bring it back.
 
     action         allowed in (no task)        task_state           operation          answer
-    shelve         active | stopped            shelving             shelve             202
+    shelve         active | stopped | paused   shelving             shelve             202
+                   | suspended
     shelveOffload  shelved                     shelving_offloading  shelve_offload     202
     unshelve       shelved                     unshelving           unshelve_power_on  202
                    shelved_offloaded           unshelving           unshelve           202
@@ -91,7 +92,8 @@ def _shelve(req: Request, body: Any) -> Response:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "shelve", target(instance))
         check_unlocked(req, instance)
-        check_state(instance, "shelve", (states.ACTIVE, states.STOPPED))
+        check_state(instance, "shelve", (states.ACTIVE, states.STOPPED, states.PAUSED,
+                                         states.SUSPENDED))
         image_id = None if instance.volume_backed else _snapshot_record(req, conn, instance)
         start_action(conn, req, instance, "shelve")
         move_state(conn, instance, "shelve", task_state=TASK.SHELVING)
