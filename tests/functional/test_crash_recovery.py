@@ -5,7 +5,8 @@
                      host1, host2 simulated; their guests persist in the database
 
 For each operation (build, resize, migrate, confirm, revert, stop, start,
-delete, evacuate) and each point its journal records (`accepted`, then every step
+delete, evacuate, reboot, pause, unpause, suspend, resume, rebuild, soft
+delete, restore) and each point its journal records (`accepted`, then every step
 `executing` and `done`; the list comes from the operation modules, so a new
 step is covered without touching this file), the service is crashed there,
 started again, and then:
@@ -13,8 +14,9 @@ started again, and then:
 * the server leaves every transient state by itself;
 * it ends where its operation says: forward for build, confirm, revert,
   stop, start, delete and evacuate (its source forced down, the agent
-  running); back on the source (or VERIFY_RESIZE if the move had got
-  there) for resize and migrate; forward for shelve, shelveOffload and
+  running), and for the guest actions, rebuild, soft delete and restore;
+  back on the source (or VERIFY_RESIZE if the move had got there) for
+  resize and migrate; forward for shelve, shelveOffload and
   unshelve (SHELVED_OFFLOADED holding nothing with its snapshot image kept,
   or ACTIVE with the image gone);
 * what each consumer holds is exactly what that state needs (instance vs

@@ -27,6 +27,14 @@ transaction as its task state, so a cast a crash lost is found on restart.
 os-resetState is Nova's way back for an operator: it sets vm_state to
 active or error and clears task_state, nothing else (no guest or allocation
 is touched), and records a `resetState` action.
+
+Every action that changes the server but os-resetState refuses a locked
+server to non-admins (`check_unlocked`, 409 "Instance <uuid> is locked").
+The other actions live with their kin: os-migrateLive
+(server_live_migrate.py), evacuate (server_evacuate.py), shelve,
+shelveOffload, unshelve (server_shelve.py), reboot, pause, unpause, suspend,
+resume, lock, unlock (server_guest_actions.py), rebuild (server_rebuild.py),
+restore, forceDelete (server_deferred_delete.py).
 """
 
 from __future__ import annotations
