@@ -148,3 +148,20 @@ def test_a_paused_or_suspended_server_can_be_shelved(cloud: Cloud, vm: Vm) -> No
     action(cloud, vm.id, {"unshelve": None}, client=vm.owner)
     vm.check(cloud, "ACTIVE", "active", RUNNING)
     assert_invariants(cloud)
+
+
+def test_a_paused_server_is_live_migrated_paused(cloud: Cloud, vm: Vm) -> None:
+    node2 = cloud.add_host("host2", vcpus=8, memory_mb=4096, disk_gb=100)
+    action(cloud, vm.id, {"pause": None})
+    cloud.plane.agent("host1").driver.fail("live_migration_copy")
+    live = {"os-migrateLive": {"host": None, "block_migration": "auto"}}
+    action(cloud, vm.id, live)
+    vm.check(cloud, "PAUSED", "paused", PAUSED_POWER)  # undone: paused on the source again
+    action(cloud, vm.id, live)
+    view = server(cloud, vm.id)
+    assert sts(view) == ("PAUSED", "paused", None, PAUSED_POWER, "host2")
+    assert guests(cloud, vm.id) == {("host2", ""): PAUSED_POWER}
+    assert held(cloud, vm.id) == {node2: SMALL}
+    action(cloud, vm.id, {"unpause": None})
+    assert sts(server(cloud, vm.id)) == ("ACTIVE", "active", None, RUNNING, "host2")
+    assert_invariants(cloud)
