@@ -148,6 +148,10 @@ class ComputeSettings:
     # conductor looks for servers shelved longer than that (<= 0: never).
     shelved_offload_time: int = 0
     shelved_poll_interval: float = 3600.0
+    # Deferred delete (Nova's reclaim_instance_interval): 0 deletes at once; > 0 makes
+    # DELETE soft (SOFT_DELETED, restorable) and the conductor reclaims servers soft
+    # deleted longer than this many seconds, looking every as many seconds.
+    reclaim_instance_interval: int = 0
     # Live migration: retries on other hosts when a destination's pre-checks or claim
     # fail (-1 = as many as the scheduler's alternates, Nova's default; 0 = none).
     migrate_max_retries: int = -1

@@ -410,6 +410,19 @@ _ACTION_BODIES: dict[str, list[Any]] = {
     "shelve": [{"shelve": None}],
     "shelveOffload": [{"shelveOffload": None}],
     "unshelve": [{"unshelve": None}, {"unshelve": {"availability_zone": "nova"}}],
+    "reboot": [{"reboot": {"type": "SOFT"}}, {"reboot": {"type": "HARD"}}],
+    "pause": [{"pause": None}],
+    "unpause": [{"unpause": None}],
+    "suspend": [{"suspend": None}],
+    "resume": [{"resume": None}],
+    "lock": [{"lock": None}, {"lock": {"locked_reason": "maintenance"}}],
+    "unlock": [{"unlock": None}],
+    "restore": [{"restore": None}],
+    "forceDelete": [{"forceDelete": None}],
+    "rebuild": [{"rebuild": {"imageRef": Ref("image.1")}},
+                {"rebuild": {"imageRef": Ref("image.1"), "name": "fz-rebuilt",
+                             "metadata": {"k": "v"}, "preserve_ephemeral": False,
+                             "adminPass": "secret"}}],
 }
 ACTIONS = {name: Spec(_ACTION_SERVERS, bodies) for name, bodies in _ACTION_BODIES.items()}
 

@@ -5,7 +5,8 @@
                      host1, host2 simulated; their guests persist in the database
 
 For each operation (build, resize, migrate, confirm, revert, stop, start,
-delete, evacuate) and each point its journal records (`accepted`, then every step
+delete, evacuate, reboot, pause, unpause, suspend, resume, rebuild, soft
+delete, restore) and each point its journal records (`accepted`, then every step
 `executing` and `done`; the list comes from the operation modules, so a new
 step is covered without touching this file), the service is crashed there,
 started again, and then:
@@ -13,8 +14,9 @@ started again, and then:
 * the server leaves every transient state by itself;
 * it ends where its operation says: forward for build, confirm, revert,
   stop, start, delete and evacuate (its source forced down, the agent
-  running); back on the source (or VERIFY_RESIZE if the move had got
-  there) for resize and migrate; forward for shelve, shelveOffload and
+  running), and for the guest actions, rebuild, soft delete and restore;
+  back on the source (or VERIFY_RESIZE if the move had got there) for
+  resize and migrate; forward for shelve, shelveOffload and
   unshelve (SHELVED_OFFLOADED holding nothing with its snapshot image kept,
   or ACTIVE with the image gone);
 * what each consumer holds is exactly what that state needs (instance vs
@@ -43,7 +45,16 @@ import pytest
 import sqlalchemy as sa
 
 from stowage.compute import tables as t
-from stowage.compute.conductor import build, evacuate, lifecycle, live_migrate, migrate, resize_end
+from stowage.compute.conductor import (
+    build,
+    evacuate,
+    guest_actions,
+    lifecycle,
+    live_migrate,
+    migrate,
+    rebuild,
+    resize_end,
+)
 from stowage.compute.conductor import shelve as shelving
 from stowage.compute.conductor import unshelve as unshelving
 from stowage.compute.conductor.manager import RECOVERY
@@ -60,15 +71,19 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "shelve_offload": shelving.OFFLOAD_STEPS, "unshelve": unshelving.STEPS,
     "unshelve_power_on": unshelving.POWER_ON_STEPS,
     "live_migrate": live_migrate.STEPS,
+    **guest_actions.STEPS,
+    "rebuild": rebuild.STEPS,
 }
 FULL = os.environ.get("STOWAGE_CRASH_FULL") == "1"
 # Operations that run the very steps of another one: a sample of their points by default.
-_SAME_STEPS_AS = {"migrate": "resize", "shelve_offload": "shelve"}
+_SAME_STEPS_AS = {"migrate": "resize", "shelve_offload": "shelve",
+                  **{op: "reboot" for op in guest_actions.STEPS if op != "reboot"}}
 # The operations that hand allocations between consumers: sampled on PostgreSQL and MySQL.
 _SAMPLED_ELSEWHERE = ("resize", "confirm_resize", "revert_resize", "delete", "evacuate",
                       "shelve", "unshelve", "live_migrate")
 # More `[compute]` settings of an operation's runs: a server that stays SHELVED on its host.
 _OPTIONS = {op: "shelved_offload_time = -1\n" for op in ("shelve_offload", "unshelve_power_on")}
+_OPTIONS.update({op: "reclaim_instance_interval = 3600\n" for op in ("soft_delete", "restore")})
 
 
 def _points(operation: str, full: bool) -> list[str]:
@@ -138,6 +153,21 @@ class World:
         view = s.wait_settled(self.server)
         assert view is not None and view["status"] in ("SHELVED", "SHELVED_OFFLOADED"), view
 
+    def paused(self, s: Stowage) -> None:
+        self.boot(s)
+        assert s.action(self.server, {"pause": None}).status_code == 202
+        s.wait_status(self.server, "PAUSED")
+
+    def suspended(self, s: Stowage) -> None:
+        self.boot(s)
+        assert s.action(self.server, {"suspend": None}).status_code == 202
+        s.wait_status(self.server, "SUSPENDED")
+
+    def soft_deleted(self, s: Stowage) -> None:
+        self.boot(s)
+        assert s.compute.delete(f"/servers/{self.server}").status_code == 204
+        s.wait_status(self.server, "SOFT_DELETED")
+
     def stopped(self, s: Stowage) -> None:
         self.boot(s)
         assert s.action(self.server, {"os-stop": None}).status_code == 202
@@ -150,7 +180,7 @@ def _ask(s: Stowage, w: World, operation: str) -> None:
         if operation == "build":
             resp = s.boot_request(w.small, w.image)
             w.server = str(resp.json()["server"]["id"])
-        elif operation == "delete":
+        elif operation in ("delete", "soft_delete"):
             s.compute.delete(f"/servers/{w.server}")
         else:
             s.action(w.server, _BODIES[operation](w))
@@ -171,6 +201,12 @@ _BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
     "unshelve": lambda w: {"unshelve": None},
     "unshelve_power_on": lambda w: {"unshelve": None},
     "live_migrate": lambda w: {"os-migrateLive": {"host": None, "block_migration": "auto"}},
+    "reboot": lambda w: {"reboot": {"type": "SOFT"}},
+    "reboot_hard": lambda w: {"reboot": {"type": "HARD"}},
+    "rebuild": lambda w: {"rebuild": {"imageRef": w.image}},
+    "restore": lambda w: {"restore": None},
+    **{op: (lambda o: lambda w: {o: None})(op)
+       for op in ("pause", "unpause", "suspend", "resume")},
 }
 # The World method that brings the server to where each operation starts, by name, so
 # that a subclass (PortWorld) gets its own boot.
@@ -182,6 +218,9 @@ _SETUP: dict[str, str | None] = {
     "shelve": "boot", "shelve_offload": "shelved", "unshelve": "shelved",
     "unshelve_power_on": "shelved",
     "live_migrate": "boot",
+    "reboot": "boot", "reboot_hard": "stopped", "pause": "boot", "unpause": "paused",
+    "suspend": "boot", "resume": "suspended", "rebuild": "boot",
+    "soft_delete": "boot", "restore": "soft_deleted",
 }
 
 
@@ -204,7 +243,9 @@ def _expected_status(operation: str, point: str, view: dict[str, Any] | None) ->
     if operation in ("resize", "migrate"):
         return {"VERIFY_RESIZE"} if point.endswith("finish_resize:done") else {"ACTIVE"}
     return {"delete": {None}, "stop": {"SHUTOFF"}, "shelve": {"SHELVED_OFFLOADED"},
-            "shelve_offload": {"SHELVED_OFFLOADED"}}.get(operation, {"ACTIVE"})
+            "shelve_offload": {"SHELVED_OFFLOADED"}, "pause": {"PAUSED"},
+            "suspend": {"SUSPENDED"}, "soft_delete": {"SOFT_DELETED"}}.get(operation,
+                                                                           {"ACTIVE"})
 
 
 def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> None:
@@ -254,7 +295,9 @@ def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> No
         want = LARGE if view["flavor"]["original_name"] == "large" else SMALL
         assert s.held(w.server) == {s.node(host): want}
         assert all(s.held(m["uuid"]) == {} for m in moves)
-        assert guests == {(host, ""): 4 if status == "SHUTOFF" else 1}
+        power = {"SHUTOFF": 4, "PAUSED": 3, "SUSPENDED": 7, "SOFT_DELETED": 4}.get(str(status),
+                                                                                  1)
+        assert guests == {(host, ""): power}
         if operation == "revert_resize" or (operation in ("resize", "migrate")):
             assert want == SMALL
         if operation == "confirm_resize":

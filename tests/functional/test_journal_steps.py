@@ -2,8 +2,10 @@
 enumerate: a step added without being listed would escape them.
 
     host1, host2, host3: vm (small <-> large), resized, reverted, confirmed, stopped, started,
+    soft rebooted, stopped and hard rebooted, paused + unpaused, suspended + resumed, rebuilt,
     live-migrated, shelved + unshelved in place, shelved + offloaded + unshelved,
     shelved and offloaded at once + unshelved, evacuated off its forced-down host,
+    soft deleted + restored,
     resized again and deleted
 """
 
@@ -30,10 +32,13 @@ def test_each_operation_journals_exactly_its_listed_steps(cloud: Cloud) -> None:
     for host in ("host1", "host2", "host3"):
         cloud.add_host(host, vcpus=8, memory_mb=4096, disk_gb=100)
     small, large = flavor(cloud, "small", 1, 512, 5), flavor(cloud, "large", 2, 1024, 10)
-    vm = boot(cloud, "vm", small, image(cloud))
+    image_id = image(cloud)
+    vm = boot(cloud, "vm", small, image_id)
     for body in ({"resize": {"flavorRef": large}}, {"revertResize": None},
                  {"migrate": None}, {"confirmResize": None}, {"os-stop": None},
-                 {"os-start": None},
+                 {"os-start": None}, {"reboot": {"type": "SOFT"}}, {"os-stop": None},
+                 {"reboot": {"type": "HARD"}}, {"pause": None}, {"unpause": None},
+                 {"suspend": None}, {"resume": None}, {"rebuild": {"imageRef": image_id}},
                  {"os-migrateLive": {"host": None, "block_migration": "auto"}}):
         action(cloud, vm, body, status=204 if "confirmResize" in body else 202)
     cloud.configure(shelved_offload_time=-1)  # shelve keeps the host until told
@@ -46,6 +51,11 @@ def test_each_operation_journals_exactly_its_listed_steps(cloud: Cloud) -> None:
     assert server(cloud, vm)["status"] == "ACTIVE"
     force_down(cloud, host_of(cloud, vm))
     action(cloud, vm, {"evacuate": {}}, status=200)
+    cloud.configure(reclaim_instance_interval=3600)  # soft deleted, restored
+    assert cloud.compute.delete(f"/servers/{vm}").status_code == 204
+    settle(cloud)
+    action(cloud, vm, {"restore": None})
+    cloud.configure(reclaim_instance_interval=0)
     action(cloud, vm, {"resize": {"flavorRef": large}})
     assert server(cloud, vm)["status"] == "VERIFY_RESIZE"
     assert cloud.compute.delete(f"/servers/{vm}").status_code == 204

@@ -432,8 +432,8 @@ def test_resize_checks_and_casts(cloud: Cloud, flavors: dict[str, str],
         "Flavor 77 could not be found."
     assert "'flavorRef' is a required property" in fault_of(
         user.post(url, json={"resize": {}}), 400)
-    assert fault_of(user.post(url, json={"reboot": {"type": "HARD"}}), 400) == \
-        "There is no such action: reboot"
+    assert fault_of(user.post(url, json={"frobnicate": {"type": "HARD"}}), 400) == \
+        "There is no such action: frobnicate"
     resp = user.post(url, json={"resize": {"flavorRef": "http://x/flavors/4"}})
     assert "zero disk" in fault_of(resp, 400)
     assert recorder.casts == []

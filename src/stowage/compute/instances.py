@@ -24,8 +24,8 @@ from stowage.errors import Conflict, NotFound
 from stowage.timeutil import utcnow
 
 __all__ = ["Instance", "UnexpectedTaskState", "create", "get", "update", "save",
-           "task_state", "lock", "soft_delete", "list_instances", "add_fault", "latest_faults",
-           "save_request_spec", "request_spec", "ANY", "RECORD", "from_raw"]
+           "task_state", "lock", "save_lock", "soft_delete", "list_instances", "add_fault",
+           "latest_faults", "save_request_spec", "request_spec", "ANY", "RECORD", "from_raw"]
 
 _I = t.instances
 ANY = object()  # expected_task_state that accepts whatever is there
@@ -63,6 +63,8 @@ class Instance:
     config_drive: str | None = None
     display_description: str | None = None
     locked: bool = False
+    locked_by: str | None = None
+    locked_reason: str | None = None
     progress: int | None = None
     system_metadata: dict[str, Any] | None = None
     reservation_id: str = ""
@@ -184,6 +186,23 @@ def _expected(column: str, expected: Any) -> tuple[str, dict[str, Any]]:
 
 def _shown(expected: Any) -> str:
     return "any" if expected is ANY else str(expected)
+
+
+def save_lock(conn: Connection, uuid: str, expected: tuple[bool, str | None],
+              locked: bool, locked_by: str | None, locked_reason: str | None) -> None:
+    """Lock or unlock if (locked, locked_by) is still `expected`; Conflict otherwise.
+
+    A compare-and-swap, so of two concurrent lock changes one wins and the
+    other learns it lost (the API's lock and unlock, Nova's `instance.save()`).
+    """
+    was_locked, was_by = expected
+    by = _I.c.locked_by.is_(None) if was_by is None else _I.c.locked_by == was_by
+    done = conn.execute(_I.update().where(
+        _I.c.uuid == uuid, _I.c.deleted == 0, _I.c.locked == was_locked, by).values(
+        locked=locked, locked_by=locked_by, locked_reason=locked_reason,
+        updated_at=utcnow()))
+    if done.rowcount != 1:
+        raise Conflict(f"Instance {uuid} was locked or unlocked meanwhile.")
 
 
 def soft_delete(conn: Connection, uuid: str) -> None:

@@ -47,7 +47,8 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
     **{_SERVERS + name: (PROJECT_MEMBER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER)
        for name in ("create", "create:attach_volume", "create:attach_network",
                     "create:trusted_certs", "delete", "update", "resize",
-                    "confirm_resize", "revert_resize", "start", "stop")},
+                    "confirm_resize", "revert_resize", "start", "stop", "reboot",
+                    "rebuild", "rebuild:trusted_certs")},
     **{_SERVERS + name: (ADMIN, None)
        for name in ("index:get_all_tenants", "detail:get_all_tenants", "allow_all_filters",
                     "show:host_status", "create:forced_host", "create:zero_disk_flavor",
@@ -67,6 +68,13 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
     "os_compute_api:os-shelve:unshelve_to_host": (ADMIN, None),
     "os_compute_api:os-shelve:shelve_offload": (ADMIN, None),
     "os_compute_api:os-admin-actions:reset_state": (ADMIN, "rule:admin_api"),
+    # Guest actions and the lock (server_guest_actions.py): members, or admins.
+    **{f"os_compute_api:{name}": (PROJECT_MEMBER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER)
+       for name in ("os-pause-server:pause", "os-pause-server:unpause",
+                    "os-suspend-server:suspend", "os-suspend-server:resume",
+                    "os-lock-server:lock", "os-lock-server:unlock",
+                    "os-deferred-delete:restore", "os-deferred-delete:force")},
+    "os_compute_api:os-lock-server:unlock:unlock_override": (ADMIN, "rule:admin_api"),
     "os_compute_api:os-evacuate": (ADMIN, "rule:admin_api"),
     "os_compute_api:os-instance-actions:list": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
     "os_compute_api:os-attach-interfaces:list": (PROJECT_READER_OR_ADMIN,

@@ -67,6 +67,19 @@ class ConductorAPI:
         self.transport.cast(CONDUCTOR, "power", instance_uuid=instance_uuid,
                             request_id=request_id, on=on, operation_uuid=operation_uuid)
 
+    def guest_action(self, instance_uuid: str, request_id: str, action: str,
+                     operation_uuid: str | None = None) -> None:
+        """reboot, reboot_hard, pause, unpause, suspend or resume on the server's host."""
+        self.transport.cast(CONDUCTOR, "guest_action", instance_uuid=instance_uuid,
+                            request_id=request_id, action=action,
+                            operation_uuid=operation_uuid)
+
+    def rebuild_server(self, instance_uuid: str, request_id: str, args: dict[str, Any],
+                       operation_uuid: str | None = None) -> None:
+        """Rebuild in place from the image the API recorded (`args`, conductor/rebuild.py)."""
+        self.transport.cast(CONDUCTOR, "rebuild_server", instance_uuid=instance_uuid,
+                            request_id=request_id, args=args, operation_uuid=operation_uuid)
+
     def delete_instance(self, instance_uuid: str, request_id: str,
                         operation_uuid: str | None = None) -> None:
         self.transport.cast(CONDUCTOR, "delete_instance", instance_uuid=instance_uuid,

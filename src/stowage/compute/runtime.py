@@ -129,6 +129,8 @@ class ControlPlane:
             (max(s.resize_confirm_window / 4, 1.0), self.conductor.confirm_expired_resizes),
             (s.shelved_poll_interval if s.shelved_poll_interval > 0 else float("inf"),
              self.conductor.offload_shelved),
+            (s.reclaim_instance_interval if s.reclaim_instance_interval > 0 else float("inf"),
+             self.conductor.reclaim_soft_deleted),
         ]
 
     def _heartbeats(self) -> None:

@@ -8,8 +8,8 @@ computed from the first two, as Nova's `api/openstack/common.py` does.
 from __future__ import annotations
 
 __all__ = ["ACTIVE", "BUILDING", "STOPPED", "RESIZED", "ERROR", "DELETED", "SHELVED",
-           "SHELVED_OFFLOADED", "status_of",
-           "RUNNING", "SHUTDOWN", "NOSTATE", "TASK"]
+           "SHELVED_OFFLOADED", "PAUSED", "SUSPENDED", "SOFT_DELETED", "status_of",
+           "RUNNING", "SHUTDOWN", "NOSTATE", "PAUSED_POWER", "SUSPENDED_POWER", "TASK"]
 
 # vm_states
 ACTIVE = "active"
@@ -22,11 +22,19 @@ DELETED = "deleted"
 # and holding its flavor there; offloaded: no guest, no host, no allocation.
 SHELVED = "shelved"
 SHELVED_OFFLOADED = "shelved_offloaded"
+# Guest actions (conductor/guest_actions.py): the guest kept on its host, and its allocation.
+PAUSED = "paused"
+SUSPENDED = "suspended"
+# Deferred delete (`reclaim_instance_interval` > 0): powered off, holding its host and
+# allocation until restored, force-deleted or reclaimed by the conductor's periodic task.
+SOFT_DELETED = "soft-delete"
 
 # power_state values (Nova's integers)
 NOSTATE = 0
 RUNNING = 1
+PAUSED_POWER = 3  # Nova's power_state.PAUSED
 SHUTDOWN = 4
+SUSPENDED_POWER = 7  # Nova's power_state.SUSPENDED
 
 
 class TASK:
@@ -51,6 +59,18 @@ class TASK:
     SHELVING_OFFLOADING = "shelving_offloading"
     UNSHELVING = "unshelving"
     MIGRATING = "migrating"  # live migration
+    # Guest actions (conductor/guest_actions.py): the API sets the first, the conductor
+    # the "started" one right before it asks the hypervisor.
+    REBOOTING = "rebooting"
+    REBOOT_STARTED = "reboot_started"
+    REBOOTING_HARD = "rebooting_hard"
+    REBOOT_STARTED_HARD = "reboot_started_hard"
+    PAUSING = "pausing"
+    UNPAUSING = "unpausing"
+    SUSPENDING = "suspending"
+    RESUMING = "resuming"
+    SOFT_DELETING = "soft-deleting"
+    RESTORING = "restoring"
 
 
 # vm_state -> {task_state or "default": status}
@@ -58,7 +78,9 @@ _STATE_MAP: dict[str, dict[str | None, str]] = {
     BUILDING: {"default": "BUILD"},
     ACTIVE: {"default": "ACTIVE", TASK.RESIZE_PREP: "RESIZE",
              TASK.RESIZE_MIGRATING: "RESIZE", TASK.RESIZE_MIGRATED: "RESIZE",
-             TASK.RESIZE_FINISH: "RESIZE", TASK.MIGRATING: "MIGRATING"},
+             TASK.RESIZE_FINISH: "RESIZE", TASK.MIGRATING: "MIGRATING",
+             TASK.REBOOTING: "REBOOT", TASK.REBOOT_STARTED: "REBOOT",
+             TASK.REBOOTING_HARD: "HARD_REBOOT", TASK.REBOOT_STARTED_HARD: "HARD_REBOOT"},
     STOPPED: {"default": "SHUTOFF", TASK.RESIZE_PREP: "RESIZE",
               TASK.RESIZE_MIGRATING: "RESIZE", TASK.RESIZE_MIGRATED: "RESIZE",
               TASK.RESIZE_FINISH: "RESIZE"},
@@ -67,6 +89,9 @@ _STATE_MAP: dict[str, dict[str | None, str]] = {
     DELETED: {"default": "DELETED"},
     SHELVED: {"default": "SHELVED"},
     SHELVED_OFFLOADED: {"default": "SHELVED_OFFLOADED"},
+    PAUSED: {"default": "PAUSED", TASK.MIGRATING: "MIGRATING"},
+    SUSPENDED: {"default": "SUSPENDED"},
+    SOFT_DELETED: {"default": "SOFT_DELETED"},
 }
 # A rebuild (evacuate) shows REBUILD from every state it may start in, as Nova's map does.
 _REBUILD = {task: "REBUILD" for task in (TASK.REBUILDING, TASK.REBUILD_BLOCK_DEVICE_MAPPING,

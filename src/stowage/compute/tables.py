@@ -148,6 +148,9 @@ instances = sa.Table(
     sa.Column("networks", sa.JSON, nullable=True),
     sa.Column("config_drive", sa.String(255), nullable=True),
     sa.Column("locked", sa.Boolean, nullable=False, default=False),
+    # 'owner' or 'admin' while locked (Nova's locked_by), and the 2.73 reason.
+    sa.Column("locked_by", sa.String(5), nullable=True),
+    sa.Column("locked_reason", sa.String(255), nullable=True),
     sa.Column("progress", sa.Integer, nullable=True),
     # Internal facts never shown as metadata (shelve: shelved_at/_image_id/_host).
     sa.Column("system_metadata", sa.JSON, nullable=True),

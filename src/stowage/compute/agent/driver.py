@@ -37,6 +37,22 @@ class Driver(Protocol):
 
     def power_on(self, instance_uuid: str) -> None: ...
 
+    # Guest actions: each needs the guest and leaves it in its power state (idempotent).
+    def reboot(self, instance_uuid: str, hard: bool) -> None:
+        """Restart the guest; a hard reboot also starts one that is off, paused or suspended."""
+
+    def rebuild(self, instance_uuid: str, flavor: Mapping[str, Any], power_on: bool,
+                preserve_ephemeral: bool) -> None:
+        """Recreate the guest from its image (created anew if it was gone)."""
+
+    def pause(self, instance_uuid: str) -> None: ...
+
+    def unpause(self, instance_uuid: str) -> None: ...
+
+    def suspend(self, instance_uuid: str) -> None: ...
+
+    def resume(self, instance_uuid: str) -> None: ...
+
     def migrate_disk_and_power_off(self, instance_uuid: str, migration_uuid: str,
                                    dest_host: str, flavor: Mapping[str, Any]) -> None:
         """Source side of a move: stop the guest and set its disks aside for `dest_host`."""

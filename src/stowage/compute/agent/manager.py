@@ -276,6 +276,26 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
     def power_on_instance(self, instance_uuid: str) -> None:
         self.driver.power_on(instance_uuid)
 
+    def reboot_instance(self, instance_uuid: str, hard: bool) -> None:
+        self.driver.reboot(instance_uuid, hard)
+
+    def pause_instance(self, instance_uuid: str) -> None:
+        self.driver.pause(instance_uuid)
+
+    def unpause_instance(self, instance_uuid: str) -> None:
+        self.driver.unpause(instance_uuid)
+
+    def suspend_instance(self, instance_uuid: str) -> None:
+        self.driver.suspend(instance_uuid)
+
+    def resume_instance(self, instance_uuid: str) -> None:
+        self.driver.resume(instance_uuid)
+
+    def rebuild_in_place(self, instance_uuid: str, flavor: dict[str, Any], power_on: bool,
+                         preserve_ephemeral: bool = False) -> None:
+        """Recreate the guest from its (new) image on this host; its claims stay as they are."""
+        self.driver.rebuild(instance_uuid, flavor, power_on, preserve_ephemeral)
+
     def guest_power_state(self, instance_uuid: str) -> int:
         """What the hypervisor says of the guest now: NOSTATE (0) when there is none.
 

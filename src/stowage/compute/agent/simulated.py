@@ -27,7 +27,7 @@ from typing import Any
 from stowage.compute.agent.driver import GuestNotFound
 from stowage.compute.agent.guest_store import GuestStore, StoredGuest
 from stowage.compute.agent.sim_live_migration import LIVE_STEPS, CopyJob, SimulatedLiveMigration
-from stowage.compute.states import NOSTATE, RUNNING, SHUTDOWN
+from stowage.compute.states import NOSTATE, PAUSED_POWER, RUNNING, SHUTDOWN, SUSPENDED_POWER
 
 __all__ = ["SimulatedDriver", "SimulatedFault", "Guest", "STEPS"]
 
@@ -37,6 +37,7 @@ STEPS: tuple[str, ...] = ("claim", "spawn", "destroy", "power_off", "power_on",
          "snapshot")
 STEPS += LIVE_STEPS  # live migration's steps (sim_live_migration.py)
 STEPS += ("attach_interface", "detach_interface")  # os-interface: plugging a port
+STEPS += ("reboot", "pause", "unpause", "suspend", "resume", "rebuild")  # guest actions
 
 
 class SimulatedFault(Exception):
@@ -140,6 +141,31 @@ class SimulatedDriver(SimulatedLiveMigration):
 
     def power_on(self, instance_uuid: str) -> None:
         self._set_power("power_on", instance_uuid, RUNNING)
+
+    def reboot(self, instance_uuid: str, hard: bool) -> None:
+        """Restart the guest (a soft reboot of a guest that is not running is a hard one)."""
+        self._set_power("reboot", instance_uuid, RUNNING)
+
+    def rebuild(self, instance_uuid: str, flavor: Mapping[str, Any], power_on: bool,
+                preserve_ephemeral: bool) -> None:
+        """A fresh guest from the image; no disk content is simulated, so
+        `preserve_ephemeral` keeps nothing more."""
+        with self._lock:
+            self.checkpoint("rebuild")
+            self.guests[instance_uuid] = Guest(dict(flavor), RUNNING if power_on else SHUTDOWN)
+            self._save(instance_uuid)
+
+    def pause(self, instance_uuid: str) -> None:
+        self._set_power("pause", instance_uuid, PAUSED_POWER)
+
+    def unpause(self, instance_uuid: str) -> None:
+        self._set_power("unpause", instance_uuid, RUNNING)
+
+    def suspend(self, instance_uuid: str) -> None:
+        self._set_power("suspend", instance_uuid, SUSPENDED_POWER)
+
+    def resume(self, instance_uuid: str) -> None:
+        self._set_power("resume", instance_uuid, RUNNING)
 
     def _set_power(self, step: str, instance_uuid: str, state: int) -> None:
         with self._lock:

@@ -29,6 +29,14 @@ transaction as its task state, so a cast a crash lost is found on restart.
 os-resetState is Nova's way back for an operator: it sets vm_state to
 active or error and clears task_state, nothing else (no guest or allocation
 is touched), and records a `resetState` action.
+
+Every action that changes the server but os-resetState refuses a locked
+server to non-admins (`check_unlocked`, 409 "Instance <uuid> is locked").
+The other actions live with their kin: os-migrateLive
+(server_live_migrate.py), evacuate (server_evacuate.py), shelve,
+shelveOffload, unshelve (server_shelve.py), reboot, pause, unpause, suspend,
+resume, lock, unlock (server_guest_actions.py), rebuild (server_rebuild.py),
+restore, forceDelete (server_deferred_delete.py).
 """
 
 from __future__ import annotations
@@ -44,7 +52,14 @@ from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute import migrations as migs
 from stowage.compute.api import server_boot_extras as extras
-from stowage.compute.api import server_evacuate, server_live_migrate, server_shelve
+from stowage.compute.api import (
+    server_deferred_delete,
+    server_evacuate,
+    server_guest_actions,
+    server_live_migrate,
+    server_rebuild,
+    server_shelve,
+)
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api.action_common import (
     Handler,
@@ -59,6 +74,7 @@ from stowage.compute.api.common import API_PREFIX, authorize, read_body, validat
 from stowage.compute.api.quota_common import over_quota, owner
 from stowage.compute.api.server_common import (
     check_state,
+    check_unlocked,
     get_server,
     move_state,
     target,
@@ -112,6 +128,7 @@ def _resize(req: Request, body: Any) -> Response:
     with req.app.db.write() as conn:
         instance, service = moving_server(req, conn)
         authorize(req, "os_compute_api:servers:resize", target(instance))
+        check_unlocked(req, instance)
         check_state(instance, "resize", (states.ACTIVE, states.STOPPED))
         check_host_up(req, instance, service)
         refuse_old_computes(conn, instance, "resize")
@@ -162,6 +179,7 @@ def _migrate(req: Request, body: Any) -> Response:
         instance, service = moving_server(req, conn)
         rule = "os_compute_api:os-migrate-server:migrate" + (":host" if host else "")
         authorize(req, rule, {"project_id": instance.project_id})
+        check_unlocked(req, instance)
         check_state(instance, "migrate", (states.ACTIVE, states.STOPPED))
         check_host_up(req, instance, service)
         refuse_old_computes(conn, instance, "migrate")
@@ -194,6 +212,7 @@ def _confirm_resize(req: Request, body: Any) -> Response:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:confirm_resize",
                   {"project_id": instance.project_id})
+        check_unlocked(req, instance)
         check_state(instance, "confirmResize", (states.RESIZED,))
         migration = _finished_migration(conn, instance)
         start_action(conn, req, instance, "confirmResize")
@@ -213,6 +232,7 @@ def _revert_resize(req: Request, body: Any) -> Response:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:revert_resize",
                   {"project_id": instance.project_id})
+        check_unlocked(req, instance)
         check_state(instance, "revertResize", (states.RESIZED,))
         migration = _finished_migration(conn, instance)
         start_action(conn, req, instance, "revertResize")
@@ -231,6 +251,7 @@ def _power(req: Request, on: bool) -> Response:
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, f"os_compute_api:servers:{rule}", target(instance))
+        check_unlocked(req, instance)
         check_state(instance, action, allowed_states)
         if instance.host is None:
             raise HTTPError(409, f"Instance {instance.uuid} is not ready")
@@ -272,6 +293,9 @@ _ACTIONS: dict[str, Handler] = {
     **server_live_migrate.ACTIONS,
     **server_evacuate.ACTIONS,
     **server_shelve.ACTIONS,
+    **server_guest_actions.ACTIONS,
+    **server_rebuild.ACTIONS,
+    **server_deferred_delete.ACTIONS,
 }
 
 

@@ -43,6 +43,7 @@ from stowage.compute.api.action_common import accept, cast_after_commit, start_a
 from stowage.compute.api.common import API_PREFIX, at_least, authorize, read_body, validate_body
 from stowage.compute.api.server_common import (
     check_state,
+    check_unlocked,
     conductor,
     get_server,
     invalid_state,
@@ -127,12 +128,6 @@ def show_interface(req: Request) -> Response:
     return json_response({"interfaceAttachment": _view(req, port)})
 
 
-def _check_unlocked(req: Request, instance: Instance) -> None:
-    """Nova's `check_instance_lock`: 409 on a locked server, unless the caller is admin."""
-    if instance.locked and not req.context.is_admin:
-        raise HTTPError(409, f"Instance {instance.uuid} is locked")
-
-
 def _requested(req: Request, body: Any, network: NetworkClient | None) -> Requested:
     """The port or network to attach, checked as Nova checks it before calling compute."""
     attachment = (validate_body(body, _CREATE_SCHEMA) or {}).get("interfaceAttachment") or {}
@@ -182,7 +177,7 @@ def _requested(req: Request, body: Any, network: NetworkClient | None) -> Reques
 def _attachable(req: Request, conn: Any, action: str, policy: str) -> Instance:
     instance = get_server(req, conn, req.params["server_id"])
     authorize(req, f"os_compute_api:os-attach-interfaces:{policy}", target(instance))
-    _check_unlocked(req, instance)
+    check_unlocked(req, instance)
     check_state(instance, action, _ALLOWED, must_have_launched=False)
     if not instance.host:
         raise invalid_state(action, instance.uuid, "vm_state", instance.vm_state)

@@ -29,7 +29,7 @@ from stowage.compute.api.common import (
     query_param,
     validate_query,
 )
-from stowage.compute.states import _STATE_MAP
+from stowage.compute.states import _STATE_MAP, SOFT_DELETED
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
 from stowage.web.routing import Route
@@ -191,6 +191,8 @@ def _deleted(req: Request, query: queries.ServerQuery, options: dict[str, list[s
         query.deleted = bool_from_string(options["deleted"][-1])
     elif "changes-since" in options or "changes-before" in options:
         query.deleted = None  # recently deleted servers are changes too
+    if SOFT_DELETED in (query.exact.get("vm_state") or ()):
+        query.soft_deleted = True  # status=SOFT_DELETED
     if query.exact.get("vm_state") == ["deleted"]:
         if not req.context.is_admin:
             raise HTTPError(403, "Only administrators may list deleted instances")

@@ -12,8 +12,9 @@ body. What changes per microversion (Nova's schemas):
 
 Then, in Nova's order: policy `os_compute_api:os-migrate-server:migrate_live`
 (and `...:migrate_live:host` when a host is given), both admin-only; the
-server must be ACTIVE with no task (409 otherwise; stowage has no PAUSED
-state); its compute service must be up (409 "Service is unavailable at this
+server must be ACTIVE or PAUSED with no task (409 otherwise; a paused
+server stays paused on the destination, or on the source when the move is
+undone); its compute service must be up (409 "Service is unavailable at this
 time."); an unknown host is 400 "Compute host <h> could not be found.", the
 server's own host 400 "Unable to migrate instance (<id>) to current host
 (<h>).".
@@ -46,7 +47,7 @@ from stowage.compute.api.action_common import (
     start_action,
 )
 from stowage.compute.api.common import BOOLEAN, as_bool, authorize, validate_body
-from stowage.compute.api.server_common import check_state, move_state
+from stowage.compute.api.server_common import check_state, check_unlocked, move_state
 from stowage.compute.states import TASK
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response
@@ -99,7 +100,8 @@ def _migrate_live(req: Request, body: Any) -> Response:
         authorize(req, "os_compute_api:os-migrate-server:migrate_live", target)
         if host:
             authorize(req, "os_compute_api:os-migrate-server:migrate_live:host", target)
-        check_state(instance, "os-migrateLive", (states.ACTIVE,))
+        check_unlocked(req, instance)
+        check_state(instance, "os-migrateLive", (states.ACTIVE, states.PAUSED))
         check_host_up(req, instance, service)
         if host is not None:
             if not queries.compute_host_exists(conn, host):

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances as inst
-from stowage.compute import server_groups, services
+from stowage.compute import server_groups, services, states
 from stowage.compute import tables as t
 from stowage.compute import tags as tag_records
 from stowage.config import ComputeSettings
@@ -61,6 +61,8 @@ class ServerQuery:
     regex: dict[str, str] = field(default_factory=dict)
     flavorid: str | None = None
     deleted: bool | None = False  # None: deleted or not
+    # Nova lists SOFT_DELETED servers only when asked (deleted None, or their status).
+    soft_deleted: bool = False
     changes_since: datetime.datetime | None = None
     changes_before: datetime.datetime | None = None
     sort: Sequence[tuple[str, str]] = (("created_at", "desc"),)
@@ -97,6 +99,8 @@ def _where(query: ServerQuery) -> list[Any]:
         clauses.append(_I.c.user_id == query.user_id)
     if query.deleted is not None:
         clauses.append(_I.c.deleted != 0 if query.deleted else _I.c.deleted == 0)
+    if query.deleted is False and not query.soft_deleted:
+        clauses.append(_I.c.vm_state != states.SOFT_DELETED)
     for name, value in query.exact.items():
         column = _I.c[name]
         if isinstance(value, (list, tuple)):

@@ -1,7 +1,8 @@
 """shelve, shelveOffload, unshelve: park a server, free its host, bring it back.
 
     action         allowed in (no task)        task_state           operation          answer
-    shelve         active | stopped            shelving             shelve             202
+    shelve         active | stopped | paused   shelving             shelve             202
+                   | suspended
     shelveOffload  shelved                     shelving_offloading  shelve_offload     202
     unshelve       shelved                     unshelving           unshelve_power_on  202
                    shelved_offloaded           unshelving           unshelve           202
@@ -47,6 +48,7 @@ from stowage.compute.api.common import authorize, validate_body
 from stowage.compute.api.quota_common import over_quota, owner
 from stowage.compute.api.server_common import (
     check_state,
+    check_unlocked,
     get_server,
     move_state,
     target,
@@ -90,7 +92,9 @@ def _shelve(req: Request, body: Any) -> Response:
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "shelve", target(instance))
-        check_state(instance, "shelve", (states.ACTIVE, states.STOPPED))
+        check_unlocked(req, instance)
+        check_state(instance, "shelve", (states.ACTIVE, states.STOPPED, states.PAUSED,
+                                         states.SUSPENDED))
         image_id = None if instance.volume_backed else _snapshot_record(req, conn, instance)
         start_action(conn, req, instance, "shelve")
         move_state(conn, instance, "shelve", task_state=TASK.SHELVING)
@@ -121,6 +125,7 @@ def _shelve_offload(req: Request, body: Any) -> Response:
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "shelve_offload", target(instance))
+        check_unlocked(req, instance)
         check_state(instance, "shelveOffload", (states.SHELVED,))
         start_action(conn, req, instance, "shelveOffload")
         move_state(conn, instance, "shelveOffload", task_state=TASK.SHELVING_OFFLOADING)
@@ -148,6 +153,7 @@ def _unshelve(req: Request, body: Any) -> Response:
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "unshelve", {"project_id": instance.project_id})
+        check_unlocked(req, instance)
         check_state(instance, "unshelve", (states.SHELVED, states.SHELVED_OFFLOADED))
         spec = inst.request_spec(conn, instance.uuid)
         _check_destination(req, conn, instance, spec, zone, host)

@@ -273,7 +273,7 @@ def _versioned(req: Request, instance: inst.Instance, shown: Shown,
     if at_least(req, TRUSTED_CERTS):
         view["trusted_image_certificates"] = None
     if at_least(req, LOCKED_REASON):
-        view["locked_reason"] = None
+        view["locked_reason"] = instance.locked_reason if instance.locked else None
     return view
 
 

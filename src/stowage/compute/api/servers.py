@@ -10,11 +10,19 @@ state: an operation still running on it (a build, a move, a power change)
 finds `deleting` at its next state change, stops, and leaves nothing behind.
 A server that never reached a host (an ERROR from scheduling) holds nothing
 anywhere, so the API deletes it right away.
+
+With `reclaim_instance_interval` > 0 (Nova's deferred delete) a launched
+server at rest on its host is soft deleted instead: task `soft-deleting`,
+its guest powered off by the conductor, then SOFT_DELETED, still holding its
+host and allocation; `restore` and `forceDelete` (server_deferred_delete.py)
+and the conductor's periodic reclaim take it from there.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, instance_ports, states
 from stowage.compute import instances as inst
@@ -22,20 +30,24 @@ from stowage.compute import tags as tag_records
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api import server_shelve
 from stowage.compute.api import server_views as views
+from stowage.compute.api.action_common import accept, cast_after_commit, start_action
 from stowage.compute.api.common import API_PREFIX, at_least, authorize, read_body, validate_body
 from stowage.compute.api.server_common import (
+    check_unlocked,
     conductor,
     get_server,
+    move_state,
     target,
 )
 from stowage.compute.api.server_create import DESCRIPTION, NAME, check_description, check_name
 from stowage.compute.api.server_create_schema import HOSTNAME, SETTABLE_HOSTNAME, access_ips
 from stowage.compute.conductor import tasks
 from stowage.compute.states import TASK
+from stowage.timeutil import utcnow
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
-__all__ = ["ROUTES"]
+__all__ = ["ROUTES", "delete_now"]
 
 _UPDATE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -113,24 +125,70 @@ def update_server(req: Request) -> Response:
 
 
 def delete_server(req: Request) -> Response:
+    """Delete at once, or (`reclaim_instance_interval` > 0) soft delete: Nova's choice."""
     ctx = req.context
     with req.app.db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:delete", target(instance))
+        check_unlocked(req, instance)
         if instance.task_state == TASK.DELETING:
             return empty_response(204)  # already on its way out
-        actions.start_action(conn, instance.uuid, "delete", ctx.request_id, ctx.user_id,
-                             ctx.project_id)
-        server_shelve.forget_snapshot(conn, instance)
-        if instance.host is None and instance.vm_state == states.ERROR:
-            _delete_here(conn, instance, ctx.request_id)
-            return empty_response(204)
-        # Whatever runs now (a build, a move, a power change) notices and stops.
-        inst.update(conn, instance.uuid, task_state=TASK.DELETING, progress=0)
-        # Durable with the task state: a cast lost in a crash is found on restart.
-        operation = tasks.accept(conn, "delete", instance.uuid, ctx.request_id)
-    conductor(req).delete_instance(instance.uuid, ctx.request_id, operation)
+        soft = _soft_deletable(req, instance)
+        operation = _soft_delete(req, conn, instance) if soft else delete_now(req, conn,
+                                                                               instance)
+    if operation is None:
+        return empty_response(204)
+    if soft:
+        cast_after_commit(
+            req, instance,
+            lambda c: c.guest_action(instance.uuid, ctx.request_id, "soft_delete", operation),
+            {"task_state": None, "deleted_at": None}, ("soft_delete", operation))
+    else:
+        conductor(req).delete_instance(instance.uuid, ctx.request_id, operation)
     return empty_response(204)
+
+
+def delete_now(req: Request, conn: Connection, instance: inst.Instance) -> str | None:
+    """Start the delete (records only for a server with no host, then None)."""
+    ctx = req.context
+    actions.start_action(conn, instance.uuid, "delete", ctx.request_id, ctx.user_id,
+                         ctx.project_id)
+    server_shelve.forget_snapshot(conn, instance)
+    if instance.host is None and instance.vm_state == states.ERROR:
+        _delete_here(conn, instance, ctx.request_id)
+        return None
+    # Whatever runs now (a build, a move, a power change) notices and stops.
+    inst.update(conn, instance.uuid, task_state=TASK.DELETING, progress=0)
+    # Durable with the task state: a cast lost in a crash is found on restart.
+    return tasks.accept(conn, "delete", instance.uuid, ctx.request_id)
+
+
+# Deferred delete: a server resting in one of these with its guest on a host is soft
+# deleted; any other (building, moving, resized, shelved, in ERROR) is deleted at once,
+# as Nova deletes one that never launched.
+_SOFT_DELETABLE = (states.ACTIVE, states.STOPPED, states.PAUSED, states.SUSPENDED,
+                   states.SOFT_DELETED)
+
+
+def _reclaim_interval(req: Request) -> int:
+    """The setting the conductor reclaims with: the control plane's, when it runs here."""
+    plane = req.app.plane
+    settings = req.app.settings.compute if plane is None else plane.settings
+    return int(settings.reclaim_instance_interval)
+
+
+def _soft_deletable(req: Request, instance: inst.Instance) -> bool:
+    return (_reclaim_interval(req) > 0
+            and instance.vm_state in _SOFT_DELETABLE and instance.task_state is None
+            and instance.host is not None and instance.launched_at is not None)
+
+
+def _soft_delete(req: Request, conn: Connection, instance: inst.Instance) -> str:
+    """Nova's soft_delete: task soft-deleting and deleted_at now, then the guest powered off
+    (conductor/guest_actions.py); the allocation stays until the server is reclaimed."""
+    start_action(conn, req, instance, "delete")
+    move_state(conn, instance, "delete", task_state=TASK.SOFT_DELETING, deleted_at=utcnow())
+    return accept(conn, req, instance, "soft_delete")
 
 
 def _delete_here(conn: Any, instance: inst.Instance, request_id: str) -> None:

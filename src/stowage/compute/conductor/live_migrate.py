@@ -254,10 +254,11 @@ def _migration_of(conn: Any, op: Interrupted) -> Migration | None:
 
 
 def _settle_undone(ops: Ops, inst: Instance, migration: Migration) -> None:
-    """On the source: ACTIVE when its guest runs there, ERROR when it does not."""
+    """On the source: ACTIVE (PAUSED) when its guest runs (is paused) there, else ERROR."""
     source = migration.source_compute or inst.host
     power = ops.guest_power(source, inst.uuid)
-    vm_state = states.ACTIVE if power == states.RUNNING else states.ERROR
+    vm_state = {states.RUNNING: states.ACTIVE, states.PAUSED_POWER: states.PAUSED}.get(
+        power, states.ERROR)
     cancelled = migration.status == "cancelled"
     with ops.db.write() as conn:
         migrations.save(conn, migration.uuid, status="cancelled" if cancelled else "error")

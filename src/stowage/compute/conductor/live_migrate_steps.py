@@ -459,6 +459,14 @@ class LiveMigration(Step):
             return
         m.ops.call_agent(m.source_host, "rollback_live_migration",
                          instance_uuid=m.instance.uuid, migration_uuid=m.migration.uuid)
+        _paused_again(m, m.source_host)
+
+
+def _paused_again(m: LiveMove, host: str) -> None:
+    """A paused server's guest runs once moved or restored (the hypervisor resumes it):
+    pause it again, as libvirt keeps a paused domain paused (idempotent)."""
+    if m.instance.vm_state == states.PAUSED:
+        m.ops.call_agent(host, "pause_instance", instance_uuid=m.instance.uuid)
 
 
 # --- after the copy: only forward ------------------------------------------------------
@@ -482,12 +490,14 @@ class PostAtDestination(Step):
                                     m.migration.uuid, m.gone)
         m.ops.call_agent(m.dest_host, "post_live_migration_at_destination",
                          instance_uuid=m.instance.uuid, migration_uuid=m.migration.uuid)
+        _paused_again(m, m.dest_host)
 
     def after(self, conn: Connection) -> None:
         m = self.move
         assert m.dest is not None
+        power = states.PAUSED_POWER if m.instance.vm_state == states.PAUSED else states.RUNNING
         instances.save(conn, m.instance.uuid, expected_task_state=TASK.MIGRATING,
-                       host=m.dest["host"], node=m.dest["node"], power_state=states.RUNNING)
+                       host=m.dest["host"], node=m.dest["node"], power_state=power)
 
 
 class PostOnSource(Step):
@@ -509,7 +519,8 @@ class PostOnSource(Step):
 
 
 class DropSourceAllocation(Step):
-    """The migration's source allocation is deleted: migration completed, server ACTIVE."""
+    """The migration's source allocation is deleted: migration completed, server ACTIVE
+    (PAUSED if it was)."""
 
     name = "drop_source_allocation"
 
@@ -523,4 +534,4 @@ class DropSourceAllocation(Step):
         m = self.move
         migrations.save(conn, m.migration.uuid, status="completed")
         instances.save(conn, m.instance.uuid, expected_task_state=TASK.MIGRATING,
-                       vm_state=states.ACTIVE, task_state=None, progress=0)
+                       vm_state=m.instance.vm_state, task_state=None, progress=0)

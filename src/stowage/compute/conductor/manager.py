@@ -27,6 +27,9 @@ asked) every operation without `end` is finished or undone by its module:
     live_migrate     the copy journaled done -> the post steps again (ACTIVE on dest);
                      else roll back to the source: ACTIVE if its guest runs there, else ERROR
     attach_interface undone (the port's claim taken out, unplugged, unbound, its row gone)
+    reboot, reboot_hard, pause, unpause, suspend, resume   the action again while the
+                     server is still in its task state (idempotent); else finish it
+    rebuild          rebuilt again while still in a rebuild task state; else finish it
     detach_interface done again (idempotent)
 
 An operation accepted by the API but whose cast a crash lost is recovered the
@@ -51,10 +54,12 @@ from stowage.compute import actions, instances, migrations, states
 from stowage.compute.conductor import (
     build,
     evacuate,
+    guest_actions,
     interfaces,
     lifecycle,
     live_migrate,
     migrate,
+    rebuild,
     resize_end,
     shelve,
     tasks,
@@ -95,6 +100,8 @@ RECOVERY: dict[str, Recover] = {
     "live_migrate": live_migrate.recover_live_migration,
     "attach_interface": interfaces.recover_attach,
     "detach_interface": interfaces.recover_detach,
+    **{name: guest_actions.recover for name in guest_actions.ACTIONS},
+    "rebuild": rebuild.recover_rebuild,
 }
 
 
@@ -155,6 +162,17 @@ class Conductor:
               operation_uuid: str | None = None) -> None:
         self._run("start" if on else "stop", instance_uuid, request_id, operation_uuid,
                   lambda ops, j: lifecycle.power(ops, instance_uuid, on, j))
+
+    def guest_action(self, instance_uuid: str, request_id: str, action: str,
+                     operation_uuid: str | None = None) -> None:
+        """reboot, reboot_hard, pause, unpause, suspend or resume (guest_actions.py)."""
+        self._run(action, instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: guest_actions.run(ops, instance_uuid, action, j))
+
+    def rebuild_server(self, instance_uuid: str, request_id: str, args: dict[str, Any],
+                       operation_uuid: str | None = None) -> None:
+        self._run("rebuild", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: rebuild.rebuild_server(ops, instance_uuid, args, j))
 
     def evacuate_server(self, instance_uuid: str, migration_uuid: str, request_id: str,
                         host: str | None, operation_uuid: str | None = None) -> None:
@@ -246,6 +264,27 @@ class Conductor:
         """Nova's `shelved_offload_time`: offload servers shelved longer than that."""
         shelve.offload_expired(self.settings, self.db, self.api)
 
+    def reclaim_soft_deleted(self) -> None:
+        """Nova's `_reclaim_queued_deletes`: delete servers soft deleted longer than
+        `reclaim_instance_interval` (their allocation goes with them)."""
+        interval = self.settings.reclaim_instance_interval
+        if interval <= 0:
+            return
+        cutoff = utcnow() - datetime.timedelta(seconds=interval)
+        with self.db.read() as conn:
+            due = [i for i in instances.list_instances(conn, {"vm_state": states.SOFT_DELETED})
+                   if i.task_state is None and (i.deleted_at or cutoff) < cutoff]
+        for inst in due:
+            request_id = new_request_id()
+            try:
+                with self.db.write() as conn:
+                    instances.save(conn, inst.uuid, expected_vm_state=states.SOFT_DELETED,
+                                   expected_task_state=None, task_state=states.TASK.DELETING)
+                    operation = tasks.accept(conn, "delete", inst.uuid, request_id)
+            except (NotFound, instances.UnexpectedTaskState):
+                continue  # restored, force-deleted or deleted right now
+            self.api.delete_instance(inst.uuid, request_id, operation)
+
     # --- crash recovery -------------------------------------------------------
     def recover(self) -> None:
         """Finish or undo every operation a crash cut off, oldest first (idempotent)."""
@@ -297,8 +336,9 @@ class Conductor:
         elif inst.vm_state == states.RESIZED or not moving:
             power = ops.guest_power(inst.host, inst.uuid)
             vm_state = inst.vm_state if inst.vm_state == states.RESIZED else {
-                states.RUNNING: states.ACTIVE, states.SHUTDOWN: states.STOPPED}.get(
-                    power, states.ERROR)
+                states.RUNNING: states.ACTIVE, states.SHUTDOWN: states.STOPPED,
+                states.PAUSED_POWER: states.PAUSED,
+                states.SUSPENDED_POWER: states.SUSPENDED}.get(power, states.ERROR)
             ops.update(inst.uuid, task_state=None, vm_state=vm_state, power_state=power)
         else:
             LOG.error("instance %s is in a move no journal knows; left for the operator "

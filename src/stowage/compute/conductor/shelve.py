@@ -17,8 +17,9 @@ The server's ports are unbound from the host just before (Nova's
 kept), so unshelve binds them again wherever it lands. A shelve that keeps
 the server on its host changes nothing of its ports.
 
-A failed shelve powers the guest back on (if it ran), deletes the image
-record, and leaves the server as it was (ACTIVE or SHUTOFF) with a fault. A
+A failed shelve powers the guest back on (if it ran; paused or suspended
+again if it was), deletes the image record, and leaves the server as it was
+(ACTIVE, SHUTOFF, PAUSED or SUSPENDED) with a fault. A
 failed offload before the guest is destroyed leaves it SHELVED, holding its
 flavor on its host; after (Placement unreachable) it is ERROR on its host,
 still holding its flavor there. A server deleted meanwhile is the delete's:
@@ -111,9 +112,15 @@ class PowerOff(Step):
                                instance_uuid=self.sh.instance.uuid)
 
     def rollback(self) -> None:
+        """The guest as it was: running again, and paused or suspended again if it was."""
         sh = self.sh
-        if sh.instance.vm_state == states.ACTIVE and not sh.gone():
-            sh.ops.call_agent(sh.host, "power_on_instance", instance_uuid=sh.instance.uuid)
+        if sh.instance.vm_state == states.STOPPED or sh.gone():
+            return
+        uuid = sh.instance.uuid
+        sh.ops.call_agent(sh.host, "power_on_instance", instance_uuid=uuid)
+        again = {states.PAUSED: "pause_instance", states.SUSPENDED: "suspend_instance"}
+        if sh.instance.vm_state in again:
+            sh.ops.call_agent(sh.host, again[sh.instance.vm_state], instance_uuid=uuid)
 
 
 class Snapshot(Step):

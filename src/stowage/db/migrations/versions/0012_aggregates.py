@@ -6,7 +6,7 @@ that two racing writers cannot both succeed). The `availability_zone` key
 gives the aggregate's hosts their availability zone.
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 """
 
 import sqlalchemy as sa
@@ -14,7 +14,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "0012"
-down_revision = "0010"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
