@@ -74,6 +74,13 @@ def test_boot_with_one_qos_port(cloud: Cloud, nets: Nets, ids: tuple[str, str]) 
     assert view["addresses"] == {"net0": [{"version": 4, "addr": ip["ip_address"],
                                            "OS-EXT-IPS:type": "fixed",
                                            "OS-EXT-IPS-MAC:mac_addr": mac}]}
+    # PUT answers before 2.75 show plain addresses (Nova's extend_address=False).
+    plain = {"net0": [{"version": 4, "addr": ip["ip_address"]}]}
+    old = cloud.client("admin", version="2.74")
+    answer = old.put(f"/servers/{vm}", json={"server": {"name": "vm2"}}).json()["server"]
+    assert answer["addresses"] == plain
+    answer = cloud.compute.put(f"/servers/{vm}", json={"server": {"name": "vm3"}}).json()
+    assert answer["server"]["addresses"] == view["addresses"]
     assert_invariants(cloud)
 
 

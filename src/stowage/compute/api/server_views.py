@@ -290,10 +290,15 @@ def show(req: Request, instance: inst.Instance, shown: Shown, extras: Extras,
 
 def updated(req: Request, instance: inst.Instance, shown: Shown,
             extras: Extras) -> dict[str, Any]:
-    """PUT /servers/{id}: the base view, and from 2.75 the whole view."""
+    """PUT /servers/{id} and rebuild: the base view, and from 2.75 the whole view.
+
+    Before 2.75 Nova builds it with `extend_address=False`: addresses carry only
+    version and addr, without the OS-EXT-IPS keys."""
     if at_least(req, FULL_UPDATE_VIEW):
         return show(req, instance, shown, extras, with_groups=True)
     view = _base(req, instance, shown, extras)
+    view["addresses"] = {name: [{"version": ip["version"], "addr": ip["addr"]} for ip in ips]
+                         for name, ips in view["addresses"].items()}
     view.update({k: v for k, v in _versioned(req, instance, shown, extras).items()
                  if k != "host_status"})
     if at_least(req, SERVER_GROUPS):
