@@ -106,6 +106,7 @@ def test_filters_and_paging(world: World) -> None:
         assert sorted(ids(status="ACTIVE")) == sorted([mine, public])
         assert ids(status="SAVING") == []
         assert ids(minRam=512) == [public] and ids(minDisk=3) == []
+        assert ids(minRam=10**30) == []
         assert ids(server=SERVER) == [public]
         assert ids(server=f"http://x/v2.1/servers/{SERVER}") == [public]
         assert ids(type="snapshot") == [public]

@@ -142,10 +142,10 @@ def _filtered(select: sa.Select[Any], query: ListQuery) -> sa.Select[Any]:
         select = select.where(_I.c.id.in_(list(query.ids)))
     if query.status is not None:
         select = select.where(_I.c.status == query.status)
-    if query.min_ram is not None:
-        select = select.where(_I.c.min_ram >= query.min_ram)
-    if query.min_disk is not None:
-        select = select.where(_I.c.min_disk >= query.min_disk)
+    for column, least in ((_I.c.min_ram, query.min_ram), (_I.c.min_disk, query.min_disk)):
+        if least is not None:
+            # Beyond what the column holds nothing matches (and no backend takes the bound).
+            select = select.where(column >= least if least <= MAX_DB_INT else sa.false())
     if query.changes_since is not None:
         changed = sa.func.coalesce(_I.c.updated_at, _I.c.created_at)
         select = select.where(changed >= query.changes_since)
