@@ -95,6 +95,7 @@ _MIGRATION = {"server_id": ("server.resized", "server.active", "uuid.new"),
 _SERVICE = ("service.uuid", "service.id", "svc.enable", "svc.disable",
             "svc.disable-log-reason", "svc.force-down")
 _AGGREGATE = ("aggregate.rack", "aggregate.empty", "aggregate.missing")
+_IMAGE_ID = ("image.1", "uuid.new")
 _INVENTORY = {"total": 16, "reserved": 0, "min_unit": 1, "max_unit": 16, "step_size": 1,
               "allocation_ratio": 1.0}
 _ALLOCATIONS = {Ref("rp.root"): {"resources": {"VCPU": 1, "MEMORY_MB": 128}},
@@ -260,6 +261,17 @@ _COMPUTE: dict[str, Spec] = {
         {"add_host": {"host": Ref("host.2")}}, {"remove_host": {"host": Ref("host.1")}},
         {"set_metadata": {"metadata": {"availability_zone": "fz-az4", "ssd": "true"}}},
         {"set_metadata": {"metadata": {"ssd": None}}}]),
+    # Nova's image proxy (2.1-2.35; metadata to 2.38), over the seeded public image.
+    "DELETE /v2.1/images/{image_id}": Spec({"image_id": _IMAGE_ID}),
+    "POST /v2.1/images/{image_id}/metadata": Spec({"image_id": _IMAGE_ID}, [
+        {"metadata": {Ref("meta.new"): "v", "hw_disk_bus": "scsi"}}]),
+    "PUT /v2.1/images/{image_id}/metadata": Spec({"image_id": _IMAGE_ID}, [
+        {"metadata": {Ref("meta.key"): "v2"}}, {"metadata": {}}]),
+    "PUT /v2.1/images/{image_id}/metadata/{key}": Spec(
+        {"image_id": _IMAGE_ID, "key": ("meta.key", "meta.new")},
+        [{"meta": {Ref("meta.key"): "v3"}}, {"meta": {Ref("meta.new"): "v"}}]),
+    "DELETE /v2.1/images/{image_id}/metadata/{key}": Spec(
+        {"image_id": _IMAGE_ID, "key": ("meta.key", "meta.new")}),
 }
 
 _IMAGE: dict[str, Spec] = {

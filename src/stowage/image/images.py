@@ -24,7 +24,7 @@ from stowage.image import tables as t
 from stowage.timeutil import utcnow as _now
 
 __all__ = ["Image", "ListQuery", "CORE_FIELDS", "MAX_DB_INT", "create", "get", "list_images",
-           "update", "delete", "record_upload"]
+           "lock", "update", "replace_properties", "delete", "record_upload"]
 
 _I = t.images
 # As Glance's database layer: min_disk and min_ram are 4-byte INTEGER columns.
@@ -63,6 +63,12 @@ class ListQuery:
     visibility: str | None = None
     limit: int | None = None
     marker: str | None = None
+    # Filters only Nova's image proxy uses: min_ram/min_disk at least this much, changed
+    # (updated, or created if never updated) at or after this time, extra properties equal.
+    min_ram: int | None = None
+    min_disk: int | None = None
+    changes_since: datetime.datetime | None = None
+    properties: Mapping[str, str] | None = None
 
 
 def _to_image(row: Any) -> Image:
@@ -129,16 +135,34 @@ def _listing_filter(ctx: RequestContext, visibility: str | None) -> sa.ColumnEle
     return sa.or_(_I.c.visibility == "public", owned)
 
 
-def list_images(conn: Connection, ctx: RequestContext, query: ListQuery) -> list[Image]:
-    """Newest first (created_at, then id, descending), as Glance sorts by default."""
-    select = sa.select(_I).where(_listing_filter(ctx, query.visibility))
+def _filtered(select: sa.Select[Any], query: ListQuery) -> sa.Select[Any]:
     if query.name is not None:
         select = select.where(_I.c.name == query.name)
     if query.ids is not None:
         select = select.where(_I.c.id.in_(list(query.ids)))
     if query.status is not None:
         select = select.where(_I.c.status == query.status)
+    for column, least in ((_I.c.min_ram, query.min_ram), (_I.c.min_disk, query.min_disk)):
+        if least is not None:
+            # Beyond what the column holds nothing matches (and no backend takes the bound).
+            select = select.where(column >= least if least <= MAX_DB_INT else sa.false())
+    if query.changes_since is not None:
+        changed = sa.func.coalesce(_I.c.updated_at, _I.c.created_at)
+        select = select.where(changed >= query.changes_since)
+    return select
+
+
+def list_images(conn: Connection, ctx: RequestContext, query: ListQuery) -> list[Image]:
+    """Newest first (created_at, then id, descending), as Glance sorts by default.
+
+    Property filters run here rather than in SQL: the JSON column is queried
+    differently by each backend, and the listing is sorted in Python anyway."""
+    select = _filtered(sa.select(_I).where(_listing_filter(ctx, query.visibility)), query)
     found = [_to_image(r) for r in conn.execute(select)]
+    if query.properties:
+        wanted = dict(query.properties)
+        found = [i for i in found
+                 if all(i.properties.get(k) == v for k, v in wanted.items())]
     found.sort(key=lambda i: (i.created_at, i.id), reverse=True)
     if query.marker is not None:
         marker = get(conn, query.marker, ctx)
@@ -151,6 +175,13 @@ def _owned(conn: Connection, image_id: str, ctx: RequestContext) -> Image:
     if not ctx.is_admin and image.owner != ctx.project_id:
         raise Forbidden(f"You are not permitted to modify image {image_id}.")
     return image
+
+
+def lock(conn: Connection, image_id: str) -> None:
+    """Hold the image's row to the commit, for a read-modify-write of its properties
+    (PostgreSQL and MySQL lock it; SQLite's writers are serialised)."""
+    # SELECT id FROM images WHERE id = :id FOR UPDATE
+    conn.execute(sa.select(_I.c.id).where(_I.c.id == image_id).with_for_update()).first()
 
 
 def update(conn: Connection, image_id: str, ctx: RequestContext,
@@ -173,6 +204,16 @@ def update(conn: Connection, image_id: str, ctx: RequestContext,
     _check_db_ints(core)
     conn.execute(_I.update().where(_I.c.id == image.id)
                  .values(**core, properties=extra, updated_at=_now()))
+    return get(conn, image_id, ctx)
+
+
+def replace_properties(conn: Connection, image_id: str, ctx: RequestContext,
+                       properties: Mapping[str, str]) -> Image:
+    """Make `properties` the image's whole set of extra properties (Nova's image
+    metadata API writes with Glance's purge_props); only its owner or an admin may."""
+    image = _owned(conn, image_id, ctx)
+    conn.execute(_I.update().where(_I.c.id == image.id)
+                 .values(properties=dict(properties), updated_at=_now()))
     return get(conn, image_id, ctx)
 
 

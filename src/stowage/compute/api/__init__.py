@@ -14,7 +14,7 @@ MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors", "server_gro
            "server_tags", "server_actions",
            "server_list", "server_create", "servers", "migrations", "hypervisors", "services",
            "keypairs", "quota_sets", "quota_classes", "limits", "simple_tenant_usage",
-           "aggregates", "availability_zones")
+           "aggregates", "availability_zones", "image_metadata", "images")
 
 
 def all_routes() -> list[Route]:
