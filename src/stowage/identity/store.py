@@ -188,17 +188,16 @@ def create_role(db: Database, fixed: Directory, name: str, description: str | No
     return role_id
 
 
-def delete_role(db: Database, role_id: str) -> bool:
-    """Delete the role and its grants; tokens of the users who held it are revoked."""
+def delete_role(db: Database, role: Role) -> bool:
+    """Delete the role and its grants; the tokens carrying it are revoked."""
     with db.write() as conn:
-        gone = conn.execute(_R.delete().where(_R.c.id == role_id)).rowcount
+        gone = conn.execute(_R.delete().where(_R.c.id == role.id)).rowcount
         if gone:
             # SELECT DISTINCT user_id FROM identity_assignments WHERE role_id = :role_id
-            holders = conn.execute(sa.select(_A.c.user_id).where(_A.c.role_id == role_id)
+            holders = conn.execute(sa.select(_A.c.user_id).where(_A.c.role_id == role.id)
                                    .distinct()).scalars().all()
-            conn.execute(_A.delete().where(_A.c.role_id == role_id))
-            for user_id in holders:
-                tokens.revoke_matching(conn, user_id=user_id)
+            conn.execute(_A.delete().where(_A.c.role_id == role.id))
+            tokens.revoke_carrying(conn, holders, role.name)
     return bool(gone)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,8 @@ import sqlalchemy as sa
 from stowage.db import Database
 from stowage.identity.tables import identity_tokens as t
 
-__all__ = ["Grant", "Token", "issue", "lookup", "revoke", "revoke_matching", "prune",
+__all__ = ["Grant", "Token", "issue", "lookup", "revoke", "revoke_matching",
+           "revoke_carrying", "prune",
            "utcnow"]
 
 
@@ -122,6 +123,19 @@ def revoke_matching(conn: sa.Connection, user_id: str | None = None,
         return 0
     # DELETE FROM identity_tokens WHERE user_id = :u [AND project_id = :p] [AND domain_id = :d]
     return int(conn.execute(t.delete().where(*clauses)).rowcount)
+
+
+def revoke_carrying(conn: sa.Connection, user_ids: Sequence[str], role: str) -> int:
+    """Delete the tokens of these users that carry the role (it is being deleted)."""
+    if not user_ids:
+        return 0
+    # SELECT token_hash, roles FROM identity_tokens WHERE user_id IN (:user_ids)
+    rows = conn.execute(sa.select(t.c.token_hash, t.c.roles)
+                        .where(t.c.user_id.in_(user_ids))).all()
+    doomed = [r.token_hash for r in rows if role in _split(r.roles)]
+    if doomed:
+        conn.execute(t.delete().where(t.c.token_hash.in_(doomed)))
+    return len(doomed)
 
 
 def prune(conn: sa.Connection, now: datetime.datetime) -> int:

@@ -62,7 +62,7 @@ def delete_role(req: Request) -> Response:
         raise missing("role", req.params["role_id"])
     if role.immutable:
         raise immutable("role", role.id, "delete")
-    if not store.delete_role(state(req).db, role.id):
+    if not store.delete_role(state(req).db, role):
         raise missing("role", role.id)
     return empty_response(204)
 
