@@ -6,9 +6,12 @@
                          │
                          └── host1 .. hostN (simulated, one process)
 
-The accounts Tempest uses are pre-provisioned here (Tempest's dynamic
-credentials would need Keystone's admin API for users and projects): one
-admin per worker plus primary, alt and reader users in projects of their own.
+Most Tempest classes use accounts pre-provisioned here: one admin per worker
+plus primary, alt and reader users in projects of their own. Classes that
+force tenant isolation (`force_tenant_isolation`, e.g. the quota tests) make
+their projects and users on the fly through the identity admin API, as
+`IDENTITY_ADMIN` (a settings-file admin that no class holds as a
+pre-provisioned account, so it is never locked by a worker).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from tests.conformance.sidevenv import REPO_ROOT
 from tests.conformance.targets import Launch
 from tests.tempest.identity_config import identity_section
 
-__all__ = ["Account", "Cloud", "running_cloud"]
+__all__ = ["Account", "Cloud", "IDENTITY_ADMIN", "running_cloud"]
 
 PASSWORD = "tempest-secret"
 NETWORK = "tempest-net"
@@ -44,6 +47,9 @@ class Account:
     @property
     def is_admin(self) -> bool:
         return "admin" in self.roles
+
+
+IDENTITY_ADMIN = Account("tempest-identity-admin", "tempest-identity-admin", ("admin",))
 
 
 def accounts(workers: int) -> list[Account]:
@@ -85,7 +91,7 @@ def _config(workdir: Path, cloud_accounts: list[Account]) -> Path:
     lines = ["[api]", 'auth_strategy = "builtin-identity"', "",
              "[compute]", f"sim_hosts = {HOSTS}", "sim_network_devices = true",
              "update_resources_interval = 5.0", ""]
-    lines += identity_section(cloud_accounts, PASSWORD)
+    lines += identity_section([*cloud_accounts, IDENTITY_ADMIN], PASSWORD)
     path = workdir / "stowage.toml"
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.tempest.cloud import NETWORK, PASSWORD, Cloud
+from tests.tempest.cloud import IDENTITY_ADMIN, NETWORK, PASSWORD, Cloud
 
 __all__ = ["prepare"]
 
@@ -64,9 +64,14 @@ def tempest_conf(cloud: Cloud, workdir: Path) -> str:
     images, flavors = cloud.images, cloud.flavors
     return _ini({
         "DEFAULT": {"log_dir": workdir / "logs", "log_file": "tempest.log"},
+        # Pre-provisioned accounts, except for classes that force tenant isolation:
+        # those get dynamic credentials made by the admin named here.
         "auth": {"use_dynamic_credentials": False, "create_isolated_networks": False,
                  "test_accounts_file": workdir / "etc" / "accounts.yaml",
-                 "default_credentials_domain_name": "Default"},
+                 "default_credentials_domain_name": "Default",
+                 "admin_username": IDENTITY_ADMIN.username, "admin_password": PASSWORD,
+                 "admin_project_name": IDENTITY_ADMIN.project,
+                 "admin_domain_name": "Default"},
         "identity": {"uri_v3": f"{cloud.url}/identity/v3", "auth_version": "v3",
                      "region": "RegionOne", "v3_endpoint_type": "public"},
         "identity-feature-enabled": {"api_v2": False, "api_v3": True},

@@ -92,6 +92,8 @@ def test_implied_roles_follow_keystone() -> None:
     assert expand(["admin"]) == ("admin", "manager", "member", "reader")
     assert expand(["manager"]) == ("manager", "member", "reader")
     assert expand(["reader"]) == ("reader",)
+    # Roles made through the API imply nothing and follow the bootstrap roles.
+    assert expand(["zeta", "member", "alpha"]) == ("member", "reader", "alpha", "zeta")
 
 
 @pytest.mark.parametrize(("snippet", "error"), [

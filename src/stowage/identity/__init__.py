@@ -1,7 +1,8 @@
 """The built-in identity service ("keystone-lite"): a Keystone v3 subset.
 
 Opt-in with `[api] auth_strategy = "builtin-identity"`. Users, projects, roles
-and role assignments come from the `[identity]` settings (`directory`), with
+and role assignments come from the `[identity]` settings (`directory`), plus
+those made through the admin API and kept in the database (`store`), with
 password hashes (`passwords`); tokens are random strings kept hashed in the
 database so that every API worker shares them (`tokens`, `tables`). Every
 service then validates `X-Auth-Token` against them (`middleware`) and builds

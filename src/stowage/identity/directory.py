@@ -11,6 +11,10 @@ directory is the default one::
 Roles are Keystone's bootstrap roles with their implications (since
 2023.2: admin => manager => member => reader): a token carries the roles a
 user holds and every role they imply, as Keystone's tokens do.
+
+Entries of the settings file are `immutable` (the API may not change or
+delete them); `identity.store` adds the entries made through the API, which
+are not, with `Directory.with_entries`.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ class Project:
     description: str
     enabled: bool
     domain_id: str = DEFAULT_DOMAIN.id
+    immutable: bool = True
 
 
 @dataclass(frozen=True)
@@ -72,12 +77,15 @@ class User:
     enabled: bool
     default_project_id: str | None
     domain_id: str = DEFAULT_DOMAIN.id
+    immutable: bool = True
 
 
 @dataclass(frozen=True)
 class Role:
     id: str
     name: str
+    description: str | None = None
+    immutable: bool = True
 
 
 @dataclass(frozen=True)
@@ -91,7 +99,7 @@ class Assignment:
 
 
 def expand(roles: Iterable[str]) -> tuple[str, ...]:
-    """Role names plus every role they imply, in ROLE_NAMES order."""
+    """Role names plus every role they imply: ROLE_NAMES' order, then other roles sorted."""
     found: set[str] = set()
     todo = list(roles)
     while todo:
@@ -99,7 +107,8 @@ def expand(roles: Iterable[str]) -> tuple[str, ...]:
         if name not in found:
             found.add(name)
             todo.extend(IMPLIES.get(name, ()))
-    return tuple(n for n in ROLE_NAMES if n in found)
+    return tuple(n for n in ROLE_NAMES if n in found) + tuple(
+        sorted(found.difference(ROLE_NAMES)))
 
 
 def _default_settings() -> tuple[list[IdentityUser], list[IdentityProject],
@@ -117,15 +126,23 @@ def _default_settings() -> tuple[list[IdentityUser], list[IdentityProject],
 
 
 class Directory:
-    """The whole directory, read-only after construction (built from settings, no I/O)."""
+    """The whole directory, read-only after construction (no I/O)."""
 
     def __init__(self, projects: Iterable[Project], users: Iterable[User],
-                 assignments: Iterable[Assignment]) -> None:
+                 assignments: Iterable[Assignment],
+                 roles: Iterable[Role] | None = None) -> None:
         self.domains = (DEFAULT_DOMAIN,)
         self.projects = tuple(projects)
         self.users = tuple(users)
-        self.roles = tuple(Role(_id("role", name), name) for name in ROLE_NAMES)
+        self.roles = tuple(roles) if roles is not None else tuple(
+            Role(_id("role", name), name) for name in ROLE_NAMES)
         self.assignments = tuple(assignments)
+
+    def with_entries(self, projects: Iterable[Project], users: Iterable[User],
+                     roles: Iterable[Role], assignments: Iterable[Assignment]) -> Directory:
+        """This directory plus entries made through the API (listed after its own)."""
+        return Directory(self.projects + tuple(projects), self.users + tuple(users),
+                         self.assignments + tuple(assignments), self.roles + tuple(roles))
 
     @classmethod
     def from_settings(cls, settings: IdentitySettings) -> Directory:
@@ -198,7 +215,9 @@ class Directory:
         for a in self.assignments:
             role = self.role(a.role_id)
             for name in expand([role.name] if role else []):
-                implied = Assignment(a.user_id, _id("role", name), a.project_id, a.domain_id)
+                held = self.role(name=name)
+                implied = Assignment(a.user_id, held.id if held else _id("role", name),
+                                     a.project_id, a.domain_id)
                 if implied not in out:
                     out.append(implied)
         return tuple(out)

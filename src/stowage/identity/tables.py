@@ -1,4 +1,4 @@
-"""SQLAlchemy Core table of the built-in identity service: issued tokens.
+"""SQLAlchemy Core tables of the built-in identity service: tokens, API-made entries.
 
 A token is stored by the SHA-256 of its text, never the text itself, with
 what it grants (user, scope, effective role names) frozen at issue time, as
@@ -11,7 +11,8 @@ import sqlalchemy as sa
 
 from stowage.placement.tables import exact_string
 
-__all__ = ["metadata", "identity_tokens"]
+__all__ = ["metadata", "identity_tokens", "identity_projects", "identity_users",
+           "identity_roles", "identity_assignments"]
 
 metadata = sa.MetaData()
 
@@ -21,12 +22,64 @@ identity_tokens = sa.Table(
     sa.Column("user_id", exact_string(64), nullable=False),
     sa.Column("project_id", exact_string(64), nullable=True),
     sa.Column("domain_id", exact_string(64), nullable=True),
-    # Role names, comma-separated, implied roles included.
-    sa.Column("roles", sa.String(255), nullable=False),
+    # Role names, comma-separated, implied roles included (Text: API-made role names).
+    sa.Column("roles", sa.Text, nullable=False),
     # Authentication methods, comma-separated ("password", "password,token").
     sa.Column("methods", sa.String(64), nullable=False),
     sa.Column("audit_id", exact_string(32), nullable=False),
     sa.Column("parent_audit_id", exact_string(32), nullable=True),
     sa.Column("issued_at", sa.DateTime, nullable=False),
     sa.Column("expires_at", sa.DateTime, nullable=False, index=True),
+)
+
+# --- the directory entries created through the API (`identity.store`) ------------------
+# The settings file's users, projects and roles never live here; these rows sit
+# next to them. Ids are uuid4 hex, as Keystone's; names are unique per domain
+# (roles: globally), so two workers creating one name race into one 409.
+
+identity_projects = sa.Table(
+    "identity_projects", metadata,
+    sa.Column("id", exact_string(64), primary_key=True),
+    sa.Column("name", exact_string(64), nullable=False),
+    sa.Column("domain_id", exact_string(64), nullable=False),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("enabled", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.UniqueConstraint("domain_id", "name", name="uniq_identity_projects0domain_id0name"),
+)
+
+identity_users = sa.Table(
+    "identity_users", metadata,
+    sa.Column("id", exact_string(64), primary_key=True),
+    sa.Column("name", exact_string(255), nullable=False),
+    sa.Column("domain_id", exact_string(64), nullable=False),
+    sa.Column("password_hash", sa.String(255), nullable=True),
+    sa.Column("email", sa.String(255), nullable=True),
+    sa.Column("description", sa.Text, nullable=False),
+    sa.Column("enabled", sa.Boolean, nullable=False),
+    # Not a foreign key: Keystone keeps a default project that no longer exists.
+    sa.Column("default_project_id", exact_string(64), nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.UniqueConstraint("domain_id", "name", name="uniq_identity_users0domain_id0name"),
+)
+
+identity_roles = sa.Table(
+    "identity_roles", metadata,
+    sa.Column("id", exact_string(64), primary_key=True),
+    sa.Column("name", exact_string(255), nullable=False),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.UniqueConstraint("name", name="uniq_identity_roles0name"),
+)
+
+# A role held directly on a project or on a domain. No foreign keys: the user,
+# the role or the target may be a settings-file entry.
+identity_assignments = sa.Table(
+    "identity_assignments", metadata,
+    sa.Column("user_id", exact_string(64), primary_key=True),
+    sa.Column("role_id", exact_string(64), primary_key=True),
+    sa.Column("target_type", exact_string(16), primary_key=True),  # "project" | "domain"
+    sa.Column("target_id", exact_string(64), primary_key=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Index("ix_identity_assignments_target_id", "target_id"),
 )

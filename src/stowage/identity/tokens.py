@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,9 @@ import sqlalchemy as sa
 from stowage.db import Database
 from stowage.identity.tables import identity_tokens as t
 
-__all__ = ["Grant", "Token", "issue", "lookup", "revoke", "prune", "utcnow"]
+__all__ = ["Grant", "Token", "issue", "lookup", "revoke", "revoke_matching",
+           "revoke_carrying", "prune",
+           "utcnow"]
 
 
 def utcnow() -> datetime.datetime:
@@ -106,6 +108,34 @@ def revoke(db: Database, text: str) -> bool:
         deleted = conn.execute(t.delete().where(t.c.token_hash == _digest(text),
                                                 t.c.expires_at > utcnow())).rowcount
     return bool(deleted)
+
+
+def revoke_matching(conn: sa.Connection, user_id: str | None = None,
+                    project_id: str | None = None, domain_id: str | None = None) -> int:
+    """Delete every token of the user and/or scoped to the project or domain named.
+
+    The directory write that makes them wrong (a user or project deleted or
+    disabled, a password changed, a grant removed) runs in the same transaction.
+    """
+    clauses = [column == value for column, value in ((t.c.user_id, user_id),
+               (t.c.project_id, project_id), (t.c.domain_id, domain_id)) if value is not None]
+    if not clauses:
+        return 0
+    # DELETE FROM identity_tokens WHERE user_id = :u [AND project_id = :p] [AND domain_id = :d]
+    return int(conn.execute(t.delete().where(*clauses)).rowcount)
+
+
+def revoke_carrying(conn: sa.Connection, user_ids: Sequence[str], role: str) -> int:
+    """Delete the tokens of these users that carry the role (it is being deleted)."""
+    if not user_ids:
+        return 0
+    # SELECT token_hash, roles FROM identity_tokens WHERE user_id IN (:user_ids)
+    rows = conn.execute(sa.select(t.c.token_hash, t.c.roles)
+                        .where(t.c.user_id.in_(user_ids))).all()
+    doomed = [r.token_hash for r in rows if role in _split(r.roles)]
+    if doomed:
+        conn.execute(t.delete().where(t.c.token_hash.in_(doomed)))
+    return len(doomed)
 
 
 def prune(conn: sa.Connection, now: datetime.datetime) -> int:

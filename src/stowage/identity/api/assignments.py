@@ -13,10 +13,10 @@ from typing import Any
 
 from stowage.identity.api.common import (
     caller,
+    directory_of,
     domain_reader,
     is_admin,
     require,
-    state,
 )
 from stowage.identity.directory import DEFAULT_DOMAIN, Assignment, Directory
 from stowage.web.errors import HTTPError
@@ -70,7 +70,7 @@ def list_role_assignments(req: Request) -> Response:
             "list_role_assignments")
     if req.query_values("scope.project.id") and req.query_values("scope.domain.id"):
         raise HTTPError(400, "Specify a domain or project, not both")
-    directory = state(req).directory
+    directory = directory_of(req)
     found = list(directory.effective_assignments() if _flag(req, "effective")
                  else directory.assignments)
     if any(req.query_values(name) for name in _NEVER):

@@ -9,10 +9,10 @@ from __future__ import annotations
 from stowage.identity.api.common import (
     caller,
     catalog_of,
+    directory_of,
     domain_view,
     listing,
     project_view,
-    state,
 )
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
@@ -32,13 +32,13 @@ def auth_catalog(req: Request) -> Response:
 
 def auth_projects(req: Request) -> Response:
     token = caller(req)
-    return listing(req, "projects", state(req).directory.projects_of(token.user_id),
+    return listing(req, "projects", directory_of(req).projects_of(token.user_id),
                    project_view)
 
 
 def auth_domains(req: Request) -> Response:
     token = caller(req)
-    return listing(req, "domains", state(req).directory.domains_of(token.user_id),
+    return listing(req, "domains", directory_of(req).domains_of(token.user_id),
                    domain_view)
 
 

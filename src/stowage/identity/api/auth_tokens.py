@@ -21,6 +21,7 @@ from stowage.identity.api.auth_schema import AUTH_SCHEMA
 from stowage.identity.api.common import (
     caller,
     catalog_of,
+    directory_of,
     is_admin,
     require,
     state,
@@ -47,7 +48,7 @@ def _domain_ref() -> dict[str, str]:
 
 def token_view(req: Request, token: tokens.Token, catalog: bool) -> dict[str, Any]:
     """Keystone's token body: who, scope, roles (implied ones included), catalog."""
-    directory = state(req).directory
+    directory = directory_of(req)
     user = directory.user(token.user_id)
     body: dict[str, Any] = {
         "methods": list(token.methods),
@@ -96,7 +97,7 @@ def issue(req: Request) -> Response:
     auth = _auth_body(req)
     app = state(req)
     try:
-        grant = grant_for(app.db, app.directory, auth)
+        grant = grant_for(app.db, directory_of(req), auth)
     except LoginRefused as refused:
         raise unauthorized(refused.detail) from None
     text, token = tokens.issue(app.db, grant, app.settings.identity.token_lifetime)

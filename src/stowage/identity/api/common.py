@@ -12,17 +12,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
+
 from stowage.config import Settings
 from stowage.db import Database
-from stowage.identity import tokens
+from stowage.identity import store, tokens
 from stowage.identity.catalog import Catalog
 from stowage.identity.directory import Directory, Domain, Project, Role, User
 from stowage.identity.middleware import identity_url
+from stowage.web import schema_report
+from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
 
 __all__ = ["IdentityState", "caller", "require", "unauthorized", "catalog_of", "listing",
-           "state", "is_admin", "domain_reader",
+           "state", "directory_of", "body_of", "is_admin", "domain_reader",
            "domain_view", "project_view", "user_view", "role_view", "filtered"]
 
 UNAUTHORIZED = "The request you have made requires authentication."
@@ -32,11 +36,35 @@ UNAUTHORIZED = "The request you have made requires authentication."
 class IdentityState:
     settings: Settings
     db: Database
-    directory: Directory
+    directory: Directory  # the settings file's entries only; see `directory_of`
 
 
 def state(req: Request) -> IdentityState:
     found: IdentityState = req.app
+    return found
+
+
+def directory_of(req: Request) -> Directory:
+    """The whole directory now: the settings file's entries plus the API-made ones."""
+    app = state(req)
+    return store.load(app.db, app.directory)
+
+
+def body_of(req: Request, schema: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body, checked against `schema`; a 400 in Keystone's words otherwise."""
+    try:
+        data = load_json(req.body)
+    except InvalidJSON as exc:
+        raise HTTPError(400, f"Expecting to find valid JSON in request body: "
+                             f"{exc.reason}") from None
+    try:
+        jsonschema.validate(data, schema)
+    except jsonschema.ValidationError as err:
+        field = "/".join(str(p) for p in err.absolute_path) or next(
+            iter(schema.get("required", ["body"])))
+        raise HTTPError(400, f"Invalid input for field '{field}': "
+                             f"{schema_report.message(err)}") from None
+    found: dict[str, Any] = data
     return found
 
 
@@ -79,6 +107,12 @@ def _link(req: Request, path: str) -> dict[str, Any]:
     return {"self": req.url(path)}
 
 
+def _options(immutable: bool) -> dict[str, Any]:
+    """Keystone's resource options: settings-file entries show `immutable`, as
+    `keystone-manage bootstrap`'s roles do."""
+    return {"immutable": True} if immutable else {}
+
+
 def domain_view(req: Request, domain: Domain) -> dict[str, Any]:
     return {"id": domain.id, "name": domain.name, "description": domain.description,
             "enabled": domain.enabled, "tags": [], "options": {},
@@ -88,14 +122,16 @@ def domain_view(req: Request, domain: Domain) -> dict[str, Any]:
 def project_view(req: Request, project: Project) -> dict[str, Any]:
     return {"id": project.id, "name": project.name, "description": project.description,
             "enabled": project.enabled, "domain_id": project.domain_id,
-            "parent_id": project.domain_id, "is_domain": False, "tags": [], "options": {},
+            "parent_id": project.domain_id, "is_domain": False, "tags": [],
+            "options": _options(project.immutable),
             "links": _link(req, f"/v3/projects/{project.id}")}
 
 
 def user_view(req: Request, user: User) -> dict[str, Any]:
     body: dict[str, Any] = {"id": user.id, "name": user.name, "domain_id": user.domain_id,
                             "enabled": user.enabled, "password_expires_at": None,
-                            "options": {}, "links": _link(req, f"/v3/users/{user.id}")}
+                            "options": _options(user.immutable),
+                            "links": _link(req, f"/v3/users/{user.id}")}
     if user.email is not None:
         body["email"] = user.email
     if user.description:
@@ -106,8 +142,9 @@ def user_view(req: Request, user: User) -> dict[str, Any]:
 
 
 def role_view(req: Request, role: Role) -> dict[str, Any]:
-    return {"id": role.id, "name": role.name, "domain_id": None, "description": None,
-            "options": {}, "links": _link(req, f"/v3/roles/{role.id}")}
+    return {"id": role.id, "name": role.name, "domain_id": None,
+            "description": role.description, "options": _options(role.immutable),
+            "links": _link(req, f"/v3/roles/{role.id}")}
 
 
 def filtered(req: Request, items: Iterable[Any], names: Iterable[str]) -> list[Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from stowage.identity.api.common import (
     caller,
+    directory_of,
     domain_reader,
     domain_view,
     filtered,
@@ -24,7 +25,6 @@ from stowage.identity.api.common import (
     project_view,
     require,
     role_view,
-    state,
     user_view,
 )
 from stowage.identity.directory import DEFAULT_DOMAIN
@@ -42,13 +42,13 @@ def _missing(kind: str, ident: str) -> HTTPError:
 def list_projects(req: Request) -> Response:
     token = caller(req)
     require(is_admin(token) or domain_reader(token, DEFAULT_DOMAIN.id), "list_projects")
-    found = filtered(req, state(req).directory.projects, ("name", "enabled", "domain_id"))
+    found = filtered(req, directory_of(req).projects, ("name", "enabled", "domain_id"))
     return listing(req, "projects", found, project_view)
 
 
 def get_project(req: Request) -> Response:
     token = caller(req)
-    project = state(req).directory.project(req.params["project_id"])
+    project = directory_of(req).project(req.params["project_id"])
     allowed = is_admin(token) or domain_reader(token, DEFAULT_DOMAIN.id) or (
         project is not None and token.project_id == project.id)
     require(allowed, "get_project")
@@ -60,7 +60,7 @@ def get_project(req: Request) -> Response:
 def list_users(req: Request) -> Response:
     token = caller(req)
     require(is_admin(token) or domain_reader(token, DEFAULT_DOMAIN.id), "list_users")
-    found = filtered(req, state(req).directory.users, ("name", "enabled", "domain_id"))
+    found = filtered(req, directory_of(req).users, ("name", "enabled", "domain_id"))
     return listing(req, "users", found, user_view)
 
 
@@ -74,7 +74,7 @@ def _user_param(req: Request, rule: str) -> str:
 
 def get_user(req: Request) -> Response:
     user_id = _user_param(req, "get_user")
-    user = state(req).directory.user(user_id)
+    user = directory_of(req).user(user_id)
     if user is None:
         raise _missing("user", user_id)
     return json_response({"user": user_view(req, user)})
@@ -82,7 +82,7 @@ def get_user(req: Request) -> Response:
 
 def list_user_projects(req: Request) -> Response:
     user_id = _user_param(req, "list_user_projects")
-    directory = state(req).directory
+    directory = directory_of(req)
     if directory.user(user_id) is None:
         raise _missing("user", user_id)
     found = filtered(req, directory.projects_of(user_id), ("name", "enabled", "domain_id"))
@@ -92,14 +92,14 @@ def list_user_projects(req: Request) -> Response:
 def list_roles(req: Request) -> Response:
     token = caller(req)
     require(is_admin(token) or domain_reader(token, DEFAULT_DOMAIN.id), "list_roles")
-    found = filtered(req, state(req).directory.roles, ("name",))
+    found = filtered(req, directory_of(req).roles, ("name",))
     return listing(req, "roles", found, role_view)
 
 
 def get_role(req: Request) -> Response:
     token = caller(req)
     require(is_admin(token) or domain_reader(token, DEFAULT_DOMAIN.id), "get_role")
-    role = state(req).directory.role(req.params["role_id"])
+    role = directory_of(req).role(req.params["role_id"])
     if role is None:
         raise _missing("role", req.params["role_id"])
     return json_response({"role": role_view(req, role)})
@@ -107,13 +107,13 @@ def get_role(req: Request) -> Response:
 
 def list_domains(req: Request) -> Response:
     require(is_admin(caller(req)), "list_domains")
-    found = filtered(req, state(req).directory.domains, ("name", "enabled"))
+    found = filtered(req, directory_of(req).domains, ("name", "enabled"))
     return listing(req, "domains", found, domain_view)
 
 
 def get_domain(req: Request) -> Response:
     token = caller(req)
-    directory = state(req).directory
+    directory = directory_of(req)
     domain = directory.domain(req.params["domain_id"])
     project = directory.project(token.project_id) if token.project_id else None
     mine = domain is not None and (token.domain_id == domain.id or (
