@@ -147,4 +147,9 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
                                                LEGACY_ADMIN_OR_OWNER),
     "os_compute_api:os-server-password:clear": (PROJECT_MEMBER_OR_ADMIN,
                                                 LEGACY_ADMIN_OR_OWNER),
+    # What the guest shows (server_guest.py, server_diagnostics.py): its console to
+    # the project's members, its diagnostics and network injection to admins.
+    "os_compute_api:os-console-output": (PROJECT_MEMBER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-server-diagnostics": (ADMIN, "rule:admin_api"),
+    "os_compute_api:os-admin-actions:inject_network_info": (ADMIN, "rule:admin_api"),
 }
