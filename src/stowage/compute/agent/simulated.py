@@ -192,7 +192,10 @@ class SimulatedDriver(SimulatedLiveMigration):
             if key in self.leftovers:
                 return
             guest = self._guest(instance_uuid)
-            self.leftovers[key] = Guest(guest.flavor, SHUTDOWN, guest.incoming)
+            # Powered off, its disks (and console file) set aside for a revert.
+            leftover = Guest(guest.flavor, guest.power_state, guest.incoming, guest.console)
+            self._power_change(instance_uuid, leftover, SHUTDOWN)
+            self.leftovers[key] = leftover
             del self.guests[instance_uuid]
             self._save(instance_uuid)
 
