@@ -257,6 +257,10 @@ _COMPUTE: dict[str, Spec] = {
     "PUT /v2.1/os-aggregates/{aggregate_id}": Spec({"aggregate_id": _AGGREGATE}, [
         {"aggregate": {"name": "fz-renamed"}}, {"aggregate": {"availability_zone": "fz-az3"}}]),
     "DELETE /v2.1/os-aggregates/{aggregate_id}": Spec({"aggregate_id": _AGGREGATE}),
+    "PUT /v2.1/os-hosts/{host_name}": Spec({"host_name": ("host.1", "host.2", "host.new")}, [
+        {"status": "disable"}, {"status": "Enable"}, {"maintenance_mode": "enable"}]),
+    "DELETE /v2.1/servers/{server_id}/os-server-password": Spec({"server_id": _SERVER},
+                                                                 caller="member"),
     "POST /v2.1/os-aggregates/{aggregate_id}/action": Spec({"aggregate_id": _AGGREGATE}, [
         {"add_host": {"host": Ref("host.2")}}, {"remove_host": {"host": Ref("host.1")}},
         {"set_metadata": {"metadata": {"availability_zone": "fz-az4", "ssd": "true"}}},
@@ -419,6 +423,10 @@ _ACTION_BODIES: dict[str, list[Any]] = {
                        {"os-migrateLive": {"host": Ref("host.2"), "block_migration": False,
                                            "disk_over_commit": False}}],
     "evacuate": [{"evacuate": {}}, {"evacuate": {"host": Ref("host.2")}}],
+    "os-getConsoleOutput": [{"os-getConsoleOutput": {"length": 3}},
+                            {"os-getConsoleOutput": {"length": "-1"}},
+                            {"os-getConsoleOutput": {}}],
+    "injectNetworkInfo": [{"injectNetworkInfo": None}],
     "shelve": [{"shelve": None}],
     "shelveOffload": [{"shelveOffload": None}],
     "unshelve": [{"unshelve": None}, {"unshelve": {"availability_zone": "nova"}}],

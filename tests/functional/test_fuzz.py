@@ -14,9 +14,11 @@ it gets If-Match revisions instead), against the seeded world of `fuzz_world`
         status >= 500, unless deliberate    -> fail (request, answer, server log)
         4xx or deliberate 5xx, rows differ  -> fail (the rows that changed)
 
-The only deliberate 5xx are the Networking API's, as Neutron answers them
-(`_DELIBERATE`): 500 PortBindingError when no driver can bind a port binding,
-501 NotImplementedError for a QoS change Placement would have to follow.
+The only deliberate 5xx are the ones Neutron and Nova answer (`_DELIBERATE`):
+Networking's 500 PortBindingError when no driver can bind a port binding and
+501 NotImplementedError for a QoS change Placement would have to follow;
+Compute's 501 notImplemented for a driver feature the simulated driver lacks
+(os-hosts maintenance mode).
 
 Bounded time: `STOWAGE_FUZZ_EXAMPLES` examples per route (default below, about a
 minute per backend), derandomized so that CI runs the same examples every
@@ -58,7 +60,8 @@ TARGETS = targets()
 _MOUNTS = {"placement": "/placement", "compute": "/compute", "image": "/image",
            "network": "/network"}
 # service -> (status, NeutronError type) of the 5xx answers its API documents as refusals.
-_DELIBERATE = {"network": {(500, "PortBindingError"), (501, "NotImplementedError")}}
+_DELIBERATE = {"network": {(500, "PortBindingError"), (501, "NotImplementedError")},
+               "compute": {(501, "notImplemented")}}
 
 
 class Attacker:
@@ -126,8 +129,11 @@ def _deliberate(target: Target, resp: httpx.Response) -> bool:
     if not allowed or resp.status_code < 500:
         return False
     try:
-        error_type = resp.json()["NeutronError"]["type"]
-    except (ValueError, KeyError, TypeError):
+        body = resp.json()
+        # Neutron names the error's type; Nova's body is keyed by it.
+        error_type = (body["NeutronError"]["type"] if target.service == "network"
+                      else next(iter(body)))
+    except (ValueError, KeyError, TypeError, StopIteration):
         return False
     return (resp.status_code, error_type) in allowed
 

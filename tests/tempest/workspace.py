@@ -18,7 +18,7 @@ __all__ = ["prepare"]
 
 # [compute-feature-enabled]: what the simulated hypervisor and the API serve.
 COMPUTE_FEATURES: dict[str, object] = {
-    "disk_config": True, "change_password": False, "console_output": False,
+    "disk_config": True, "change_password": False, "console_output": True,
     "resize": True, "pause": True, "shelve": True, "shelve_migrate": True, "suspend": True,
     "cold_migration": True, "live_migration": True, "live_migrate_back_and_forth": True,
     "metadata_service": False, "block_migration_for_live_migration": False,

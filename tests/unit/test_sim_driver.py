@@ -208,3 +208,67 @@ def test_a_destroyed_guest_stays_gone_after_a_restart(store: GuestStore) -> None
     other = SimulatedDriver("host2", store=GuestStore(store.db, "host2"))
     other.spawn(INST, SMALL)
     assert _restarted(store).list_instances() == []  # each host keeps its own
+
+
+def test_console_follows_power_and_moves(driver: SimulatedDriver) -> None:
+    driver.spawn(INST, SMALL)
+    booted = driver.console_output(INST)
+    assert booted[-1] == "guest login: " and f"uuid={INST}" in booted[1]
+    driver.power_off(INST)
+    driver.power_off(INST)  # already off: no second shutdown
+    assert driver.console_output(INST)[len(booted):] == [
+        "Stopping services... OK", "[   99.000000] reboot: Power down"]
+    assert driver.diagnostics(INST, [], standard=True)["uptime"] is None
+    driver.power_on(INST)
+    assert len(driver.console_output(INST)) == 2 * len(booted) + 2
+    log = driver.console_output(INST)
+    driver.migrate_disk_and_power_off(INST, MIG, "host2", LARGE)
+    driver.finish_revert_migration(INST, MIG, power_on=True)  # the old guest's log goes on
+    assert driver.console_output(INST)[:len(log) + 2] == log + [
+        "Stopping services... OK", "[   99.000000] reboot: Power down"]
+    driver.fail("inject_network_info")
+    with pytest.raises(SimulatedFault):
+        driver.inject_network_info(INST, [])
+    with pytest.raises(GuestNotFound):
+        driver.console_output("nobody")
+
+
+def test_reboot_and_rebuild_boot_again_pause_and_suspend_do_not(
+        driver: SimulatedDriver) -> None:
+    driver.spawn(INST, SMALL)
+    booted = driver.console_output(INST)
+    down = ["Stopping services... OK", "[   99.000000] reboot: Power down"]
+    driver.reboot(INST, hard=False)
+    assert driver.console_output(INST) == booted + down + booted
+    for freeze, thaw in ((driver.pause, driver.unpause), (driver.suspend, driver.resume)):
+        freeze(INST)
+        thaw(INST)
+    assert driver.console_output(INST) == booted + down + booted
+    assert driver.diagnostics(INST, [], standard=True)["uptime"] is not None
+    driver.rebuild(INST, SMALL, power_on=True, preserve_ephemeral=False)
+    assert driver.console_output(INST) == booted + down + booted + booted
+    driver.rebuild(INST, SMALL, power_on=False, preserve_ephemeral=False)
+    assert driver.power_state(INST) == SHUTDOWN
+    assert driver.console_output(INST) == booted + down + booted + booted
+
+
+def test_console_is_capped(driver: SimulatedDriver) -> None:
+    driver.spawn(INST, SMALL)
+    for _ in range(200):
+        driver.power_off(INST)
+        driver.power_on(INST)
+    assert len(driver.console_output(INST)) == 1000
+    assert driver.console_output(INST)[-1] == "guest login: "
+
+
+def test_diagnostics_read_the_guest(driver: SimulatedDriver) -> None:
+    driver.spawn(INST, {**LARGE, "ephemeral_gb": 1, "swap": 512})
+    nics = [{"port_id": "0123456789abcdef", "mac": "fa:16:3e:00:00:01"}]
+    found = driver.diagnostics(INST, nics, standard=True)
+    assert (found["state"], found["num_cpus"], found["num_disks"], found["num_nics"]) == (
+        "running", 4, 3, 1)
+    assert found["memory_details"] == {"maximum": 4096, "used": 4096}
+    assert found["nic_details"][0]["mac_address"] == "fa:16:3e:00:00:01"
+    legacy = driver.diagnostics(INST, nics, standard=False)
+    assert legacy["memory"] == 4096 * 1024 and "tap0123456789a_rx" in legacy
+    assert {"vda_read", "vdb_read", "vdc_read", "cpu3_time"} <= set(legacy)

@@ -140,4 +140,24 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
                     "set_metadata")},
     "os_compute_api:os-availability-zone:list": ("@", None),
     "os_compute_api:os-availability-zone:detail": (ADMIN, None),
+    # The deprecated per-host API and the usage audit log (hosts.py,
+    # usage_audit_log.py): admin only. The legacy extension list: anybody.
+    **{"os_compute_api:os-hosts:" + name: (ADMIN, "rule:admin_api")
+       for name in ("list", "show", "update", "reboot", "shutdown", "start")},
+    **{"os_compute_api:os-instance-usage-audit-log:" + name: (ADMIN, "rule:admin_api")
+       for name in ("list", "show")},
+    "os_compute_api:extensions": ("@", None),
+    # A server's addresses and its guest's password (server_ips.py,
+    # server_password.py): its readers see them, its members clear the password.
+    "os_compute_api:ips:index": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:ips:show": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-server-password:show": (PROJECT_READER_OR_ADMIN,
+                                               LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-server-password:clear": (PROJECT_MEMBER_OR_ADMIN,
+                                                LEGACY_ADMIN_OR_OWNER),
+    # What the guest shows (server_guest.py, server_diagnostics.py): its console to
+    # the project's members, its diagnostics and network injection to admins.
+    "os_compute_api:os-console-output": (PROJECT_MEMBER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
+    "os_compute_api:os-server-diagnostics": (ADMIN, "rule:admin_api"),
+    "os_compute_api:os-admin-actions:inject_network_info": (ADMIN, "rule:admin_api"),
 }

@@ -295,6 +295,10 @@ simulated_guests = sa.Table(
     sa.Column("flavor", sa.JSON, nullable=False),
     sa.Column("power_state", sa.Integer, nullable=False),
     sa.Column("incoming", exact_string(36), nullable=True),
+    # The guest's serial console, its last lines (agent/sim_console.py), and when it
+    # last booted (NULL while off): what os-getConsoleOutput and diagnostics read.
+    sa.Column("console", sa.JSON, nullable=True),
+    sa.Column("booted_at", sa.DateTime, nullable=True),
     sa.UniqueConstraint("host", "instance_uuid", "migration_uuid",
                         name="uniq_simulated_guests"),
 )

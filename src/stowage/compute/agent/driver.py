@@ -112,6 +112,17 @@ class Driver(Protocol):
     def power_state(self, instance_uuid: str) -> int:
         """Nova's power_state integer; NOSTATE (0) for an unknown guest."""
 
+    def console_output(self, instance_uuid: str) -> list[str]:
+        """The guest's serial console log, oldest line first; GuestNotFound without a guest."""
+
+    def diagnostics(self, instance_uuid: str, nics: list[dict[str, Any]],
+                    standard: bool) -> dict[str, Any]:
+        """The guest's diagnostics: Nova's 2.48 standard fields (`standard`, without
+        config_drive) or the driver's own flat dict; `nics` are its ports (port_id, mac)."""
+
+    def inject_network_info(self, instance_uuid: str, vifs: list[dict[str, Any]]) -> None:
+        """Give the guest its network configuration (`vifs`: network, mac, ips)."""
+
     def checkpoint(self, step: str) -> None:
         """Called before a step the agent does itself (e.g. "claim").
 

@@ -9,8 +9,9 @@ reads back when the agent starts.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -25,7 +26,7 @@ __all__ = ["GuestStore", "StoredGuest"]
 _G = t.simulated_guests
 # Every step of a move rewrites a guest: hand-written SQL.
 _ROW = Columns(_G, ("host", "instance_uuid", "migration_uuid", "flavor", "power_state",
-                    "incoming"))
+                    "incoming", "console", "booted_at"))
 _DELETE = Sql("DELETE FROM simulated_guests WHERE host = :host AND instance_uuid = :instance_uuid")
 _INSERT = Sql(f"INSERT INTO simulated_guests ({_ROW.select_list}) VALUES "
               f"({', '.join(':' + name for name in _ROW.names)})")
@@ -38,6 +39,8 @@ class StoredGuest:
     flavor: dict[str, Any]
     power_state: int
     incoming: str | None
+    console: list[str] = field(default_factory=list)
+    booted_at: datetime.datetime | None = None
 
 
 class GuestStore:
@@ -52,7 +55,7 @@ class GuestStore:
             rows = conn.execute(sa.select(_G).where(_G.c.host == self.host)
                                 .order_by(_G.c.id)).all()
         return [StoredGuest(r.instance_uuid, r.migration_uuid, dict(r.flavor), r.power_state,
-                            r.incoming) for r in rows]
+                            r.incoming, list(r.console or ()), r.booted_at) for r in rows]
 
     def save(self, instance_uuid: str, guests: Mapping[str, StoredGuest]) -> None:
         """Replace what this host holds of `instance_uuid` by `guests` (by migration uuid)."""
@@ -60,5 +63,6 @@ class GuestStore:
             _DELETE.run(conn, host=self.host, instance_uuid=instance_uuid)
             _INSERT.run_many(conn, [_ROW.dump(conn, {
                 "host": self.host, "instance_uuid": instance_uuid, "migration_uuid": key,
-                "flavor": g.flavor, "power_state": g.power_state, "incoming": g.incoming})
+                "flavor": g.flavor, "power_state": g.power_state, "incoming": g.incoming,
+                "console": g.console, "booted_at": g.booted_at})
                 for key, g in guests.items()])

@@ -38,6 +38,7 @@ from stowage.compute.agent import port_devices
 from stowage.compute.agent import resource_tracker as rt
 from stowage.compute.agent.driver import Driver
 from stowage.compute.agent.evacuation import EvacuationSteps
+from stowage.compute.agent.guest_queries import GuestQueries
 from stowage.compute.agent.guest_store import GuestStore
 from stowage.compute.agent.live_migration import LiveMigrationSteps
 from stowage.compute.agent.network_devices import sriov_vfs
@@ -60,7 +61,7 @@ class InstanceFaultRollback(Exception):
     """A step refused before touching the guest: the server goes back to its state."""
 
 
-class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps):
+class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQueries):
     """One host's agent; `start()` does the I/O, the constructor none."""
 
     def __init__(self, host: HostConfig, settings: ComputeSettings, db: Database,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from stowage.compute.agent.driver import GuestNotFound
 from stowage.compute.states import RUNNING, SHUTDOWN
+from stowage.timeutil import utcnow
 
 if TYPE_CHECKING:
     from stowage.compute.agent.simulated import Guest
@@ -125,6 +126,8 @@ class SimulatedLiveMigration:
             guest = self._guest(instance_uuid)
             if guest.incoming == migration_uuid:
                 guest.incoming, guest.power_state = None, RUNNING
+                # A new log here (as a new console file); uptime counts from the arrival.
+                guest.booted_at = guest.booted_at or utcnow()
                 self._save(instance_uuid)
 
     def rollback_live_migration_at_destination(self, instance_uuid: str,
@@ -190,7 +193,7 @@ class SimulatedLiveMigration:
             if fraction < 1.0:
                 return
             self.leftovers[(job.instance_uuid, job.migration_uuid)] = Guest(
-                guest.flavor, SHUTDOWN, guest.incoming)
+                guest.flavor, SHUTDOWN, guest.incoming, guest.console, guest.booted_at)
             del self.guests[job.instance_uuid]
             self._save(job.instance_uuid)
             job.state = "completed"
@@ -249,6 +252,7 @@ class SimulatedLiveMigration:
                 job.abort.set()
             old = self.leftovers.pop((instance_uuid, migration_uuid), None)
             if old is not None and instance_uuid not in self.guests:
-                self.guests[instance_uuid] = Guest(old.flavor, RUNNING, old.incoming)
+                self.guests[instance_uuid] = Guest(old.flavor, RUNNING, old.incoming,
+                                                   old.console, old.booted_at or utcnow())
             self._guest(instance_uuid).power_state = RUNNING
             self._save(instance_uuid)

@@ -19,15 +19,18 @@ the service is not a reboot of its hypervisors.
 
 from __future__ import annotations
 
+import datetime
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stowage.compute.agent import sim_console
 from stowage.compute.agent.driver import GuestNotFound
 from stowage.compute.agent.guest_store import GuestStore, StoredGuest
 from stowage.compute.agent.sim_live_migration import LIVE_STEPS, CopyJob, SimulatedLiveMigration
 from stowage.compute.states import NOSTATE, PAUSED_POWER, RUNNING, SHUTDOWN, SUSPENDED_POWER
+from stowage.timeutil import utcnow
 
 __all__ = ["SimulatedDriver", "SimulatedFault", "Guest", "STEPS"]
 
@@ -38,6 +41,7 @@ STEPS: tuple[str, ...] = ("claim", "spawn", "destroy", "power_off", "power_on",
 STEPS += LIVE_STEPS  # live migration's steps (sim_live_migration.py)
 STEPS += ("attach_interface", "detach_interface")  # os-interface: plugging a port
 STEPS += ("reboot", "pause", "unpause", "suspend", "resume", "rebuild")  # guest actions
+STEPS += ("inject_network_info",)
 
 
 class SimulatedFault(Exception):
@@ -50,6 +54,12 @@ class Guest:
     power_state: int = RUNNING
     # The move that brought this guest here, until confirmed or reverted.
     incoming: str | None = None
+    # Its serial console's last lines (sim_console.py), and when it last booted.
+    console: list[str] = field(default_factory=list)
+    booted_at: datetime.datetime | None = None
+
+    def write(self, lines: list[str]) -> None:
+        self.console = (self.console + lines)[-sim_console.MAX_LINES:]
 
 
 @dataclass
@@ -103,7 +113,8 @@ class SimulatedDriver(SimulatedLiveMigration):
             return
         with self._lock:
             for g in self.store.load():
-                guest = Guest(g.flavor, g.power_state, g.incoming)
+                guest = Guest(g.flavor, g.power_state, g.incoming, list(g.console),
+                              g.booted_at)
                 if g.migration_uuid:
                     self.leftovers[(g.instance_uuid, g.migration_uuid)] = guest
                 else:
@@ -117,7 +128,8 @@ class SimulatedDriver(SimulatedLiveMigration):
         if instance_uuid in self.guests:
             held[""] = self.guests[instance_uuid]
         self.store.save(instance_uuid, {
-            key: StoredGuest(instance_uuid, key, g.flavor, g.power_state, g.incoming)
+            key: StoredGuest(instance_uuid, key, g.flavor, g.power_state, g.incoming,
+                             g.console, g.booted_at)
             for key, g in held.items()})
 
     # --- guests -----------------------------------------------------------------
@@ -125,7 +137,7 @@ class SimulatedDriver(SimulatedLiveMigration):
         with self._lock:
             self.checkpoint("spawn")
             if instance_uuid not in self.guests:
-                self.guests[instance_uuid] = Guest(dict(flavor))
+                self.guests[instance_uuid] = self._booted(instance_uuid, Guest(dict(flavor)))
                 self._save(instance_uuid)
 
     def destroy(self, instance_uuid: str) -> None:
@@ -143,35 +155,66 @@ class SimulatedDriver(SimulatedLiveMigration):
         self._set_power("power_on", instance_uuid, RUNNING)
 
     def reboot(self, instance_uuid: str, hard: bool) -> None:
-        """Restart the guest (a soft reboot of a guest that is not running is a hard one)."""
-        self._set_power("reboot", instance_uuid, RUNNING)
+        """Restart the guest (a soft reboot of a guest that is not running is a hard one):
+        it shuts down if it ran, and boots again, whatever state it was in."""
+        with self._lock:
+            self.checkpoint("reboot")
+            guest = self._guest(instance_uuid)
+            self._power_change(instance_uuid, guest, SHUTDOWN)
+            self._power_change(instance_uuid, guest, RUNNING)
+            self._save(instance_uuid)
 
     def rebuild(self, instance_uuid: str, flavor: Mapping[str, Any], power_on: bool,
                 preserve_ephemeral: bool) -> None:
-        """A fresh guest from the image; no disk content is simulated, so
-        `preserve_ephemeral` keeps nothing more."""
+        """A fresh guest from the image, booted when `power_on`; no disk content is
+        simulated, so `preserve_ephemeral` keeps nothing more. The console log goes on."""
         with self._lock:
             self.checkpoint("rebuild")
-            self.guests[instance_uuid] = Guest(dict(flavor), RUNNING if power_on else SHUTDOWN)
+            old = self.guests.get(instance_uuid)
+            guest = Guest(dict(flavor), SHUTDOWN, console=list(old.console) if old else [])
+            self.guests[instance_uuid] = self._booted(instance_uuid, guest) if power_on else guest
             self._save(instance_uuid)
 
     def pause(self, instance_uuid: str) -> None:
-        self._set_power("pause", instance_uuid, PAUSED_POWER)
+        self._set_power("pause", instance_uuid, PAUSED_POWER, frozen=True)
 
     def unpause(self, instance_uuid: str) -> None:
-        self._set_power("unpause", instance_uuid, RUNNING)
+        self._set_power("unpause", instance_uuid, RUNNING, frozen=True)
 
     def suspend(self, instance_uuid: str) -> None:
-        self._set_power("suspend", instance_uuid, SUSPENDED_POWER)
+        self._set_power("suspend", instance_uuid, SUSPENDED_POWER, frozen=True)
 
     def resume(self, instance_uuid: str) -> None:
-        self._set_power("resume", instance_uuid, RUNNING)
+        self._set_power("resume", instance_uuid, RUNNING, frozen=True)
 
-    def _set_power(self, step: str, instance_uuid: str, state: int) -> None:
+    def _set_power(self, step: str, instance_uuid: str, state: int,
+                   frozen: bool = False) -> None:
+        """Move the guest to `state`; `frozen` (pause, suspend and back) keeps it
+        booted: it writes no console lines and its uptime goes on."""
         with self._lock:
             self.checkpoint(step)
-            self._guest(instance_uuid).power_state = state
+            guest = self._guest(instance_uuid)
+            if frozen:
+                guest.power_state = state
+            elif guest.power_state != state:
+                self._power_change(instance_uuid, guest, state)
             self._save(instance_uuid)
+
+    def _power_change(self, instance_uuid: str, guest: Guest, state: int) -> None:
+        """Move `guest` to `state`, writing the boot or shutdown lines a real guest would."""
+        if state == RUNNING:
+            self._booted(instance_uuid, guest)
+        else:
+            if guest.power_state == RUNNING:
+                guest.write(sim_console.shutdown_lines())
+            guest.booted_at = None
+        guest.power_state = state
+
+    def _booted(self, instance_uuid: str, guest: Guest) -> Guest:
+        """`guest` having just booted: its boot lines written, its uptime from now."""
+        guest.write(sim_console.boot_lines(instance_uuid, self.host, guest.flavor))
+        guest.power_state, guest.booted_at = RUNNING, utcnow()
+        return guest
 
     def _guest(self, instance_uuid: str) -> Guest:
         guest = self.guests.get(instance_uuid)
@@ -188,7 +231,10 @@ class SimulatedDriver(SimulatedLiveMigration):
             if key in self.leftovers:
                 return
             guest = self._guest(instance_uuid)
-            self.leftovers[key] = Guest(guest.flavor, SHUTDOWN, guest.incoming)
+            # Powered off, its disks (and console file) set aside for a revert.
+            leftover = Guest(guest.flavor, guest.power_state, guest.incoming, guest.console)
+            self._power_change(instance_uuid, leftover, SHUTDOWN)
+            self.leftovers[key] = leftover
             del self.guests[instance_uuid]
             self._save(instance_uuid)
 
@@ -199,8 +245,8 @@ class SimulatedDriver(SimulatedLiveMigration):
             current = self.guests.get(instance_uuid)
             if current is not None and current.incoming == migration_uuid:
                 return
-            self.guests[instance_uuid] = Guest(dict(flavor), RUNNING if power_on else SHUTDOWN,
-                                               incoming=migration_uuid)
+            guest = Guest(dict(flavor), SHUTDOWN, incoming=migration_uuid)
+            self.guests[instance_uuid] = self._booted(instance_uuid, guest) if power_on else guest
             self._save(instance_uuid)
 
     def confirm_migration(self, instance_uuid: str, migration_uuid: str) -> None:
@@ -219,7 +265,9 @@ class SimulatedDriver(SimulatedLiveMigration):
             power = RUNNING if power_on else SHUTDOWN
             old = self.leftovers.pop((instance_uuid, migration_uuid), None)
             if old is not None:
-                self.guests[instance_uuid] = Guest(old.flavor, power, old.incoming)
+                guest = Guest(old.flavor, SHUTDOWN, old.incoming, old.console)
+                self._power_change(instance_uuid, guest, power)
+                self.guests[instance_uuid] = guest
                 self._save(instance_uuid)
                 return
             guest = self._guest(instance_uuid)
@@ -227,7 +275,8 @@ class SimulatedDriver(SimulatedLiveMigration):
                 # The guest here is the move's destination guest, not the source one.
                 raise GuestNotFound(f"nothing of migration {migration_uuid} to revert to "
                                     f"on {self.host}")
-            guest.power_state = power
+            if guest.power_state != power:
+                self._power_change(instance_uuid, guest, power)
             self._save(instance_uuid)
 
     # --- shelve -----------------------------------------------------------------
@@ -251,5 +300,28 @@ class SimulatedDriver(SimulatedLiveMigration):
         """Know a guest that exists already (a host taken over with guests on it; tests)."""
         with self._lock:
             if instance_uuid not in self.guests:
-                self.guests[instance_uuid] = Guest(dict(flavor), power_state)
+                guest = Guest(dict(flavor), SHUTDOWN)
+                self._power_change(instance_uuid, guest, power_state)
+                self.guests[instance_uuid] = guest
                 self._save(instance_uuid)
+
+    # --- what the guest shows -------------------------------------------------------
+    def console_output(self, instance_uuid: str) -> list[str]:
+        with self._lock:
+            return list(self._guest(instance_uuid).console)
+
+    def diagnostics(self, instance_uuid: str, nics: list[dict[str, Any]],
+                    standard: bool) -> dict[str, Any]:
+        with self._lock:
+            guest = self._guest(instance_uuid)
+            if not standard:
+                return sim_console.legacy_diagnostics(guest.flavor, nics)
+            return sim_console.diagnostics(guest.flavor, guest.power_state, guest.booted_at,
+                                           utcnow(), nics)
+
+    def inject_network_info(self, instance_uuid: str, vifs: list[dict[str, Any]]) -> None:
+        """The guest's network configuration rewritten: its console says what it got."""
+        with self._lock:
+            self.checkpoint("inject_network_info")
+            self._guest(instance_uuid).write(sim_console.network_lines(vifs))
+            self._save(instance_uuid)

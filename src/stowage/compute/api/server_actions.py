@@ -55,6 +55,7 @@ from stowage.compute.api import server_boot_extras as extras
 from stowage.compute.api import (
     server_deferred_delete,
     server_evacuate,
+    server_guest,
     server_guest_actions,
     server_live_migrate,
     server_rebuild,
@@ -296,6 +297,7 @@ _ACTIONS: dict[str, Handler] = {
     **server_guest_actions.ACTIONS,
     **server_rebuild.ACTIONS,
     **server_deferred_delete.ACTIONS,
+    **server_guest.ACTIONS,
 }
 
 

@@ -259,9 +259,8 @@ def _build_query(req: Request, detailed: bool) -> queries.ServerQuery | None:
     _changes(query, options)
     _deleted(req, query, options)
     _tenancy(req, query, options, detailed)
-    # No address filter yet: ip and ip6 match nothing.
-    if any(name in options for name in ("ip", "ip6")):
-        return None
+    query.ips = {version: options[name][-1] for version, name in ((4, "ip"), (6, "ip6"))
+                 if name in options}
     query.tags = {name: options[name][-1].split(",") for name in _TAG_FILTERS
                   if name in options and at_least(req, 26)}
     query.limit = _limit(req)

@@ -26,8 +26,8 @@ import re2
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from stowage.compute import instance_ports, server_groups, services, states
 from stowage.compute import instances as inst
-from stowage.compute import server_groups, services, states
 from stowage.compute import tables as t
 from stowage.compute import tags as tag_records
 from stowage.config import ComputeSettings
@@ -70,6 +70,9 @@ class ServerQuery:
     marker: str | None = None
     # 2.26's tag filters, each a list of tags: tags, tags-any, not-tags, not-tags-any.
     tags: dict[str, list[str]] = field(default_factory=dict)
+    # The `ip` / `ip6` filters: IP version -> a regular expression that must
+    # match the start of one of the server's fixed addresses of that version.
+    ips: dict[int, str] = field(default_factory=dict)
 
 
 def _sort_value(instance: inst.Instance, key: str) -> Any:
@@ -155,10 +158,35 @@ def list_servers(conn: Connection, query: ServerQuery) -> list[inst.Instance]:
     programs = {name: _compile(pattern) for name, pattern in query.regex.items()}
     uuids = list(conn.execute(sa.select(_I.c.uuid).where(*_where(query))).scalars())
     found = inst.list_instances(conn, read_deleted=True, uuids=uuids) if uuids else []
-    found = _sorted([i for i in found if _matches(i, query, programs)], query.sort)
+    found = [i for i in found if _matches(i, query, programs)]
+    if query.ips:
+        found = _with_ips(conn, found, query.ips)
+    found = _sorted(found, query.sort)
     if query.marker is not None:
         found = _after_marker(conn, found, query)
     return found[:query.limit] if query.limit is not None else found
+
+
+def _with_ips(conn: Connection, found: list[inst.Instance],
+              ips: dict[int, str]) -> list[inst.Instance]:
+    """The instances one of whose fixed addresses `ips` matches (Nova's `_ip_filter`).
+
+    Nova's in-memory filter anchors the expression at the start of the
+    address (`re.match`): `10.0.0.1` finds 10.0.0.1 and 10.0.0.12, not 110.0.0.1.
+    An address is tried only against the filter of its own IP version.
+    """
+    programs = {version: _compile(pattern) for version, pattern in ips.items()}
+    ports = instance_ports.of_instances(conn, [i.uuid for i in found])
+
+    def matches(instance: inst.Instance) -> bool:
+        for port in ports.get(instance.uuid, ()):
+            for ip in (port.vif or {}).get("ips") or ():
+                program = programs.get(int(ip.get("version") or 0))
+                address = str(ip.get("address") or "")
+                if program is not None and address and program.match(address) is not None:
+                    return True
+        return False
+    return [i for i in found if matches(i)]
 
 
 def _after_marker(conn: Connection, found: list[inst.Instance],

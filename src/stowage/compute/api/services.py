@@ -40,7 +40,7 @@ from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
-__all__ = ["ROUTES", "service_view", "is_uuid", "zone_of"]
+__all__ = ["ROUTES", "service_view", "is_uuid", "zone_of", "sync_status_trait"]
 
 LOG = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ def _update_by_action(req: Request, action: str) -> Response:
         if changes.get("forced_down") is False:
             _check_for_evacuations(conn, host)
         service = svc.update_service(conn, service.id, **changes)
-    _sync_status_trait(req, service)
+    sync_status_trait(req, service)
     return json_response({"service": shown})
 
 
@@ -198,7 +198,7 @@ def _update_by_uuid(req: Request, service_id: str) -> Response:
             raise HTTPError(400, "No updates were requested. Fields 'status' or "
                                  "'forced_down' should be specified.")
         service = svc.update_service(conn, service.id, **changes)
-    _sync_status_trait(req, service)
+    sync_status_trait(req, service)
     return json_response({"service": service_view(req, service)})
 
 
@@ -215,7 +215,7 @@ def _check_for_evacuations(conn: Connection, host: str) -> None:
                              "`completed` before retrying this request.")
 
 
-def _sync_status_trait(req: Request, service: svc.Service) -> None:
+def sync_status_trait(req: Request, service: svc.Service) -> None:
     """COMPUTE_STATUS_DISABLED follows the service now rather than at the next report."""
     plane = req.app.plane
     if plane is None or service.binary != svc.COMPUTE:
