@@ -11,10 +11,10 @@ __all__ = ["all_routes"]
 # Server routes: /servers/{id}/<noun> before /servers/detail before /servers/{id}.
 MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors", "server_groups",
            "server_migrations", "instance_actions", "server_interfaces", "server_metadata",
-           "server_tags", "server_actions",
+           "server_tags", "server_security_groups", "server_actions",
            "server_list", "server_create", "servers", "migrations", "hypervisors", "services",
            "keypairs", "quota_sets", "quota_classes", "limits", "simple_tenant_usage",
-           "aggregates", "availability_zones")
+           "aggregates", "availability_zones", "security_groups", "networks")
 
 
 def all_routes() -> list[Route]:

@@ -44,7 +44,12 @@ from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute import migrations as migs
 from stowage.compute.api import server_boot_extras as extras
-from stowage.compute.api import server_evacuate, server_live_migrate, server_shelve
+from stowage.compute.api import (
+    server_evacuate,
+    server_live_migrate,
+    server_security_groups,
+    server_shelve,
+)
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api.action_common import (
     Handler,
@@ -272,6 +277,7 @@ _ACTIONS: dict[str, Handler] = {
     **server_live_migrate.ACTIONS,
     **server_evacuate.ACTIONS,
     **server_shelve.ACTIONS,
+    **server_security_groups.ACTIONS,
 }
 
 

@@ -116,8 +116,10 @@ class NetworksWithQoSPolicyNotSupported(Exception):
     """A port Nova created asks for resources: Nova aborts the build (no reschedule)."""
 
 
-def create(ops: Ops, ports: ServerPorts, project_id: str) -> None:
-    """Create the port of each network entry that has none yet, and record it.
+def create(ops: Ops, ports: ServerPorts, project_id: str,
+           security_groups: Sequence[str] | None = None) -> None:
+    """Create the port of each network entry that has none yet, and record it; in the
+    `security_groups` (ids) the server was booted with, else the project's default group.
 
     A crash between the creation and its record leaves a port whose
     device_id is the server's: it is found again (by device_id and network)
@@ -139,6 +141,8 @@ def create(ops: Ops, ports: ServerPorts, project_id: str) -> None:
                                           "project_id": project_id}
                 if row.fixed_ip:
                     values["fixed_ips"] = [{"ip_address": row.fixed_ip}]
+                if security_groups is not None:
+                    values["security_groups"] = list(security_groups)
                 port = network.create_port(values)
             else:
                 strays.remove(port)
