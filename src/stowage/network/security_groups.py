@@ -81,11 +81,14 @@ def get(conn: Connection, ctx: RequestContext, group_id: str) -> Group:
 
 
 def list_groups(conn: Connection, ctx: RequestContext, ids: Sequence[str] | None = None,
-                projects: Sequence[str] | None = None) -> list[Group]:
+                projects: Sequence[str] | None = None,
+                names: Sequence[str] | None = None) -> list[Group]:
     """Visible groups, narrowed in SQL to `ids` / `projects` when given. The default group
-    of the project listed (the one filtered on, else the caller's) is made first."""
+    of the project listed (the one filtered on, else the caller's) is made first, unless
+    the listing looks for ids or for names other than "default"."""
     wanted = list(projects or ([ctx.project_id] if ctx.project_id else []))
-    if len(wanted) == 1 and policy.owns(ctx, wanted[0]):
+    looks_for_default = names is None or DEFAULT_NAME in names
+    if ids is None and looks_for_default and len(wanted) == 1 and policy.owns(ctx, wanted[0]):
         ensure_default(conn, wanted[0])
     where = _visible(ctx)
     if ids is not None:

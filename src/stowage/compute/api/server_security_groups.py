@@ -17,6 +17,9 @@ Server bodies show `security_groups: [{"name": ...}]` per port and group
 (`bindings`), and leave the key out for a server in none. At boot,
 `security_groups` names are resolved here (`resolve`, 400 for an unknown
 one) and the ports the build creates are put in those groups.
+
+The server's ports are looked up before the group, so that a refused
+request never makes a project's default group as a side effect.
 """
 
 from __future__ import annotations
@@ -142,8 +145,9 @@ def _add(req: Request, body: Any) -> Response:
     server = _server(req, "add")
     network = network_of(req)
     with translated():
+        ports = _server_ports(network, server)
         group_id = _find(req, network, name)
-        for port in _server_ports(network, server):
+        for port in ports:
             if not port.get("fixed_ips"):
                 raise HTTPError(400, "Network requires port_security_enabled and subnet "
                                      "associated in order to apply security groups.")
@@ -158,9 +162,10 @@ def _remove(req: Request, body: Any) -> Response:
     server = _server(req, "remove")
     network = network_of(req)
     with translated():
+        ports = _server_ports(network, server)
         group_id = _find(req, network, name)
         removed = False
-        for port in _server_ports(network, server):
+        for port in ports:
             groups = list(port.get("security_groups") or [])
             if group_id in groups:
                 groups.remove(group_id)
@@ -173,9 +178,10 @@ def _remove(req: Request, body: Any) -> Response:
 
 
 def resolve(req: Request, names: Sequence[str]) -> list[str] | None:
-    """The ids of the groups a boot names (Nova's `_check_requested_secgroups`): the
-    project's default group for "default", else a group of the project by name or id
-    (400 "Security group N not found."); None without a Network service."""
+    """The ids of the groups a boot names (Nova's `_check_requested_secgroups`): a group
+    of the project by name or id (400 "Security group N not found."), and "default" kept
+    as the name (the build's ports get the project's default group, made then if need
+    be); None without a Network service."""
     plane = req.app.plane
     network: NetworkClient | None = None if plane is None else plane.network
     if network is None:
@@ -183,6 +189,9 @@ def resolve(req: Request, names: Sequence[str]) -> list[str] | None:
     ids: list[str] = []
     with translated():
         for name in names:
+            if name == DEFAULT_GROUP:
+                ids.append(name)
+                continue
             try:
                 ids.append(_find(req, network, name))
             except HTTPError as exc:

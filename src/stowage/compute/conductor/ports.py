@@ -58,6 +58,8 @@ __all__ = ["ServerPorts", "load", "create", "requests_of", "mapping", "vf_ports"
            "host_profile", "owner_on",
            "NetworksWithQoSPolicyNotSupported", "PCI_KEYS"]
 
+# The group every project has; ports made without a group list are in it.
+DEFAULT_GROUP = "default"
 LOG = logging.getLogger(__name__)
 
 # The binding:profile keys Nova owns (and removes when it unbinds a port).
@@ -130,6 +132,7 @@ def create(ops: Ops, ports: ServerPorts, project_id: str,
         return
     network = _network(ops)
     with _network_errors():
+        security_groups = _group_ids(network, project_id, security_groups)
         known = set(ports.port_ids)
         strays = [p for p in network.list_ports(device_id=ports.instance_uuid)
                   if p["id"] not in known]
@@ -154,6 +157,18 @@ def create(ops: Ops, ports: ServerPorts, project_id: str,
             with ops.db.write() as conn:
                 instance_ports.set_port(conn, row.id, str(port["id"]))
             row.port_id = str(port["id"])
+
+
+def _group_ids(network: NetworkClient, project_id: str,
+               groups: Sequence[str] | None) -> list[str] | None:
+    """The ids to create ports in: None (the Network service's default) for the default
+    group alone, else the ids, "default" replaced by the project's default group's."""
+    if groups is None or list(groups) == [DEFAULT_GROUP]:
+        return None
+    if DEFAULT_GROUP not in groups:
+        return list(groups)
+    default = network.list_security_groups(name=DEFAULT_GROUP, project_id=project_id)
+    return [str(default[0]["id"]) if g == DEFAULT_GROUP else g for g in groups]
 
 
 def requests_of(ops: Ops, ports: ServerPorts) -> list[PortRequest]:

@@ -2,7 +2,8 @@
 
 Anybody manages the groups and rules of their own project; admins those of
 any. Listing groups makes the project's `default` group first, as Neutron
-does (see `network.security_groups`). Rules are created and deleted, never
+does (see `network.security_groups`), except for a listing by id or by
+names other than "default". Rules are created and deleted, never
 updated (Neutron's PUT of a rule takes only its description; stowage's does
 not serve it: 405 through the router's method check).
 """
@@ -94,7 +95,7 @@ def list_groups(req: Request) -> Response:
     filters = common.query_filters(req, GROUP_FILTERS)
     projects = (filters.get("project_id") or []) + (filters.get("tenant_id") or [])
     found = common.write(req, lambda conn: groups.list_groups(
-        conn, req.context, filters.get("id"), projects or None))
+        conn, req.context, filters.get("id"), projects or None, filters.get("name")))
     return common.listing(req, [views.security_group(g) for g in found], filters,
                           "security_groups", "security-groups")
 
