@@ -7,6 +7,7 @@ import httpx
 
 from tests.functional import networking as nw
 from tests.functional.conftest import LiveServer, api_client
+from tests.functional.test_network_ports import _race
 
 SG = "/v2.0/security-groups"
 RULES = "/v2.0/security-group-rules"
@@ -133,3 +134,25 @@ def test_ports_join_groups(live_stowage: LiveServer, network: httpx.Client) -> N
         assert demo.put(f"/v2.0/ports/{port['id']}", json={"port": {
             "security_groups": None}}).json()["port"]["security_groups"] == []
         assert demo.delete(f"{SG}/{web['id']}").status_code == 204
+
+
+def test_concurrent_first_uses_make_one_default_group(live_stowage: LiveServer,
+                                                      network: httpx.Client) -> None:
+    net = nw.network(network, shared=True)
+    nw.subnet(network, net["id"], "10.0.0.0/24")
+    rule = {"security_group_id": None, "direction": "ingress", "protocol": "tcp",
+            "port_range_min": 80, "port_range_max": 80}
+
+    def create_port() -> httpx.Response:
+        with api_client(f"{live_stowage.url}/network", token="demo:p9") as demo:
+            return demo.post("/v2.0/ports", json={"port": {"network_id": net["id"]}})
+
+    ports = _race(6, create_port)
+    assert [r.status_code for r in ports] == [201] * 6, [r.text for r in ports]
+    defaults = network.get(SG, params={"project_id": "p9"}).json()["security_groups"]
+    assert [g["name"] for g in defaults] == ["default"]
+    assert {tuple(r.json()["port"]["security_groups"]) for r in ports} == {
+        (defaults[0]["id"],)}
+    rule["security_group_id"] = defaults[0]["id"]
+    rules = _race(6, lambda: network.post(RULES, json={"security_group_rule": rule}))
+    assert sorted(r.status_code for r in rules) == [201] + [409] * 5, [r.text for r in rules]
