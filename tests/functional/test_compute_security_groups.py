@@ -106,7 +106,8 @@ def test_servers_take_their_ports_groups(cloud: Cloud, member: httpx.Client) -> 
     body: dict[str, Any] = {"server": {"name": "vm", "flavorRef": ids[0], "imageRef": ids[1],
                                        "networks": [{"uuid": net["id"]}]}}
     body["server"]["security_groups"] = [{"name": "nope"}]
-    _error(member.post("/servers", json=body), 400, "Security group nope not found.")
+    _error(member.post("/servers", json=body), 400,
+           "Unable to find security_group with name or id 'nope'")
     body["server"]["security_groups"] = [{"name": "web"}]
     made = _ok(member.post("/servers", json=body), 202)["server"]
     assert made["security_groups"] == [{"name": "web"}]

@@ -179,7 +179,8 @@ def _remove(req: Request, body: Any) -> Response:
 
 def resolve(req: Request, names: Sequence[str]) -> list[str] | None:
     """The ids of the groups a boot names (Nova's `_check_requested_secgroups`): a group
-    of the project by name or id (400 "Security group N not found."), and "default" kept
+    of the project by name or id (400 "Unable to find security_group with name or id 'N'"),
+    and "default" kept
     as the name (the build's ports get the project's default group, made then if need
     be); None without a Network service."""
     plane = req.app.plane
@@ -195,8 +196,9 @@ def resolve(req: Request, names: Sequence[str]) -> list[str] | None:
             try:
                 ids.append(_find(req, network, name))
             except HTTPError as exc:
-                if exc.status == 404:
-                    raise HTTPError(400, f"Security group {name} not found.") from None
+                if exc.status == 404:  # Nova passes on the Neutron client's words
+                    raise HTTPError(400, f"Unable to find security_group with name or id "
+                                         f"'{name}'") from None
                 raise
     return list(dict.fromkeys(ids))
 
