@@ -12,6 +12,7 @@ import pytest
 
 from tests.functional import networking as nw
 from tests.functional.conftest import MEMBER, Cloud, api_client
+from tests.functional.ports import net_host
 from tests.functional.servers import flavor, image, new_uuid, server, settle
 
 V235 = "2.35"
@@ -97,9 +98,9 @@ def test_groups_and_rules_through_the_proxy(cloud: Cloud, member: httpx.Client) 
 
 
 def test_servers_take_their_ports_groups(cloud: Cloud, member: httpx.Client) -> None:
-    cloud.add_host("host1")
+    net_host(cloud, "host1")
     with api_client(f"{cloud.live.url}/network") as network:
-        net = nw.network(network, "shared-net", shared=True)
+        net = nw.physnet(network, "shared-net", shared=True)
         nw.subnet(network, net["id"], "10.0.0.0/24")
     ids = flavor(cloud, "small", 1, 512, 1), image(cloud, visibility="public")
     web = _group(member, "web")
@@ -116,6 +117,13 @@ def test_servers_take_their_ports_groups(cloud: Cloud, member: httpx.Client) -> 
     assert server(cloud, vm)["security_groups"] == [{"name": "web"}]
     listed = _ok(member.get(f"/servers/{vm}/os-security-groups"))["security_groups"]
     assert [g["id"] for g in listed] == [web["id"]]
+    # A port attached later joins the groups the server was booted with.
+    _ok(member.post(f"/servers/{vm}/os-interface", json={"interfaceAttachment": {
+        "net_id": net["id"]}}))
+    settle(cloud)
+    with api_client(f"{cloud.live.url}/network") as network:
+        ports = network.get("/v2.0/ports", params={"device_id": vm}).json()["ports"]
+    assert [p["security_groups"] for p in ports] == [[web["id"]], [web["id"]]]
 
     def act(name: str, group: str, status: int = 202) -> httpx.Response:
         resp = member.post(f"/servers/{vm}/action", json={name: {"name": group}})
@@ -123,7 +131,8 @@ def test_servers_take_their_ports_groups(cloud: Cloud, member: httpx.Client) -> 
         return resp
 
     act("addSecurityGroup", "default")
-    assert sorted(g["name"] for g in server(cloud, vm)["security_groups"]) == ["default", "web"]
+    assert sorted(g["name"] for g in server(cloud, vm)["security_groups"]) == [
+        "default", "default", "web", "web"]  # one entry per port and group, as Nova
     _error(member.delete(f"{SG}/{web['id']}"), 400, "in use")
     act("removeSecurityGroup", "web")
     _error(act("removeSecurityGroup", "web", 404), 404, "not associated")

@@ -107,13 +107,6 @@ def _build_one(ops: Ops, uuid: str, choices: list[dict[str, Any]], journal: Jour
                                       reason + (f" Last error: {last}" if last else "")))
 
 
-def _security_groups(ops: Ops, uuid: str) -> list[str] | None:
-    """The group ids POST /servers resolved (None: an older spec, the default group)."""
-    with ops.db.read() as conn:
-        groups = instances.request_spec(conn, uuid).get("security_groups")
-    return None if groups is None else [str(g) for g in groups]
-
-
 def _spawn_on(ops: Ops, uuid: str, choice: dict[str, Any],
               server_ports: ports.ServerPorts) -> None:
     """Ports created, VFs claimed and guest spawned on the host, ports bound to it; a
@@ -124,7 +117,7 @@ def _spawn_on(ops: Ops, uuid: str, choice: dict[str, Any],
                       task_state=TASK.SPAWNING)
     spawned = False
     try:
-        ports.create(ops, server_ports, inst.project_id, _security_groups(ops, uuid))
+        ports.create(ops, server_ports, inst.project_id, ports.boot_groups(ops, uuid))
         group_map = ports.mapping(ops, server_ports.requests, choice, holder=uuid)
         vf_ports = ports.vf_ports(server_ports.requests, group_map)
         with ops.event(uuid, "compute__do_build_and_run_instance", host):

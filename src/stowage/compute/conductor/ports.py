@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from stowage.compute import instance_ports, services
+from stowage.compute import instance_ports, instances, services
 from stowage.compute.conductor.common import Ops
 from stowage.compute.instance_ports import InstancePort
 from stowage.compute.port_requests import (
@@ -50,12 +50,13 @@ from stowage.compute.port_requests import (
     from_port,
     profile_allocation,
 )
+from stowage.errors import NotFound
 from stowage.messaging import RemoteError
 from stowage.network.client import NetworkClient, NetworkError
 
-__all__ = ["ServerPorts", "load", "create", "requests_of", "mapping", "vf_ports", "bind",
-           "rebind", "release", "unbind_port", "require_network", "spec_entries", "from_holding",
-           "host_profile", "owner_on",
+__all__ = ["ServerPorts", "load", "create", "boot_groups", "requests_of", "mapping",
+           "vf_ports", "bind", "rebind", "release", "unbind_port", "require_network",
+           "spec_entries", "from_holding", "host_profile", "owner_on",
            "NetworksWithQoSPolicyNotSupported", "PCI_KEYS"]
 
 # The group every project has; ports made without a group list are in it.
@@ -133,7 +134,12 @@ def create(ops: Ops, ports: ServerPorts, project_id: str,
     network = _network(ops)
     with _network_errors():
         security_groups = _group_ids(network, project_id, security_groups)
-        known = set(ports.port_ids)
+        # Ports of the server's other rows are not strays (an attach on a network the
+        # server is already on would otherwise take its first port again).
+        with ops.db.read() as conn:
+            known = set(ports.port_ids) | {
+                r.port_id for r in instance_ports.of_instance(conn, ports.instance_uuid)
+                if r.port_id}
         strays = [p for p in network.list_ports(device_id=ports.instance_uuid)
                   if p["id"] not in known]
         for row in missing:
@@ -157,6 +163,17 @@ def create(ops: Ops, ports: ServerPorts, project_id: str,
             with ops.db.write() as conn:
                 instance_ports.set_port(conn, row.id, str(port["id"]))
             row.port_id = str(port["id"])
+
+
+def boot_groups(ops: Ops, uuid: str) -> list[str] | None:
+    """The security groups POST /servers resolved for the server (ids, and "default"),
+    kept in its request spec; None for a spec without them (the default group)."""
+    with ops.db.read() as conn:
+        try:
+            groups = instances.request_spec(conn, uuid).get("security_groups")
+        except NotFound:
+            return None
+    return None if groups is None else [str(g) for g in groups]
 
 
 def _group_ids(network: NetworkClient, project_id: str,
