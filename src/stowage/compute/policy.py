@@ -113,6 +113,19 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
     **{"os_compute_api:os-server-tags:" + name: (PROJECT_MEMBER_OR_ADMIN,
                                                  LEGACY_ADMIN_OR_OWNER)
        for name in ("update", "update_all", "delete", "delete_all")},
+    # Security groups and the network proxies (security_groups.py,
+    # server_security_groups.py, networks.py): readers see, members change.
+    **{"os_compute_api:os-security-groups:" + name: (PROJECT_READER_OR_ADMIN,
+                                                     LEGACY_ADMIN_OR_OWNER)
+       for name in ("get", "show", "list")},
+    **{"os_compute_api:os-security-groups:" + name: (PROJECT_MEMBER_OR_ADMIN,
+                                                     LEGACY_ADMIN_OR_OWNER)
+       for name in ("create", "update", "delete", "rule:create", "rule:delete", "add",
+                    "remove")},
+    **{name: (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER)
+       for name in ("os_compute_api:os-networks:list", "os_compute_api:os-networks:show",
+                    "os_compute_api:os-tenant-networks:list",
+                    "os_compute_api:os-tenant-networks:show")},
     # Quotas, limits and usage (quota_sets.py, quota_classes.py, limits.py,
     # simple_tenant_usage.py): a project's readers see its own, admins change them.
     "os_compute_api:os-quota-sets:show": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),

@@ -10,7 +10,8 @@ The operations are the ones Nova's `network/neutron.py` makes for servers:
 show and list ports, create a port on a network (Nova creates the port of a
 `{"uuid": net}` request), update a port's device and binding attributes,
 delete a port Nova created, networks and subnets for the choice of a
-default network, and the multiple-bindings calls (`/ports/{id}/bindings`)
+default network, the security groups behind Nova's os-security-groups proxy
+and a server's groups, and the multiple-bindings calls (`/ports/{id}/bindings`)
 a live migration makes. A non-2xx answer raises `NetworkError` with
 Neutron's error type (`PortNotFound`, ...); a 404 on a read is None.
 """
@@ -106,6 +107,38 @@ class NetworkClient:
 
     def list_networks(self, **filters: str | Sequence[str]) -> list[dict[str, Any]]:
         return list(self._send("GET", "/networks", params=_query(filters)).json()["networks"])
+
+    # --- security groups --------------------------------------------------------------
+    def list_security_groups(self, **filters: str | Sequence[str]) -> list[dict[str, Any]]:
+        return list(self._send("GET", "/security-groups", params=_query(filters))
+                    .json()["security_groups"])
+
+    def show_security_group(self, group_id: str) -> dict[str, Any] | None:
+        answer = self._send("GET", f"/security-groups/{group_id}", ok=(200, 404))
+        return None if answer.status == 404 else dict(answer.json()["security_group"])
+
+    def create_security_group(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self._send("POST", "/security-groups", {"security_group": dict(values)})
+                    .json()["security_group"])
+
+    def update_security_group(self, group_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self._send("PUT", f"/security-groups/{group_id}",
+                               {"security_group": dict(values)}).json()["security_group"])
+
+    def delete_security_group(self, group_id: str) -> None:
+        self._send("DELETE", f"/security-groups/{group_id}")
+
+    def show_security_group_rule(self, rule_id: str) -> dict[str, Any] | None:
+        answer = self._send("GET", f"/security-group-rules/{rule_id}", ok=(200, 404))
+        return None if answer.status == 404 else dict(answer.json()["security_group_rule"])
+
+    def create_security_group_rule(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self._send("POST", "/security-group-rules",
+                               {"security_group_rule": dict(values)})
+                    .json()["security_group_rule"])
+
+    def delete_security_group_rule(self, rule_id: str) -> None:
+        self._send("DELETE", f"/security-group-rules/{rule_id}")
 
     # --- multiple port bindings (binding-extended) -----------------------------------
     def list_bindings(self, port_id: str) -> list[dict[str, Any]]:

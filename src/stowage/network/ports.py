@@ -1,5 +1,9 @@
 """Port records: create (MAC, fixed IPs, active binding), read, list, update and delete.
 
+A port is in its project's default security group unless it is created
+with `security_groups` (its groups must be its project's); the network's own
+ports (`device_owner` network:*) are in none.
+
 A port's `status` is derived: ACTIVE when it is administratively up and its
 active binding is bound, DOWN otherwise. Every write locks in one order —
 the network (shared), the network's subnets (shared, when addresses
@@ -28,7 +32,16 @@ from sqlalchemy.engine import Connection
 from stowage.config import NetworkSettings
 from stowage.context import RequestContext
 from stowage.errors import DomainError
-from stowage.network import bindings, ipam, networks, policy, qos, resource_request, subnets
+from stowage.network import (
+    bindings,
+    ipam,
+    networks,
+    policy,
+    qos,
+    resource_request,
+    security_groups,
+    subnets,
+)
 from stowage.network import errors as e
 from stowage.network import tables as t
 from stowage.network.bindings import PortBinding
@@ -68,6 +81,7 @@ class Port:
     binding: PortBinding
     bindings: list[PortBinding] = field(default_factory=list)
     fixed_ips: list[FixedIp] = field(default_factory=list)
+    security_groups: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -93,11 +107,13 @@ def _ports(conn: Connection, where: sa.ColumnElement[bool]) -> list[Port]:
     rows = conn.execute(query).all()
     ids = [r.id for r in rows]
     ips, all_bindings = ipam.of_ports(conn, ids), bindings.of_ports(conn, ids)
+    groups = security_groups.of_ports(conn, ids)
     return [Port(r.id, r.network_id, r.project_id, r.name, r.description, r.mac_address,
                  bool(r.admin_state_up), r.device_id, r.device_owner, r.qos_policy_id,
                  int(r.revision_number), r.created_at, r.updated_at, r.net_project, r.net_qos,
                  Segment(r.network_type, r.physical_network, r.segmentation_id),
-                 all_bindings[r.id][0], all_bindings[r.id], ips[r.id]) for r in rows]
+                 all_bindings[r.id][0], all_bindings[r.id], ips[r.id], groups[r.id])
+            for r in rows]
 
 
 def _visible(ctx: RequestContext) -> sa.ColumnElement[bool]:
@@ -163,6 +179,11 @@ def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any],
                         values.get("binding:vnic_type", "normal"),
                         values.get("binding:profile") or {}, network.segment)
     ipam.allocate(conn, row["id"], network.id, held, values.get("fixed_ips"))
+    # Neutron puts a port in its project's default group unless told otherwise; the
+    # network's own ports (DHCP, router) get no group.
+    groups = values.get("security_groups")
+    if groups is not None or not str(row["device_owner"]).startswith("network:"):
+        security_groups.set_port_groups(conn, row["id"], row["project_id"], groups)
     return get(conn, ctx, row["id"])
 
 
@@ -222,6 +243,9 @@ def update(conn: Connection, ctx: RequestContext, port_id: str, values: Mapping[
         ipam.reallocate(conn, port_id, port.network_id,
                         subnets.of_network(conn, port.network_id), port.fixed_ips,
                         values["fixed_ips"])
+    if "security_groups" in values:
+        security_groups.set_port_groups(conn, port_id, port.project_id,
+                                        values["security_groups"])
     binding = _binding_changes(values)
     if binding:
         bindings.rebind_active(conn, port.binding, port.bindings, binding, port.segment)

@@ -18,6 +18,13 @@ The constraints carry the rules that concurrent writers must not break:
   handed out once per subnet, whoever asks at the same moment.
 - `port_bindings (port_id, host)` is the primary key: one binding per host.
 - A QoS policy referenced by a network or a port cannot be deleted (RESTRICT).
+- `default_security_groups.project_id` is the primary key: one `default`
+  security group per project, however many requests create it at once.
+- `security_group_rules.rule_key` is unique: a rule (direction, ethertype,
+  protocol, ports, remote) once per group.
+- A security group that a port uses (`port_security_groups`) cannot be
+  deleted (RESTRICT); deleting one removes the rules naming it as their
+  remote group (CASCADE), as in Neutron.
 """
 
 from __future__ import annotations
@@ -30,7 +37,8 @@ from sqlalchemy.dialects import mysql
 from stowage.placement.tables import exact_string
 
 __all__ = ["metadata", "qos_policies", "qos_minimum_bandwidth_rules", "networks", "subnets",
-           "ports", "port_bindings", "ip_allocations"]
+           "ports", "port_bindings", "ip_allocations", "security_groups",
+           "default_security_groups", "security_group_rules", "port_security_groups"]
 
 metadata = sa.MetaData()
 
@@ -140,4 +148,52 @@ ip_allocations = sa.Table(
               nullable=False),
     sa.Column("network_id", exact_string(36), nullable=False),
     sa.Index("ix_ip_allocations_port", "port_id"),
+)
+
+security_groups = sa.Table(
+    "security_groups", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("name", exact_string(255), nullable=False),
+    sa.Column("description", sa.String(255), nullable=False),
+    *_standard(),
+    sa.Index("ix_security_groups_project", "project_id"),
+)
+
+default_security_groups = sa.Table(
+    "default_security_groups", metadata,
+    sa.Column("project_id", exact_string(255), primary_key=True),
+    sa.Column("security_group_id", exact_string(36),
+              sa.ForeignKey("security_groups.id", ondelete="CASCADE"), nullable=False),
+)
+
+security_group_rules = sa.Table(
+    "security_group_rules", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("security_group_id", exact_string(36),
+              sa.ForeignKey("security_groups.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("description", sa.String(255), nullable=False),
+    sa.Column("direction", sa.String(16), nullable=False),
+    sa.Column("ethertype", sa.String(8), nullable=False),
+    sa.Column("protocol", sa.String(40), nullable=True),
+    sa.Column("port_range_min", sa.Integer, nullable=True),
+    sa.Column("port_range_max", sa.Integer, nullable=True),
+    sa.Column("remote_ip_prefix", sa.String(64), nullable=True),
+    sa.Column("remote_group_id", exact_string(36),
+              sa.ForeignKey("security_groups.id", ondelete="CASCADE"), nullable=True),
+    # Every matching attribute of the rule in one string: the duplicate check.
+    sa.Column("rule_key", exact_string(255), nullable=False),
+    *_standard(),
+    sa.UniqueConstraint("rule_key", name="uniq_security_group_rules_key"),
+    sa.Index("ix_security_group_rules_group", "security_group_id"),
+)
+
+port_security_groups = sa.Table(
+    "port_security_groups", metadata,
+    sa.Column("port_id", exact_string(36), sa.ForeignKey("ports.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("security_group_id", exact_string(36), sa.ForeignKey("security_groups.id"),
+              primary_key=True),
+    sa.Index("ix_port_security_groups_group", "security_group_id"),
 )

@@ -12,11 +12,11 @@ __all__ = ["all_routes"]
 MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors", "server_groups",
            "server_migrations", "instance_actions", "server_interfaces", "server_metadata",
            "server_tags", "server_ips", "server_password", "server_diagnostics",
-           "server_actions",
+           "server_security_groups", "server_actions",
            "server_list", "server_create", "servers", "migrations", "hypervisors", "services",
            "keypairs", "quota_sets", "quota_classes", "limits", "simple_tenant_usage",
            "aggregates", "availability_zones", "image_metadata", "images", "hosts",
-           "usage_audit_log", "extensions")
+           "usage_audit_log", "extensions", "security_groups", "networks")
 
 
 def all_routes() -> list[Route]:

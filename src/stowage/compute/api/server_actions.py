@@ -59,6 +59,7 @@ from stowage.compute.api import (
     server_guest_actions,
     server_live_migrate,
     server_rebuild,
+    server_security_groups,
     server_shelve,
 )
 from stowage.compute.api import server_queries as queries
@@ -298,6 +299,7 @@ _ACTIONS: dict[str, Handler] = {
     **server_rebuild.ACTIONS,
     **server_deferred_delete.ACTIONS,
     **server_guest.ACTIONS,
+    **server_security_groups.ACTIONS,
 }
 
 

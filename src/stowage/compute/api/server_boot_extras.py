@@ -9,8 +9,9 @@ Each is checked as Nova's compute API checks it when the server is created
     key_name           the caller's own key pair of that name, else 400 "Invalid
                        key_name provided."; its public key is kept on the server
                        (`key_data`), which outlives the key pair
-    security_groups    "default" always exists; stowage's Network service has no
-                       security groups, so any other name is 400 SecurityGroupNotFound
+    security_groups    without a Network service, only "default" exists: any other
+                       name is 400 SecurityGroupNotFound (with one, the names are
+                       resolved to its groups: server_security_groups.resolve)
     OS-DCF:diskConfig  AUTO or MANUAL; absent, the image's `auto_disk_config`
                        property decides (false without one); AUTO on an image whose
                        property is "disabled" is 400 AutoDiskConfigDisabledByImage.
@@ -51,7 +52,7 @@ def key_data(conn: Connection, req: Request, key_name: str | None) -> str | None
 
 
 def check_security_groups(names: Sequence[str]) -> None:
-    """Every group named must exist; only the default group does here."""
+    """Without a Network service every group named must be the default one."""
     for name in names:
         if name != DEFAULT_GROUP:
             raise HTTPError(400, f"Security group {name} not found.")

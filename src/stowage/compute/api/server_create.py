@@ -49,6 +49,7 @@ from stowage.compute import instances as inst
 from stowage.compute import tags as tag_records
 from stowage.compute.api import server_boot_extras as extras
 from stowage.compute.api import server_queries as queries
+from stowage.compute.api import server_security_groups
 from stowage.compute.api import server_views as views
 from stowage.compute.api.common import (
     API_PREFIX,
@@ -129,6 +130,8 @@ class Boot:
     tags: list[str] = field(default_factory=list)  # 2.52
     # Found while checking the records: the key pair's public key, the disk config.
     key_data: str | None = None
+    # The Network service's ids of `security_groups` (None without a Network service).
+    security_group_ids: list[str] | None = None
     auto_disk_config: bool = False
 
 
@@ -323,7 +326,8 @@ def _check_limits(req: Request, boot: Boot) -> None:
 def _check_extras(req: Request, conn: Connection, boot: Boot) -> None:
     """Key pair, security groups and disk config (`server_boot_extras`)."""
     boot.key_data = extras.key_data(conn, req, boot.key_name)
-    extras.check_security_groups(boot.security_groups)
+    if boot.security_group_ids is None:
+        extras.check_security_groups(boot.security_groups)
     boot.auto_disk_config = extras.auto_disk_config(boot.disk_config, boot.image_id,
                                                     boot.image_properties)
 
@@ -383,7 +387,8 @@ def _spec(req: Request, boot: Boot, uuid: str, snapshot: dict[str, Any]) -> dict
             "availability_zone": boot.zone, "scheduler_hints": boot.hints,
             "instance_group": boot.group, "ignore_hosts": [],
             "requested_destination": boot.destination, "num_instances": boot.count[1],
-            "move": False}
+            "move": False, **({} if boot.security_group_ids is None else
+                              {"security_groups": boot.security_group_ids})}
 
 
 @dataclass
@@ -474,6 +479,7 @@ def create_server(req: Request) -> Response:
     check_formats(data)
     boot = _parse(req, data)
     requested = requested_networks(req, boot.networks, boot.count[1])
+    boot.security_group_ids = server_security_groups.resolve(req, boot.security_groups)
     with req.app.db.write() as conn:
         flavor = _flavor(req, conn, boot)
         _check_image(req, conn, boot, flavor)

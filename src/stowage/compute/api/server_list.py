@@ -19,6 +19,7 @@ import datetime
 from typing import Any
 
 from stowage.compute.api import server_queries as queries
+from stowage.compute.api import server_security_groups
 from stowage.compute.api import server_views as views
 from stowage.compute.api.common import (
     API_PREFIX,
@@ -278,6 +279,8 @@ def _list(req: Request, detailed: bool) -> Response:
     with req.app.db.read() as conn:
         found = queries.list_servers(conn, query)
         extras = views.load_extras(conn, found) if detailed else None
+    if extras is not None:
+        server_security_groups.fill(req, extras)
     shown = views.Shown.for_request(req) if detailed else None
     return json_response(views.collection(req, found, detailed, limit, shown, extras))
 

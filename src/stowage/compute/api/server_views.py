@@ -122,6 +122,8 @@ class Extras:
     groups: dict[str, list[str]] = field(default_factory=dict)
     ports: dict[str, list[instance_ports.InstancePort]] = field(default_factory=dict)
     tags: dict[str, list[str]] = field(default_factory=dict)
+    # server uuid -> [{"name": ...}] of its ports' groups (server_security_groups.bindings).
+    security_groups: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
 
 def load_extras(conn: Connection, instances: Sequence[inst.Instance],
@@ -244,8 +246,10 @@ def _attributes(req: Request, instance: inst.Instance, shown: Shown,
         "key_name": instance.key_name,
         "OS-SRV-USG:launched_at": primitive_time(instance.launched_at),
         "OS-SRV-USG:terminated_at": primitive_time(instance.terminated_at),
-        "security_groups": [{"name": "default"}],
     }
+    # As Nova with Neutron: the ports' groups, and no key for a server in none.
+    if extras.security_groups.get(instance.uuid):
+        view["security_groups"] = list(extras.security_groups[instance.uuid])
     if shown.extended_attrs:
         view.update(_extended(req, instance))
     if at_least(req, HOSTNAME_FOR_ALL):

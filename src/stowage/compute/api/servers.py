@@ -28,7 +28,7 @@ from stowage.compute import actions, instance_ports, states
 from stowage.compute import instances as inst
 from stowage.compute import tags as tag_records
 from stowage.compute.api import server_queries as queries
-from stowage.compute.api import server_shelve
+from stowage.compute.api import server_security_groups, server_shelve
 from stowage.compute.api import server_views as views
 from stowage.compute.api.action_common import accept, cast_after_commit, start_action
 from stowage.compute.api.common import API_PREFIX, at_least, authorize, read_body, validate_body
@@ -96,6 +96,7 @@ def show_server(req: Request) -> Response:
             tags=tag_records.of_instances(conn, [instance.uuid]))
         if views.status(instance) in views.FAULT_STATUSES:
             extras.faults = inst.latest_faults(conn, [instance.uuid])
+    server_security_groups.fill(req, extras)
     view = views.show(req, instance, views.Shown.for_request(req), extras, with_groups=True)
     return json_response({"server": view})
 
@@ -120,6 +121,7 @@ def update_server(req: Request) -> Response:
         if values:
             instance = inst.update(conn, instance.uuid, **values)
         extras = views.load_extras(conn, [instance], with_groups=True)
+    server_security_groups.fill(req, extras)
     return json_response({"server": views.updated(req, instance, views.Shown.for_request(req),
                                                   extras)})
 

@@ -117,7 +117,7 @@ def _spawn_on(ops: Ops, uuid: str, choice: dict[str, Any],
                       task_state=TASK.SPAWNING)
     spawned = False
     try:
-        ports.create(ops, server_ports, inst.project_id)
+        ports.create(ops, server_ports, inst.project_id, ports.boot_groups(ops, uuid))
         group_map = ports.mapping(ops, server_ports.requests, choice, holder=uuid)
         vf_ports = ports.vf_ports(server_ports.requests, group_map)
         with ops.event(uuid, "compute__do_build_and_run_instance", host):

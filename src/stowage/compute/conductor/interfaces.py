@@ -106,7 +106,9 @@ class CreatePort(_AttachStep):
     def execute(self) -> None:
         if self.s.row.port_id is not None:
             return
-        ports.create(self.s.ops, self.s.server_ports(), self.s.instance.project_id)
+        # The new port joins the groups the server was booted with, as Nova's does.
+        ports.create(self.s.ops, self.s.server_ports(), self.s.instance.project_id,
+                     ports.boot_groups(self.s.ops, self.s.instance.uuid))
         self.s.created = True
 
     def rollback(self) -> None:

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from stowage.compute import instance_ports, services
+from stowage.compute import instance_ports, instances, services
 from stowage.compute.conductor.common import Ops
 from stowage.compute.instance_ports import InstancePort
 from stowage.compute.port_requests import (
@@ -50,14 +50,17 @@ from stowage.compute.port_requests import (
     from_port,
     profile_allocation,
 )
+from stowage.errors import NotFound
 from stowage.messaging import RemoteError
 from stowage.network.client import NetworkClient, NetworkError
 
-__all__ = ["ServerPorts", "load", "create", "requests_of", "mapping", "vf_ports", "bind",
-           "rebind", "release", "unbind_port", "require_network", "spec_entries", "from_holding",
-           "host_profile", "owner_on",
+__all__ = ["ServerPorts", "load", "create", "boot_groups", "requests_of", "mapping",
+           "vf_ports", "bind", "rebind", "release", "unbind_port", "require_network",
+           "spec_entries", "from_holding", "host_profile", "owner_on",
            "NetworksWithQoSPolicyNotSupported", "PCI_KEYS"]
 
+# The group every project has; ports made without a group list are in it.
+DEFAULT_GROUP = "default"
 LOG = logging.getLogger(__name__)
 
 # The binding:profile keys Nova owns (and removes when it unbinds a port).
@@ -116,8 +119,10 @@ class NetworksWithQoSPolicyNotSupported(Exception):
     """A port Nova created asks for resources: Nova aborts the build (no reschedule)."""
 
 
-def create(ops: Ops, ports: ServerPorts, project_id: str) -> None:
-    """Create the port of each network entry that has none yet, and record it.
+def create(ops: Ops, ports: ServerPorts, project_id: str,
+           security_groups: Sequence[str] | None = None) -> None:
+    """Create the port of each network entry that has none yet, and record it; in the
+    `security_groups` (ids) the server was booted with, else the project's default group.
 
     A crash between the creation and its record leaves a port whose
     device_id is the server's: it is found again (by device_id and network)
@@ -128,7 +133,13 @@ def create(ops: Ops, ports: ServerPorts, project_id: str) -> None:
         return
     network = _network(ops)
     with _network_errors():
-        known = set(ports.port_ids)
+        security_groups = _group_ids(network, project_id, security_groups)
+        # Ports of the server's other rows are not strays (an attach on a network the
+        # server is already on would otherwise take its first port again).
+        with ops.db.read() as conn:
+            known = set(ports.port_ids) | {
+                r.port_id for r in instance_ports.of_instance(conn, ports.instance_uuid)
+                if r.port_id}
         strays = [p for p in network.list_ports(device_id=ports.instance_uuid)
                   if p["id"] not in known]
         for row in missing:
@@ -139,6 +150,8 @@ def create(ops: Ops, ports: ServerPorts, project_id: str) -> None:
                                           "project_id": project_id}
                 if row.fixed_ip:
                     values["fixed_ips"] = [{"ip_address": row.fixed_ip}]
+                if security_groups is not None:
+                    values["security_groups"] = list(security_groups)
                 port = network.create_port(values)
             else:
                 strays.remove(port)
@@ -150,6 +163,29 @@ def create(ops: Ops, ports: ServerPorts, project_id: str) -> None:
             with ops.db.write() as conn:
                 instance_ports.set_port(conn, row.id, str(port["id"]))
             row.port_id = str(port["id"])
+
+
+def boot_groups(ops: Ops, uuid: str) -> list[str] | None:
+    """The security groups POST /servers resolved for the server (ids, and "default"),
+    kept in its request spec; None for a spec without them (the default group)."""
+    with ops.db.read() as conn:
+        try:
+            groups = instances.request_spec(conn, uuid).get("security_groups")
+        except NotFound:
+            return None
+    return None if groups is None else [str(g) for g in groups]
+
+
+def _group_ids(network: NetworkClient, project_id: str,
+               groups: Sequence[str] | None) -> list[str] | None:
+    """The ids to create ports in: None (the Network service's default) for the default
+    group alone, else the ids, "default" replaced by the project's default group's."""
+    if groups is None or list(groups) == [DEFAULT_GROUP]:
+        return None
+    if DEFAULT_GROUP not in groups:
+        return list(groups)
+    default = network.list_security_groups(name=DEFAULT_GROUP, project_id=project_id)
+    return [str(default[0]["id"]) if g == DEFAULT_GROUP else g for g in groups]
 
 
 def requests_of(ops: Ops, ports: ServerPorts) -> list[PortRequest]:

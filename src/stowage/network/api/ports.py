@@ -1,8 +1,10 @@
 """`/v2.0/ports`: list, create, show, update, delete, with the `binding`, `qos`,
 `qos-port-network-policy` and `port-resource-request(-groups)` attributes.
 
-Security groups, allowed address pairs and extra DHCP options are not
-served: they are shown empty, and only an empty list may be sent for them.
+`security_groups` (extension `security-group`) lists the port's group ids;
+absent on create, the port is in its project's default group. Allowed
+address pairs and extra DHCP options are not served: they are shown empty,
+and only an empty list may be sent for them.
 A port's MAC address is set at creation only.
 """
 
@@ -44,6 +46,15 @@ def _empty_list(value: Any) -> list[Any]:
     return []
 
 
+def _group_ids(value: Any) -> list[str]:
+    """Neutron's uuid_list, null meaning none."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"'{value}' is not a list")
+    return [uuid_value(item) for item in value]
+
+
 def _host(value: Any) -> str:
     return "" if value is None else str(string(255)(value))
 
@@ -60,7 +71,7 @@ ATTRS = owned_attrs(
     Attr("binding:host_id", _host, admin=True),
     Attr("binding:profile", dict_or_none, admin=True),
     Attr("qos_policy_id", uuid_or_none),
-    Attr("security_groups", _empty_list),
+    Attr("security_groups", _group_ids),
     Attr("allowed_address_pairs", _empty_list),
     Attr("extra_dhcp_opts", _empty_list),
     *read_only("status", "binding:vif_type", "binding:vif_details", "resource_request",
@@ -68,7 +79,8 @@ ATTRS = owned_attrs(
 )
 FILTERS = ("id", "name", "description", "network_id", "mac_address", "admin_state_up",
            "status", "device_id", "device_owner", "tenant_id", "project_id", "fixed_ips",
-           "binding:host_id", "binding:vnic_type", "qos_policy_id", "revision_number")
+           "binding:host_id", "binding:vnic_type", "qos_policy_id", "revision_number",
+           "security_groups")
 # Filters the database applies (the others are applied to the rendered ports).
 _SQL_FILTERS = {"id": "id", "network_id": "network_id", "device_id": "device_id",
                 "device_owner": "device_owner", "project_id": "project_id",

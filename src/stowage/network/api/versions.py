@@ -52,6 +52,8 @@ EXTENSIONS: dict[str, tuple[str, str, str]] = {
     "revision-if-match": ("If-Match constraints based on revision_number", "Extension "
                           "indicating that If-Match based on revision_number is supported.",
                           "2016-12-11T00:00:00-00:00"),
+    "security-group": ("security-group", "The security groups extension.",
+                       "2012-10-05T10:00:00-00:00"),
     "sorting": ("Sorting support", "Extension that indicates that sorting is enabled.",
                 "2016-06-12T00:00:00-00:00"),
     "standard-attr-description": ("standard-attr-description", "Extension to add "
@@ -67,7 +69,8 @@ EXTENSIONS: dict[str, tuple[str, str, str]] = {
 PUBLIC_PATHS = frozenset({"", "/", "/v2.0", "/v2.0/"})
 RESOURCES = (("network", "networks"), ("subnet", "subnets"), ("port", "ports"),
              ("policy", "qos/policies"), ("rule_type", "qos/rule-types"),
-             ("extension", "extensions"))
+             ("security_group", "security-groups"),
+             ("security_group_rule", "security-group-rules"), ("extension", "extensions"))
 
 
 def extensions_for(resource_request_format: str) -> list[str]:

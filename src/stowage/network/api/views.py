@@ -17,9 +17,12 @@ from stowage.network.bindings import PortBinding
 from stowage.network.networks import Network
 from stowage.network.ports import Port
 from stowage.network.qos import RULE_TYPE, Policy, Rule
+from stowage.network.security_group_rules import Rule as GroupRule
+from stowage.network.security_groups import Group
 from stowage.network.subnets import Subnet
 
-__all__ = ["network", "subnet", "port", "binding", "qos_policy", "rule"]
+__all__ = ["network", "subnet", "port", "binding", "qos_policy", "rule", "security_group",
+           "security_group_rule"]
 
 
 def _standard(record: Any) -> dict[str, Any]:
@@ -60,7 +63,8 @@ def port(p: Port, ctx: RequestContext, resource_request: dict[str, Any] | None) 
             "status": p.status, "device_id": p.device_id, "device_owner": p.device_owner,
             "fixed_ips": [{"subnet_id": ip.subnet_id, "ip_address": ip.ip_address}
                           for ip in p.fixed_ips],
-            "allowed_address_pairs": [], "extra_dhcp_opts": [], "security_groups": [],
+            "allowed_address_pairs": [], "extra_dhcp_opts": [],
+            "security_groups": list(p.security_groups),
             "binding:vnic_type": p.binding.vnic_type, "binding:host_id": p.binding.host,
             "binding:profile": dict(p.binding.profile),
             "binding:vif_type": p.binding.vif_type,
@@ -87,3 +91,16 @@ def rule(r: Rule, with_policy: bool = False) -> dict[str, Any]:
 def qos_policy(q: Policy) -> dict[str, Any]:
     return {"id": q.id, "name": q.name, "shared": q.shared,
             "rules": [rule(r, with_policy=True) for r in q.rules], **_standard(q)}
+
+
+def security_group_rule(r: GroupRule) -> dict[str, Any]:
+    return {"id": r.id, "security_group_id": r.security_group_id, "direction": r.direction,
+            "ethertype": r.ethertype, "protocol": r.protocol,
+            "port_range_min": r.port_range_min, "port_range_max": r.port_range_max,
+            "remote_ip_prefix": r.remote_ip_prefix, "remote_group_id": r.remote_group_id,
+            **_standard(r)}
+
+
+def security_group(g: Group) -> dict[str, Any]:
+    return {"id": g.id, "name": g.name,
+            "security_group_rules": [security_group_rule(r) for r in g.rules], **_standard(g)}

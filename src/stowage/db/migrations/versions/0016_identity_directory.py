@@ -8,7 +8,7 @@ row and a 409. Token role lists become Text: API-made role names are up to
 255 characters each.
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 """
 
 import sqlalchemy as sa
@@ -16,7 +16,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "0016"
-down_revision = "0014"
+down_revision = "0015"
 branch_labels = None
 depends_on = None
 
