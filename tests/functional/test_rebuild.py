@@ -105,6 +105,14 @@ def test_rebuild_sets_access_ips_disk_config_and_key_pair(cloud: Cloud, vm: Vm) 
     assert (view["accessIPv4"], view["accessIPv6"]) == ("10.0.0.9", "fe80::1")
     assert (view["key_name"], view["OS-DCF:diskConfig"]) == ("k1", "MANUAL")
     vm.check(cloud, "ACTIVE", "active", RUNNING, vm.image)
+    # 2.57 stores user data; the answer (the base view before 2.75) adds key_name and it.
+    at_2_57 = cloud.client("demo:p1", version="2.57", roles=MEMBER)
+    answer = vm.rebuild(cloud, client=at_2_57, imageRef=vm.image, user_data="aGk=").json()
+    assert (answer["server"]["key_name"], answer["server"]["user_data"]) == ("k1", "aGk=")
+    assert server(cloud, vm.id)["OS-EXT-SRV-ATTR:user_data"] == "aGk="
+    at_2_54 = cloud.client("demo:p1", version="2.54", roles=MEMBER)
+    answer = vm.rebuild(cloud, client=at_2_54, imageRef=vm.image, key_name=None).json()
+    assert answer["server"]["key_name"] is None and "user_data" not in answer["server"]
 
 
 def test_rebuild_brings_back_a_server_whose_guest_is_gone(cloud: Cloud, vm: Vm) -> None:

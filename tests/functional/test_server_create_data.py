@@ -97,6 +97,15 @@ def test_access_ips_on_create_and_update(cloud: Cloud, booting: dict[str, str]) 
     assert (stored.access_ip_v4, stored.access_ip_v6) == ("198.51.100.1", "::babe:dc0c:1602")
 
 
+def test_user_data_is_kept_and_shown_to_admins(cloud: Cloud, booting: dict[str, str]) -> None:
+    with member(cloud) as alice:
+        server = _create(alice, booting, user_data="aGVsbG8=").json()["server"]["id"]
+        assert "OS-EXT-SRV-ATTR:user_data" not in alice.get(f"/servers/{server}").json()["server"]
+    assert instance(cloud, server).user_data == "aGVsbG8="
+    shown = cloud.compute.get(f"/servers/{server}").json()["server"]
+    assert shown["OS-EXT-SRV-ATTR:user_data"] == "aGVsbG8="
+
+
 def test_disk_config_on_create_update_and_resize(cloud: Cloud, booting: dict[str, str]) -> None:
     with member(cloud) as alice:
         made = _create(alice, booting, **{"OS-DCF:diskConfig": "AUTO"})

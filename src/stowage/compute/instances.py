@@ -58,6 +58,7 @@ class Instance:
     access_ip_v4: str | None = None
     access_ip_v6: str | None = None
     auto_disk_config: bool = False
+    user_data: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     networks: Any = None
     config_drive: str | None = None

@@ -144,6 +144,8 @@ instances = sa.Table(
     sa.Column("access_ip_v6", sa.String(39), nullable=True),
     sa.Column("auto_disk_config", sa.Boolean, nullable=False, default=False,
               server_default=sa.false()),
+    # The user data given at create (or rebuild from 2.57), base64 as sent.
+    sa.Column("user_data", sa.Text, nullable=True),
     sa.Column("metadata", sa.JSON, nullable=False),
     sa.Column("networks", sa.JSON, nullable=True),
     sa.Column("config_drive", sa.String(255), nullable=True),

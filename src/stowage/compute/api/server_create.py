@@ -127,6 +127,7 @@ class Boot:
     hostname: str | None = None  # 2.90: set by the caller instead of derived from the name
     disk_config: str | None = None  # OS-DCF:diskConfig as given
     access_ips: dict[str, str] = field(default_factory=dict)  # access_ip_v4/_v6 columns
+    user_data: str | None = None  # base64, checked by the schema's format
     tags: list[str] = field(default_factory=list)  # 2.52
     # Found while checking the records: the key pair's public key, the disk config.
     key_data: str | None = None
@@ -230,7 +231,8 @@ def _parse(req: Request, data: dict[str, Any]) -> Boot:
         admin_pass=body.get("adminPass") or _password(),
         return_reservation_id=_as_bool(body.get("return_reservation_id")),
         hostname=body.get("hostname"), disk_config=body.get("OS-DCF:diskConfig"),
-        access_ips=access_ips(body), tags=sorted(set(body.get("tags") or ())))
+        access_ips=access_ips(body), tags=sorted(set(body.get("tags") or ())),
+        user_data=body.get("user_data"))
 
 
 def _password(length: int = 12) -> str:
@@ -424,7 +426,7 @@ def _write_batch(req: Request, conn: Connection, build: _Build) -> None:
             volume_backed=boot.volume_backed, key_name=boot.key_name, key_data=boot.key_data,
             auto_disk_config=boot.auto_disk_config,
             access_ip_v4=boot.access_ips.get("access_ip_v4"),
-            access_ip_v6=boot.access_ips.get("access_ip_v6"),
+            access_ip_v6=boot.access_ips.get("access_ip_v6"), user_data=boot.user_data,
             metadata=boot.metadata, networks=boot.networks,
             config_drive="True" if boot.config_drive else "",
             display_description=boot.description, progress=0,

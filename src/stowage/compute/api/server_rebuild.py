@@ -3,8 +3,9 @@
     2.1   imageRef (required), name, metadata, adminPass, preserve_ephemeral,
           OS-DCF:diskConfig, accessIPv4/6, personality
     2.19  description
-    2.54  key_name (null unsets it; an unknown name is 400 "Invalid key_name provided.")
-    2.57  user_data (base64 or null); personality gone
+    2.54  key_name (null unsets it; an unknown name is 400 "Invalid key_name provided.");
+          the answer shows key_name
+    2.57  user_data (base64 or null, stored); personality gone; the answer shows user_data
     2.63  trusted_image_certificates (validated, policy `rebuild:trusted_certs`)
     2.75  the answer is the whole server view (before: the base view, as PUT)
     2.90  hostname
@@ -142,7 +143,8 @@ def _new_values(req: Request, conn: Connection, data: dict[str, Any],
     values: dict[str, Any] = {"image_ref": image.id, "task_state": TASK.REBUILDING,
                               "progress": 0}
     for key, column in (("name", "display_name"), ("metadata", "metadata"),
-                        ("description", "display_description"), ("hostname", "hostname")):
+                        ("description", "display_description"), ("hostname", "hostname"),
+                        ("user_data", "user_data")):
         if key in data:
             values[column] = data[key]
     values.update(extras.rebuild_values(conn, req, data, image.id, image.properties))
@@ -179,6 +181,12 @@ def _rebuild(req: Request, body: Any) -> Response:
         {"task_state": None, "image_ref": instance.image_ref}, ("rebuild", op))
     view = views.updated(req, rebuilt, views.Shown.for_request(req), loaded)
     view["adminPass"] = password
+    # Nova adds these to the answer whatever the view held: key_name from 2.54 and
+    # user_data from 2.57.
+    if req.version.minor >= KEY_NAME:
+        view["key_name"] = rebuilt.key_name
+    if req.version.minor >= USER_DATA:
+        view["user_data"] = rebuilt.user_data
     return json_response({"server": view}, status=202)
 
 

@@ -204,7 +204,7 @@ def _extended(req: Request, instance: inst.Instance) -> dict[str, Any]:
                      "OS-EXT-SRV-ATTR:launch_index": instance.launch_index,
                      "OS-EXT-SRV-ATTR:reservation_id": instance.reservation_id,
                      "OS-EXT-SRV-ATTR:root_device_name": None,
-                     "OS-EXT-SRV-ATTR:user_data": None})
+                     "OS-EXT-SRV-ATTR:user_data": instance.user_data})
     return view
 
 
