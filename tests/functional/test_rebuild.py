@@ -110,6 +110,10 @@ def test_rebuild_sets_access_ips_disk_config_and_key_pair(cloud: Cloud, vm: Vm) 
     answer = vm.rebuild(cloud, client=at_2_57, imageRef=vm.image, user_data="aGk=").json()
     assert (answer["server"]["key_name"], answer["server"]["user_data"]) == ("k1", "aGk=")
     assert server(cloud, vm.id)["OS-EXT-SRV-ATTR:user_data"] == "aGk="
+    answer = cloud.compute.post(f"/servers/{vm.id}/action", json={"rebuild": {
+        "imageRef": vm.image}}).json()["server"]  # 2.75+: the whole view, user_data once
+    assert answer["user_data"] == "aGk=" and "OS-EXT-SRV-ATTR:user_data" not in answer
+    settle(cloud)
     at_2_54 = cloud.client("demo:p1", version="2.54", roles=MEMBER)
     answer = vm.rebuild(cloud, client=at_2_54, imageRef=vm.image, key_name=None).json()
     assert answer["server"]["key_name"] is None and "user_data" not in answer["server"]

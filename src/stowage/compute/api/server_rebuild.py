@@ -182,7 +182,8 @@ def _rebuild(req: Request, body: Any) -> Response:
     view = views.updated(req, rebuilt, views.Shown.for_request(req), loaded)
     view["adminPass"] = password
     # Nova adds these to the answer whatever the view held: key_name from 2.54 and
-    # user_data from 2.57.
+    # user_data from 2.57, in place of the admin's OS-EXT-SRV-ATTR:user_data.
+    view.pop("OS-EXT-SRV-ATTR:user_data", None)
     if req.version.minor >= KEY_NAME:
         view["key_name"] = rebuilt.key_name
     if req.version.minor >= USER_DATA:
