@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from stowage.config import ComputeSettings
 from tests.tempest.cloud import IDENTITY_ADMIN, NETWORK, PASSWORD, Cloud
 
 __all__ = ["prepare"]
@@ -21,7 +22,7 @@ COMPUTE_FEATURES: dict[str, object] = {
     "disk_config": True, "change_password": False, "console_output": True,
     "resize": True, "pause": True, "shelve": True, "shelve_migrate": True, "suspend": True,
     "cold_migration": True, "live_migration": True, "live_migrate_back_and_forth": True,
-    "metadata_service": False, "block_migration_for_live_migration": False,
+    "metadata_service": False, "block_migration_for_live_migration": True,
     "can_migrate_between_any_hosts": True, "vnc_console": False, "spice_console": False,
     "serial_console": False, "rescue": False, "stable_rescue": False,
     "enable_instance_password": True, "interface_attach": True, "snapshot": False,
@@ -84,7 +85,10 @@ def tempest_conf(cloud: Cloud, workdir: Path) -> str:
         "network-feature-enabled": {"api_extensions": ",".join(cloud.network_extensions),
                                     "floating_ips": False, "port_security": False,
                                     "ipv6": False},
-        "compute-feature-enabled": COMPUTE_FEATURES,
+        "compute-feature-enabled": {
+            **COMPUTE_FEATURES,
+            # Tempest runs a scheduler filter's tests only when the filter is on.
+            "scheduler_enabled_filters": ",".join(ComputeSettings().enabled_filters)},
         "image": {"build_interval": 1, "build_timeout": 60},
         "validation": {"run_validation": False},
         "service_available": SERVICES,
