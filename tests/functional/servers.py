@@ -37,14 +37,16 @@ def flavor(cloud: Cloud, name: str, vcpus: int, ram: int, disk: int,
     return flavorid
 
 
-def image(cloud: Cloud, name: str = "cirros", visibility: str | None = None) -> str:
-    return image_at(cloud.live.url, name, visibility)
+def image(cloud: Cloud, name: str = "cirros", visibility: str | None = None,
+          **properties: str) -> str:
+    return image_at(cloud.live.url, name, visibility, **properties)
 
 
-def image_at(base_url: str, name: str = "cirros", visibility: str | None = None) -> str:
+def image_at(base_url: str, name: str = "cirros", visibility: str | None = None,
+             **properties: str) -> str:
     """An active image (one byte uploaded) on the stowage served at `base_url`;
-    `visibility="public"` lets every project boot it."""
-    body = {"name": name, "disk_format": "qcow2", "container_format": "bare"}
+    `visibility="public"` lets every project boot it; `properties` are its extra ones."""
+    body = {"name": name, "disk_format": "qcow2", "container_format": "bare", **properties}
     if visibility is not None:
         body["visibility"] = visibility
     with httpx.Client(base_url=f"{base_url}/image", timeout=30,

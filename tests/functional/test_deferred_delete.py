@@ -14,35 +14,23 @@ import sqlalchemy as sa
 from stowage.compute import tables as t
 from stowage.compute.states import RUNNING, SHUTDOWN
 from stowage.timeutil import utcnow
-from tests.functional.conftest import MEMBER, READER, Cloud
+from tests.functional.conftest import READER, Cloud
+from tests.functional.one_server import SMALL, OneServer
 from tests.functional.servers import (
     action,
     assert_invariants,
-    boot,
-    flavor,
-    flavor_amounts,
     guests,
     held,
-    image,
     server,
     settle,
 )
 from tests.functional.shelving import event_names, post_action, sts
 
-SMALL = flavor_amounts(1, 512, 5)
 
-
-class Vm:
+class Vm(OneServer):
     def __init__(self, cloud: Cloud) -> None:
         cloud.configure(reclaim_instance_interval=3600)
-        self.node = cloud.add_host("host1", vcpus=8, memory_mb=4096, disk_gb=100)
-        self.owner = cloud.client("demo:p1", roles=MEMBER)
-        self.flavor = flavor(cloud, "small", 1, 512, 5)
-        self.image = image(cloud, visibility="public")
-        self.id = self.boot(cloud)
-
-    def boot(self, cloud: Cloud) -> str:
-        return boot(cloud, "vm", self.flavor, self.image, client=self.owner)
+        super().__init__(cloud)
 
     def soft_delete(self, cloud: Cloud, server_id: str | None = None) -> None:
         assert self.owner.delete(f"/servers/{server_id or self.id}").status_code == 204

@@ -12,34 +12,17 @@ import pytest
 from stowage.compute.instances import latest_faults
 from stowage.compute.states import PAUSED_POWER, RUNNING, SHUTDOWN, SUSPENDED_POWER
 from tests.functional.conftest import MEMBER, READER, Cloud
+from tests.functional.one_server import SMALL, OneServer
 from tests.functional.servers import (
     action,
     assert_invariants,
-    boot,
-    flavor,
-    flavor_amounts,
     guests,
     held,
-    image,
     server,
 )
 from tests.functional.shelving import event_names, post_action, sts
 
-SMALL = flavor_amounts(1, 512, 5)
-
-
-class Vm:
-    def __init__(self, cloud: Cloud) -> None:
-        self.node = cloud.add_host("host1", vcpus=8, memory_mb=4096, disk_gb=100)
-        self.owner = cloud.client("demo:p1", roles=MEMBER)
-        small = flavor(cloud, "small", 1, 512, 5)
-        self.id = boot(cloud, "vm", small, image(cloud, visibility="public"), client=self.owner)
-
-    def check(self, cloud: Cloud, status: str, vm_state: str, power: int) -> None:
-        """The server, its guest and its allocation: only the states may have changed."""
-        assert sts(server(cloud, self.id)) == (status, vm_state, None, power, "host1")
-        assert guests(cloud, self.id) == {("host1", ""): power}
-        assert held(cloud, self.id) == {self.node: SMALL}
+Vm = OneServer
 
 
 @pytest.fixture

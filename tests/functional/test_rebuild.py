@@ -12,13 +12,10 @@ import pytest
 
 from stowage.compute.states import RUNNING, SHUTDOWN
 from tests.functional.conftest import MEMBER, READER, Cloud
+from tests.functional.one_server import SMALL, OneServer
 from tests.functional.servers import (
     action,
     assert_invariants,
-    boot,
-    flavor,
-    flavor_amounts,
-    guests,
     held,
     image,
     server,
@@ -26,31 +23,10 @@ from tests.functional.servers import (
 )
 from tests.functional.shelving import event_names, post_action, sts
 
-SMALL = flavor_amounts(1, 512, 5)
 
-
-def image_with(cloud: Cloud, name: str, **properties: Any) -> str:
-    with httpx.Client(base_url=f"{cloud.live.url}/image", timeout=30,
-                      headers={"x-auth-token": "admin"}) as client:
-        resp = client.post("/v2/images", json={
-            "name": name, "disk_format": "qcow2", "container_format": "bare",
-            "visibility": "public", **properties})
-        assert resp.status_code == 201, resp.text
-        image_id = str(resp.json()["id"])
-        resp = client.put(f"/v2/images/{image_id}/file", content=b"x",
-                          headers={"content-type": "application/octet-stream"})
-        assert resp.status_code == 204, resp.text
-    return image_id
-
-
-class Vm:
+class Vm(OneServer):
     def __init__(self, cloud: Cloud) -> None:
-        self.node = cloud.add_host("host1", vcpus=8, memory_mb=4096, disk_gb=100,
-                                   traits=("CUSTOM_GOLD",))
-        self.owner = cloud.client("demo:p1", roles=MEMBER)
-        self.image = image(cloud, visibility="public")
-        self.id = boot(cloud, "vm", flavor(cloud, "small", 1, 512, 5), self.image,
-                       client=self.owner)
+        super().__init__(cloud, traits=("CUSTOM_GOLD",))
 
     def rebuild(self, cloud: Cloud, status: int = 202, client: httpx.Client | None = None,
                 **body: Any) -> httpx.Response:
@@ -59,13 +35,6 @@ class Vm:
         settle(cloud)
         return resp
 
-    def check(self, cloud: Cloud, status: str, vm_state: str, power: int, image_id: str) -> None:
-        view = server(cloud, self.id)
-        assert sts(view) == (status, vm_state, None, power, "host1")
-        assert view["image"]["id"] == image_id
-        assert guests(cloud, self.id) == {("host1", ""): power}
-        assert held(cloud, self.id) == {self.node: SMALL}
-
 
 @pytest.fixture
 def vm(cloud: Cloud) -> Vm:
@@ -73,7 +42,7 @@ def vm(cloud: Cloud) -> Vm:
 
 
 def test_rebuild_with_a_new_image_name_and_metadata(cloud: Cloud, vm: Vm) -> None:
-    other = image_with(cloud, "fedora")
+    other = image(cloud, "fedora", visibility="public")
     resp = vm.rebuild(cloud, imageRef=other, name="vm2", metadata={"role": "db"},
                       adminPass="s3cret", preserve_ephemeral=True, description="again")
     answer = resp.json()["server"]
@@ -133,7 +102,7 @@ def test_rebuild_brings_back_a_server_whose_guest_is_gone(cloud: Cloud, vm: Vm) 
 
 
 def test_image_traits_are_checked_against_the_servers_providers(cloud: Cloud, vm: Vm) -> None:
-    silver = image_with(cloud, "silver", **{"trait:CUSTOM_SILVER": "required"})
+    silver = image(cloud, "silver", visibility="public", **{"trait:CUSTOM_SILVER": "required"})
     vm.rebuild(cloud, imageRef=silver)
     view = server(cloud, vm.id)
     assert sts(view)[:3] == ("ERROR", "error", None)
@@ -141,7 +110,7 @@ def test_image_traits_are_checked_against_the_servers_providers(cloud: Cloud, vm
     assert "Image traits cannot be satisfied" in view["fault"]["message"]
     assert held(cloud, vm.id) == {vm.node: SMALL}
     assert event_names(cloud, vm.id, "rebuild") == []
-    gold = image_with(cloud, "gold", **{"trait:CUSTOM_GOLD": "required"})
+    gold = image(cloud, "gold", visibility="public", **{"trait:CUSTOM_GOLD": "required"})
     vm.rebuild(cloud, imageRef=gold)  # from ERROR, the host has it
     vm.check(cloud, "ACTIVE", "active", RUNNING, gold)
     assert_invariants(cloud)
