@@ -14,11 +14,10 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-import jsonschema
-
 from stowage.identity import tokens
 from stowage.identity.api.auth_schema import AUTH_SCHEMA
 from stowage.identity.api.common import (
+    body_of,
     caller,
     catalog_of,
     directory_of,
@@ -29,8 +28,6 @@ from stowage.identity.api.common import (
 )
 from stowage.identity.directory import DEFAULT_DOMAIN
 from stowage.identity.login import LoginRefused, grant_for
-from stowage.web import schema_report
-from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
@@ -73,28 +70,12 @@ def token_view(req: Request, token: tokens.Token, catalog: bool) -> dict[str, An
     return {"token": body}
 
 
-def _auth_body(req: Request) -> dict[str, Any]:
-    try:
-        data = load_json(req.body)
-    except InvalidJSON as exc:
-        raise HTTPError(400, f"Expecting to find valid JSON in request body: "
-                             f"{exc.reason}") from None
-    try:
-        jsonschema.validate(data, AUTH_SCHEMA)
-    except jsonschema.ValidationError as err:
-        field = "/".join(str(p) for p in err.absolute_path) or "auth"
-        raise HTTPError(400, f"Invalid input for field '{field}': "
-                             f"{schema_report.message(err)}") from None
-    auth: dict[str, Any] = data["auth"]
-    return auth
-
-
 def _wants_catalog(req: Request) -> bool:
     return not req.query_values("nocatalog")
 
 
 def issue(req: Request) -> Response:
-    auth = _auth_body(req)
+    auth: dict[str, Any] = body_of(req, AUTH_SCHEMA)["auth"]
     app = state(req)
     try:
         grant = grant_for(app.db, directory_of(req), auth)
