@@ -22,8 +22,9 @@ Modules, in the order a run uses them:
     known        the known-failures list (known_failures.txt)
     report       the per-file "P/T passed" table
     run          command line: print the table without pytest
-    test_gabbits, conftest
-                 the pytest entry and its end-of-session summary
+    test_gabbits, summary
+                 the pytest entry and its end-of-session summary (a plugin
+                 the top-level tests/conftest.py registers)
 
 Run it:
 

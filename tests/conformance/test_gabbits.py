@@ -3,7 +3,7 @@
 A file's test fails when any of its gabbi tests fails and is not excused by
 ``known_failures.txt``; the failure lists the gabbi test names and the first
 lines of each message. The outcome counts ride on the report's
-``user_properties`` so that ``conftest`` can print the P/T table (this also
+``user_properties`` so that ``summary`` can print the P/T table (this also
 works under pytest-xdist, where results come back from workers).
 
 Target and database: CONFORMANCE_TARGET, STOWAGE_TEST_DB (see ``settings``).
@@ -24,8 +24,7 @@ from .known import format_problems, load_known_failures, unexpected
 from .settings import RunSettings
 from .sidevenv import gabbits_dir
 from .suite import run_file
-
-RESULT_PROPERTY = "conformance_result"
+from .summary import RESULT_PROPERTY
 
 _FILES = sorted(gabbits_dir().glob("*.yaml"))
 

@@ -2,7 +2,7 @@
 
 The test fails on any Tempest failure that `known_failures.txt` does not
 list with its reason; the `P/T passed` line is printed at the end of the
-session (conftest). STOWAGE_TEMPEST_REGEX narrows a run by hand.
+session (summary.py). STOWAGE_TEMPEST_REGEX narrows a run by hand.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.tempest.suite import RunOptions, known_failures, run_suite, unexpected
-
-SUMMARY_PROPERTY = "tempest_summary"
+from tests.tempest.summary import SUMMARY_PROPERTY
 
 
 def test_tempest_compute_api(tmp_path: Path, request: pytest.FixtureRequest) -> None:
