@@ -13,29 +13,14 @@ import csv
 import io
 import re
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Outcome", "run_tempest"]
+from tests.outcomes import Outcome
+
+__all__ = ["run_tempest"]
 
 _TAGS = re.compile(r"\[.*\]$")
 _CLASS_FIXTURE = re.compile(r"^(setUpClass|tearDownClass) \((.*)\)$")
-
-
-@dataclass
-class Outcome:
-    passed: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    details: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def total(self) -> int:
-        return len(self.passed) + len(self.failed) + len(self.skipped)
-
-    def summary(self) -> str:
-        return (f"tempest: {len(self.passed)}/{self.total} passed "
-                f"({len(self.failed)} failed, {len(self.skipped)} skipped)")
 
 
 def test_name(raw: str) -> str:
@@ -72,7 +57,7 @@ def run_tempest(space: Path, venv: Path, regex: str, concurrency: int,
     with open(space / "logs" / "run.log", "wb") as log:
         subprocess.run(argv, cwd=space, stdout=log, stderr=subprocess.STDOUT,
                        timeout=timeout, check=False)
-    outcome = Outcome()
+    outcome = Outcome("tempest")
     for row in _rows(space, venv):
         name, status = test_name(row["test"]), row["status"]
         bucket = {"success": outcome.passed, "skip": outcome.skipped}.get(status,

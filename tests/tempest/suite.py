@@ -7,16 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.conformance.sidevenv import REPO_ROOT, ensure_installed
+from tests.outcomes import Outcome
 from tests.tempest.cloud import running_cloud
-from tests.tempest.results import Outcome, run_tempest
+from tests.tempest.results import run_tempest
 from tests.tempest.workspace import prepare
 
-__all__ = ["TEMPEST", "VENV", "KNOWN_FAILURES", "RunOptions", "known_failures", "run_suite",
-           "unexpected"]
+__all__ = ["TEMPEST", "VENV", "KNOWN_FAILURES", "SUMMARY_PROPERTY", "RunOptions", "run_suite"]
 
 TEMPEST = "tempest==47.0.0"
 VENV = REPO_ROOT / ".venv-tempest"
 KNOWN_FAILURES = Path(__file__).with_name("known_failures.txt")
+SUMMARY_PROPERTY = "tempest_summary"  # user_properties key of the P/T line
 DEFAULT_REGEX = r"^tempest\.api\.compute\."
 
 
@@ -33,21 +34,6 @@ class RunOptions:
         return cls(regex=env.get("STOWAGE_TEMPEST_REGEX", DEFAULT_REGEX),
                    concurrency=int(env.get("STOWAGE_TEMPEST_CONCURRENCY", "2")),
                    timeout=float(env.get("STOWAGE_TEMPEST_TIMEOUT", "1800")))
-
-
-def known_failures(path: Path = KNOWN_FAILURES) -> dict[str, str]:
-    """{test id: reason} from the list; blank and `#` lines are ignored."""
-    known: dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        line, _, reason = raw.partition(" #")
-        if line.strip() and not line.lstrip().startswith("#"):
-            known[line.strip()] = reason.strip()
-    return known
-
-
-def unexpected(outcome: Outcome, known: dict[str, str]) -> list[str]:
-    """Failures the list does not excuse."""
-    return [name for name in outcome.failed if name not in known]
 
 
 def run_suite(workdir: Path, options: RunOptions) -> Outcome:
