@@ -11,6 +11,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from tests.nova import selection
 from tests.nova.suite import KNOWN_FAILURES, RunOptions, run_suite
 from tests.outcomes import known_failures, unexpected
 
@@ -27,7 +28,8 @@ def main() -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="stowage-nova-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"workdir: {workdir}", flush=True)
-    options = RunOptions(full=args.full, regex=args.regex, processes=args.processes,
+    names = selection.FULL if args.full else selection.DEFAULT
+    options = RunOptions(names=names, regex=args.regex, processes=args.processes,
                          database=args.database)
     outcome = run_suite(workdir, options, progress=True)
     problems = unexpected(outcome, known_failures(KNOWN_FAILURES))

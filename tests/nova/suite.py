@@ -18,7 +18,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tests.conformance.databases import create_database
@@ -47,25 +47,32 @@ PLACEMENT_OPTIONS = ServerOptions(enforce_new_defaults=False)
 
 @dataclass(frozen=True)
 class RunOptions:
-    full: bool = False
+    names: tuple[str, ...] = selection.DEFAULT
     regex: str = ""
     processes: int = 1
     database: str = "sqlite"
-    timeout: float = 1800.0
+    timeout: float = 0.0  # seconds; 0: ten per test per process, plus ten minutes
 
     @classmethod
     def from_environ(cls) -> RunOptions:
-        """STOWAGE_NOVA_FULL=1, _REGEX, _PROCESSES, _DATABASE and _TIMEOUT shape a run."""
+        """STOWAGE_NOVA_FULL=1, _REGEX, _PROCESSES and _TIMEOUT shape a run."""
         env = os.environ
-        return cls(full=env.get("STOWAGE_NOVA_FULL", "") not in ("", "0"),
+        full = env.get("STOWAGE_NOVA_FULL", "") not in ("", "0")
+        return cls(names=selection.FULL if full else selection.DEFAULT,
                    regex=env.get("STOWAGE_NOVA_REGEX", ""),
                    processes=int(env.get("STOWAGE_NOVA_PROCESSES", "1")),
-                   database=env.get("STOWAGE_NOVA_DATABASE", "sqlite"),
-                   timeout=float(env.get("STOWAGE_NOVA_TIMEOUT", "1800")))
+                   timeout=float(env.get("STOWAGE_NOVA_TIMEOUT", "0")))
 
     @property
-    def names(self) -> tuple[str, ...]:
-        return selection.FULL if self.full else selection.DEFAULT
+    def full(self) -> bool:
+        return self.names == selection.FULL
+
+    def on(self, database: str) -> RunOptions:
+        """The same run on another database: its slice, or everything when full."""
+        if database == "sqlite":
+            return replace(self, database=database)
+        names = self.names if self.full else selection.BACKEND_SLICE
+        return replace(self, names=names, database=database)
 
 
 def _test_ids(python: Path, names: tuple[str, ...], regex: str, workdir: Path) -> list[str]:
@@ -156,5 +163,6 @@ def run_suite(workdir: Path, options: RunOptions, progress: bool = False) -> Out
         for share, part in zip(shares, parts, strict=True):
             url = stack.enter_context(_placement(part, options.database))
             procs.append(_start(python, share, url, part))
-        _wait(procs, parts, len(ids), options.timeout, progress)
+        timeout = options.timeout or 600.0 + 10.0 * len(ids) / max(1, len(shares))
+        _wait(procs, parts, len(ids), timeout, progress)
     return read_outcome(ids, parts)
