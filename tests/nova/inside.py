@@ -14,8 +14,8 @@ Nova's fixture subclasses it and sends the report client's requests to
 `self.endpoint` with keystoneauth. With the database and the wsgi-intercept
 switched off, the upstream fixture still registers Placement's options and
 policy defaults as Nova's tests expect; `endpoint` becomes the live server,
-which is emptied every time a fixture is set up -- upstream gives each
-fixture a new in-memory database, and Nova's tests reuse uuid sentinels.
+which is emptied wherever upstream would make a new in-memory database
+(Nova's tests reuse uuid sentinels, so leftovers would break the next test).
 """
 
 from __future__ import annotations
@@ -82,27 +82,41 @@ def empty_placement(session: Any, url: str) -> None:
 
 
 def point_fixture_at(url: str) -> None:
-    """Make every Placement fixture use the live server at `url`."""
+    """Make every Placement fixture use the live server at `url`.
+
+    Stowage is emptied exactly where upstream would start a new database:
+    when a fixture is set up with `db=True` (its default; some tests set one
+    up twice), and when a test sets up Placement's `Database` fixture itself
+    to share one database between fixtures made with `db=False` -- those
+    must see each other's data, so they empty nothing.
+    """
     import requests
+    from placement.tests import fixtures as database_fixtures
     from placement.tests.functional.fixtures import placement as upstream
 
-    original = upstream.PlacementFixture.setUp
+    session = requests.Session()
+    session.headers.update(HEADERS)
+    fixture_setup = upstream.PlacementFixture.setUp
+    database_setup = database_fixtures.Database.setUp
 
     def _configure_placement(self, conf_fixture) -> None:
         # Required by Placement's options; never opened: no Placement runs here.
         conf_fixture.config(connection="sqlite://", group="placement_database")
-    session = requests.Session()
-    session.headers.update(HEADERS)
 
     def setUp(self) -> None:  # noqa: N802 - fixtures' name
-        self.db = False
-        self.use_intercept = False
-        original(self)
+        new_database, self.db, self.use_intercept = self.db, False, False
+        fixture_setup(self)
         self.endpoint = url
+        if new_database:
+            empty_placement(session, url)
+
+    def database_setUp(self) -> None:  # noqa: N802
+        database_setup(self)
         empty_placement(session, url)
 
     upstream.PlacementFixture._configure_placement = _configure_placement
     upstream.PlacementFixture.setUp = setUp
+    database_fixtures.Database.setUp = database_setUp
 
 
 class JsonLinesResult(unittest.TestResult):

@@ -4,7 +4,7 @@ One pytest test per database: the default selection with stowage on SQLite,
 a slice of it on PostgreSQL and MySQL. Each fails on any Nova test failure
 that `known_failures.txt` does not list with its reason, and prints
 `nova: P/T passed on DB` at the end of the session. STOWAGE_NOVA_FULL=1
-runs the whole Placement-facing selection (682 tests) on each database
+runs the whole Placement-facing selection (684 tests) on each database
 instead; STOWAGE_NOVA_REGEX narrows a run.
 """
 
