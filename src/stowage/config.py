@@ -19,7 +19,7 @@ import yaml
 __all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
            "IdentityAssignment", "IdentityProject", "IdentitySettings", "IdentityUser",
            "NetworkSettings", "PlacementSettings", "PolicySettings", "QuotaSettings", "Settings",
-           "load"]
+           "TRANSPORT_SCHEMES", "load"]
 
 DEFAULT_DATABASE = "sqlite:///stowage.db"
 ENV_PREFIX = "STOWAGE_"
@@ -290,10 +290,19 @@ class IdentitySettings:
                              f"{self.public_url!r}")
 
 
+# The schemes `transport_url` may name (see stowage.messaging.get_transport).
+TRANSPORT_SCHEMES = ("local", "rabbit")
+
+
 @dataclass(frozen=True)
 class Settings:
     database: str = DEFAULT_DATABASE
     bind: str = "127.0.0.1:8780"
+    # Nova's [DEFAULT] transport_url: how the conductor, scheduler and agents talk.
+    # Empty (or local://) keeps them in this process; rabbit://user:pass@host:5672/vhost
+    # (oslo.messaging's form) puts RabbitMQ between them. STOWAGE_TRANSPORT_URL sets it
+    # too, which keeps the password out of the file.
+    transport_url: str = ""
     services: tuple[str, ...] = ("placement", "compute", "image", "network")
     api: ApiSettings = ApiSettings()
     policy: PolicySettings = PolicySettings()
@@ -303,6 +312,13 @@ class Settings:
     network: NetworkSettings = NetworkSettings()
     identity: IdentitySettings = IdentitySettings()
     quota: QuotaSettings = QuotaSettings()
+
+    def __post_init__(self) -> None:
+        scheme, sep, _ = self.transport_url.partition("://")
+        if self.transport_url and not (sep and scheme in TRANSPORT_SCHEMES):
+            # Only the scheme is repeated: the rest of the URL may hold a password.
+            raise ValueError(f"transport_url must be empty, local:// or rabbit://..., not "
+                             f"{scheme if sep else '(no scheme)'}://...")
 
 
 def _section(cls: type[Any], raw: Mapping[str, Any]) -> Any:
@@ -388,9 +404,11 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
     if path:
         raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     env = env or {}
-    top: dict[str, Any] = {k: raw[k] for k in ("database", "bind", "services") if k in raw}
-    if env.get(ENV_PREFIX + "DATABASE"):
-        top["database"] = env[ENV_PREFIX + "DATABASE"]
+    top: dict[str, Any] = {k: raw[k] for k in ("database", "bind", "services", "transport_url")
+                           if k in raw}
+    for key in ("database", "transport_url"):
+        if env.get(ENV_PREFIX + key.upper()):
+            top[key] = env[ENV_PREFIX + key.upper()]
     top.update({k: v for k, v in flags.items() if v is not None})
     if "services" in top and isinstance(top["services"], (list, str)):
         svc = top["services"]

@@ -264,9 +264,12 @@ class RecordingConductor:
 @pytest.fixture
 def recorder(cloud: Cloud) -> Iterator[RecordingConductor]:
     fake = RecordingConductor()
+    # register() adds an endpoint beside the others: take the real conductor out first.
+    cloud.plane.transport.unregister(rpc.CONDUCTOR)
     cloud.plane.transport.register(rpc.CONDUCTOR, fake)
     try:
         yield fake
     finally:
         assert cloud.plane.drain(60), "control plane still busy after 60 s"
+        cloud.plane.transport.unregister(rpc.CONDUCTOR)
         cloud.plane.transport.register(rpc.CONDUCTOR, cloud.plane.conductor)

@@ -75,3 +75,19 @@ def test_unknown_keys_are_rejected(tmp_path: Path) -> None:
     toml.write_text("[cors]\nalowed_origin = []\n")
     with pytest.raises(ValueError, match="alowed_origin"):
         config.load(str(toml))
+
+
+def test_transport_url_from_file_then_environment(tmp_path: Path) -> None:
+    assert config.load().transport_url == ""
+    toml = tmp_path / "stowage.toml"
+    toml.write_text('transport_url = "local://"\n')
+    assert config.load(str(toml)).transport_url == "local://"
+    url = "rabbit://stowage:secret@127.0.0.1:5672/stowage"
+    assert config.load(str(toml), {"STOWAGE_TRANSPORT_URL": url}).transport_url == url
+
+
+@pytest.mark.parametrize("url", ["amqp://u:secret@h:5672/", "u:secret@h:5672", "rabbit:/x"])
+def test_unknown_transport_url_is_refused_without_its_password(url: str) -> None:
+    with pytest.raises(ValueError, match="transport_url must be") as info:
+        config.Settings(transport_url=url)
+    assert "secret" not in str(info.value)
