@@ -76,6 +76,8 @@ class ControlPlane:
         agent.start()
         with self._lock:
             self.agents[host.name] = agent
+        # One agent per host name here: a new one replaces, never joins, the old.
+        self.transport.unregister(rpc.agent_target(host.name))
         self.transport.register(rpc.agent_target(host.name), agent)
         return agent
 
