@@ -283,6 +283,8 @@ def _worker(args: argparse.Namespace) -> int:
     from stowage.messaging import get_transport
 
     logging.getLogger().setLevel(args.log_level.upper())
+    # Every Placement request at INFO would drown what the worker says.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
     hosts = {"sim_hosts": args.sim_hosts, "hosts_file": args.hosts_file} \
         if args.command == "agent" else {}
     settings = _settings(args, database=args.database, transport_url=args.transport_url,
