@@ -1,4 +1,10 @@
-"""The `stowage` command: serve the services, manage the database."""
+"""The `stowage` command: serve the services, run the control plane's workers, manage.
+
+`stowage serve` runs the HTTP services (and, by default, the whole control
+plane in the same process); `stowage conductor`, `stowage scheduler` and
+`stowage agent` each run one role of the control plane on its own, talking
+to the others over RabbitMQ (`transport_url`), as Nova's services do.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,8 @@ from stowage.db import Database, schema
 __all__ = ["main", "asgi_from_env", "build_asgi", "plane_of"]
 
 ALL_SERVICES = ("placement", "compute", "image", "network")
+# The control plane's worker commands and the role each runs (compute/runtime.py).
+WORKERS = {"conductor": "conductor", "scheduler": "scheduler", "agent": "compute"}
 # How `stowage serve --workers N` hands its resolved arguments to worker
 # processes: uvicorn starts each worker by importing `asgi_from_env`.
 WORKER_ARGS_ENV = "STOWAGE_SERVE_WORKER_ARGS"
@@ -30,15 +38,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--services", help="comma-separated services; one service is "
                        f"served at the root path. Known: {', '.join(ALL_SERVICES)}")
     serve.add_argument("--bind", help="HOST:PORT to listen on (default 127.0.0.1:8780)")
-    serve.add_argument("--database", help="SQLAlchemy URL (default sqlite:///stowage.db)")
-    serve.add_argument("--config", dest="sub_config", help=argparse.SUPPRESS)
-    serve.add_argument("--log-level", default="info")
+    _common_flags(serve)
     serve.add_argument("--workers", type=int, default=1,
                        help="worker processes sharing the port (default 1)")
     serve.add_argument("--sim-hosts", type=int, dest="sim_hosts",
                        help="start N simulated compute hosts (host1..hostN)")
     serve.add_argument("--hosts-file", dest="hosts_file",
                        help="TOML or YAML file describing simulated hosts one by one")
+    _worker_parsers(sub)
     manage = sub.add_parser("manage", help="operator tasks")
     manage_sub = manage.add_subparsers(dest="area", required=True)
     db = manage_sub.add_parser("db", help="database schema")
@@ -51,6 +58,33 @@ def _parser() -> argparse.ArgumentParser:
 
     add_parser(manage_sub)
     return p
+
+
+def _common_flags(p: argparse.ArgumentParser) -> None:
+    """The flags every serving command takes; each overrides its setting."""
+    p.add_argument("--database", help="SQLAlchemy URL (default sqlite:///stowage.db)")
+    p.add_argument("--transport-url", dest="transport_url",
+                   help="rabbit://user:pass@host:5672/vhost (default: in-process)")
+    p.add_argument("--config", dest="sub_config", help=argparse.SUPPRESS)
+    p.add_argument("--log-level", default="info")
+
+
+def _worker_parsers(sub: Any) -> None:
+    helps = {"conductor": "run a conductor (move operations, their periodic jobs)",
+             "scheduler": "run a scheduler (host selection)",
+             "agent": "run the compute agents of one or more (simulated) hosts"}
+    for name, text in helps.items():
+        worker = sub.add_parser(name, help=text + " over the transport_url's broker")
+        _common_flags(worker)
+        if name != "agent":
+            continue
+        worker.add_argument("--host", action="append", dest="hosts", default=[],
+                            help="a simulated host of this name, with default resources "
+                                 "(repeatable)")
+        worker.add_argument("--sim-hosts", type=int, dest="sim_hosts",
+                            help="N simulated hosts host1..hostN")
+        worker.add_argument("--hosts-file", dest="hosts_file",
+                            help="TOML or YAML file describing simulated hosts one by one")
 
 
 def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
@@ -94,12 +128,36 @@ def _identity(settings: config.Settings, db: Database) -> Any:
 
 def _control_plane(settings: config.Settings, db: Database, placement_app: Any,
                    network_app: Any) -> Any:
-    """Conductor, scheduler and simulated hosts behind the Compute API, started.
+    """What the Compute API needs to hand work on, started.
 
-    Placement is required; the Network service is optional (without it, servers
-    can only be booted with `networks: none`, or without networks before 2.37).
+    In-process (no `transport_url`), or with simulated hosts in this process,
+    the whole control plane runs here: conductor, scheduler and agents. With
+    a broker and no hosts here, only the API's side: a transport to cast and
+    call on, Placement and Network; `stowage conductor|scheduler|agent` run
+    the rest.
     """
-    from stowage.compute.runtime import ControlPlane
+    from stowage.compute.runtime import ALL_ROLES, ControlPlane
+    from stowage.messaging import get_transport
+    from stowage.messaging.local import LocalTransport
+
+    placement, network = _clients(settings, db, placement_app, network_app)
+    transport = get_transport(settings.transport_url, namespace=settings.control_exchange)
+    has_hosts = bool(settings.compute.sim_hosts or settings.compute.hosts_file)
+    everything = isinstance(transport, LocalTransport) or has_hosts
+    plane = ControlPlane(settings.compute, db, placement, network, transport=transport,
+                         roles=ALL_ROLES if everything else ())
+    plane.start()
+    return plane
+
+
+def _clients(settings: config.Settings, db: Database, placement_app: Any,
+             network_app: Any) -> tuple[Any, Any]:
+    """Placement (required) and Network (optional) clients: in-process when this process
+    serves them, else over HTTP at `[compute] placement_url` / `network_url`.
+
+    Without Network, servers can only be booted with `networks: none` (or
+    without networks before 2.37).
+    """
     from stowage.identity.service_auth import service_auth
     from stowage.network.client import NetworkClient
     from stowage.placement.client import PlacementClient
@@ -115,9 +173,7 @@ def _control_plane(settings: config.Settings, db: Database, placement_app: Any,
     network = (NetworkClient.local(network_app) if network_app is not None else
                NetworkClient.over_http(settings.compute.network_url, auth=auth)
                if settings.compute.network_url else None)
-    plane = ControlPlane(settings.compute, db, client, network)
-    plane.start()
-    return plane
+    return client, network
 
 
 def plane_of(app: Any) -> Any:
@@ -139,7 +195,8 @@ def asgi_from_env() -> Any:
     """
     raw = json.loads(os.environ[WORKER_ARGS_ENV])
     settings = config.load(raw["config"], os.environ, database=raw["database"],
-                           bind=raw["bind"], services=raw["services"])
+                           bind=raw["bind"], services=raw["services"],
+                           transport_url=raw["transport_url"])
     return build_asgi(settings, Database(settings.database), at_root=raw["at_root"])
 
 
@@ -171,12 +228,10 @@ def _serve(args: argparse.Namespace) -> int:
 
     services = args.services.split(",") if args.services else list(ALL_SERVICES)
     settings = _settings(args, database=args.database, bind=args.bind, services=services,
-                         sim_hosts=args.sim_hosts, hosts_file=args.hosts_file)
-    if args.workers > 1 and "compute" in settings.services and (
-            settings.compute.sim_hosts or settings.compute.hosts_file):
-        raise SystemExit("stowage: simulated hosts live in one process; use --workers 1 with "
-                         "--sim-hosts/--hosts-file (the in-process transport cannot span "
-                         "worker processes)")
+                         sim_hosts=args.sim_hosts, hosts_file=args.hosts_file,
+                         transport_url=args.transport_url)
+    if args.workers > 1 and "compute" in settings.services:
+        _check_workers(settings)
     db = Database(settings.database)
     print(f"stowage: upgrading schema on {db.backend} ...", file=sys.stderr, flush=True)
     schema.upgrade(db)
@@ -194,6 +249,7 @@ def _serve(args: argparse.Namespace) -> int:
         os.environ[WORKER_ARGS_ENV] = json.dumps({
             "config": getattr(args, "sub_config", None) or args.config,
             "database": settings.database, "bind": settings.bind,
+            "transport_url": settings.transport_url,
             "services": list(settings.services), "at_root": bool(args.services)})
         from uvicorn.supervisors import Multiprocess
 
@@ -205,6 +261,51 @@ def _serve(args: argparse.Namespace) -> int:
     app = build_asgi(settings, db, at_root=bool(args.services))
     uvicorn.run(app, **run)
     return 0
+
+
+def _check_workers(settings: config.Settings) -> None:
+    """`serve --workers N` with compute: each worker is an API process; the control
+    plane must then run elsewhere, reached over a broker."""
+    if settings.compute.sim_hosts or settings.compute.hosts_file:
+        raise SystemExit("stowage: simulated hosts live in one process; use --workers 1 with "
+                         "--sim-hosts/--hosts-file, or run them in `stowage agent`")
+    if not settings.transport_url.startswith("rabbit://"):
+        raise SystemExit("stowage: --workers N with compute needs a broker: the in-process "
+                         "transport cannot span worker processes. Use --workers 1, or set "
+                         "transport_url (--transport-url rabbit://...) and run `stowage "
+                         "conductor`, `stowage scheduler` and `stowage agent` beside it")
+
+
+def _worker(args: argparse.Namespace) -> int:
+    """`stowage conductor|scheduler|agent`: one role of the control plane, until signalled."""
+    from stowage.compute.runtime import ControlPlane
+    from stowage.compute.worker import run_until_signalled
+    from stowage.messaging import get_transport
+
+    logging.getLogger().setLevel(args.log_level.upper())
+    # Every Placement request at INFO would drown what the worker says.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
+    hosts = {"sim_hosts": args.sim_hosts, "hosts_file": args.hosts_file} \
+        if args.command == "agent" else {}
+    settings = _settings(args, database=args.database, transport_url=args.transport_url,
+                         **hosts)
+    if not settings.transport_url.startswith("rabbit://"):
+        raise SystemExit(f"stowage {args.command}: set transport_url (--transport-url "
+                         "rabbit://...): on the in-process transport nobody would reach it")
+    db = Database(settings.database)
+    if not schema.is_current(db):
+        raise SystemExit(f"stowage {args.command}: the database schema is not at head; run "
+                         "`stowage manage db upgrade` (or start `stowage serve`) first")
+    placement, network = _clients(settings, db, None, None)
+    plane = ControlPlane(settings.compute, db, placement, network,
+                         transport=get_transport(settings.transport_url,
+                                                 namespace=settings.control_exchange),
+                         roles=(WORKERS[args.command],),
+                         host_names=getattr(args, "hosts", ()))
+    if args.command == "agent" and not plane.configured_hosts():
+        raise SystemExit("stowage agent: no hosts; give --host NAME, --sim-hosts N or "
+                         "--hosts-file FILE")
+    return run_until_signalled(plane, f"stowage {args.command}")
 
 
 def _hash_password() -> int:
@@ -243,4 +344,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command in WORKERS:
+        return _worker(args)
     return _manage(args)

@@ -303,6 +303,9 @@ class Settings:
     # (oslo.messaging's form) puts RabbitMQ between them. STOWAGE_TRANSPORT_URL sets it
     # too, which keeps the password out of the file.
     transport_url: str = ""
+    # Nova's [DEFAULT] control_exchange: the prefix of every queue and exchange name on
+    # the broker, so that deployments (or test runs) sharing one broker stay apart.
+    control_exchange: str = "stowage"
     services: tuple[str, ...] = ("placement", "compute", "image", "network")
     api: ApiSettings = ApiSettings()
     policy: PolicySettings = PolicySettings()
@@ -319,6 +322,10 @@ class Settings:
             # Only the scheme is repeated: the rest of the URL may hold a password.
             raise ValueError(f"transport_url must be empty, local:// or rabbit://..., not "
                              f"{scheme if sep else '(no scheme)'}://...")
+        name = self.control_exchange
+        if not name or not all(c.isalnum() or c in "-_" for c in name):
+            raise ValueError("control_exchange must be letters, digits, '-' or '_', not "
+                             f"{name!r}")
 
 
 def _section(cls: type[Any], raw: Mapping[str, Any]) -> Any:
@@ -404,8 +411,8 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
     if path:
         raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     env = env or {}
-    top: dict[str, Any] = {k: raw[k] for k in ("database", "bind", "services", "transport_url")
-                           if k in raw}
+    top: dict[str, Any] = {k: raw[k] for k in ("database", "bind", "services", "transport_url",
+                                               "control_exchange") if k in raw}
     for key in ("database", "transport_url"):
         if env.get(ENV_PREFIX + key.upper()):
             top[key] = env[ENV_PREFIX + key.upper()]

@@ -175,3 +175,16 @@ def test_concurrent_calls_get_their_own_answers(transport: Any) -> None:
     for thread in threads:
         thread.join(WAIT)
     assert answers == {n: [[n, i] for i in range(10)] for n in range(8)}
+
+
+def test_drain_waits_for_the_handlers_running_in_this_process(transport: Any) -> None:
+    held = Echo()
+    held.gate.clear()
+    transport.register("conductor", held)
+    transport.cast("conductor", "remember", value="build")
+    assert held.started.wait(WAIT)
+    assert transport.drain(0.05) is False  # the cast is still running
+    held.gate.set()
+    assert transport.drain(WAIT) is True
+    assert held.seen == ["build"]
+    assert transport.drain(0) is True  # idle: at once

@@ -7,6 +7,17 @@ do one step). Arguments are plain JSON values: uuids, flavor snapshots, dicts.
 
     API ──cast──> conductor ──call──> scheduler
                       └──────call──> agent on host X (one idempotent step)
+
+Which calls wait the long timeout (`call_long`, Nova's `long_rpc_timeout`)
+and not the default one (`rpc_response_timeout`): scheduling, as Nova's
+`select_destinations`; and the agent steps in `LONG_AGENT_STEPS`. Nova makes
+some of those calls with the long timeout itself (the live migration
+pre-checks, `pre_live_migration`) and *casts* the others (spawn, the resize
+steps, rebuild, snapshot, unshelve, the live migration's own steps), so they
+have no timeout there at all. stowage's conductor waits for every step,
+because it, not the agent, decides the next one; waiting the long timeout
+keeps a slow but healthy step (a disk copy, an image download) from being
+taken for a dead host. Short questions and undo steps keep the default.
 """
 
 from __future__ import annotations
@@ -15,11 +26,23 @@ from typing import Any
 
 from stowage.messaging import Transport
 
-__all__ = ["CONDUCTOR", "SCHEDULER", "agent_target", "ConductorAPI", "SchedulerAPI",
-           "AgentAPI"]
+__all__ = ["CONDUCTOR", "SCHEDULER", "LONG_AGENT_STEPS", "agent_target", "ConductorAPI",
+           "SchedulerAPI", "AgentAPI"]
 
 CONDUCTOR = "conductor"
 SCHEDULER = "scheduler"
+
+# Agent steps called with the long timeout (see the module docstring).
+LONG_AGENT_STEPS = frozenset({
+    # Nova: calls with long_rpc_timeout.
+    "check_can_live_migrate_destination", "pre_live_migration",
+    # Nova: casts (no timeout); each may copy disks or fetch an image.
+    "build_and_run_instance", "prep_resize", "resize_instance", "finish_resize",
+    "revert_resize", "finish_revert_resize", "confirm_resize",
+    "rebuild_instance", "rebuild_in_place", "snapshot_instance", "shelve_offload_instance",
+    "unshelve_instance", "live_migration", "post_live_migration",
+    "post_live_migration_at_destination",
+})
 
 
 def agent_target(host: str) -> str:
@@ -152,8 +175,8 @@ class SchedulerAPI:
 
         Raises RemoteError("NoValidHost", reason) when nothing fits.
         """
-        result = self.transport.call(SCHEDULER, "select_destinations", spec=spec,
-                                     instance_uuids=instance_uuids)
+        result = self.transport.call_long(SCHEDULER, "select_destinations", spec=spec,
+                                          instance_uuids=instance_uuids)
         return list(result)
 
 
@@ -164,4 +187,7 @@ class AgentAPI:
         self.transport = transport
 
     def call(self, host: str, method: str, **kwargs: Any) -> Any:
+        """The step, waiting the long timeout for LONG_AGENT_STEPS, the default otherwise."""
+        if method in LONG_AGENT_STEPS:
+            return self.transport.call_long(agent_target(host), method, **kwargs)
         return self.transport.call(agent_target(host), method, **kwargs)

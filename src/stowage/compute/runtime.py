@@ -1,11 +1,22 @@
-"""The control plane in one process: transport, conductor, scheduler, agents, periodic work.
+"""The control plane: transport, conductor, scheduler, agents and their periodic work.
 
-`stowage serve` builds one `ControlPlane` beside the Compute API. It owns the
-in-process transport, registers the conductor and scheduler endpoints, starts
-one compute agent per simulated host, and runs the periodic tasks (agent
-heartbeats, resource tracker reconcile, automatic resize confirmation, offload
-of servers shelved too long) on a
-single timer thread. Tests reach the agents through it to inject faults.
+`stowage serve` builds one `ControlPlane` beside the Compute API; `stowage
+conductor`, `stowage scheduler` and `stowage agent` build one each with a
+single *role* (compute/worker.py runs them). What each role adds::
+
+    role        registers on the transport     periodic jobs (one timer thread)
+    (API)       nothing: casts and calls only  none
+    conductor   `conductor`                    conductor heartbeat, automatic resize
+                                               confirmation, offload of servers shelved
+                                               too long, reclaim of soft-deleted ones;
+                                               crash recovery once at start
+    scheduler   `scheduler`                    scheduler heartbeat
+    compute     `compute.<host>` per host      each agent's heartbeat and resource
+                                               tracker (update_available_resource)
+
+By default a plane has every role on the in-process transport: one process
+does it all, as before the split. Tests reach the agents through it to
+inject faults.
 """
 
 from __future__ import annotations
@@ -14,39 +25,62 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from stowage.compute import rpc, services
 from stowage.compute.agent.manager import ComputeAgent
+from stowage.compute.conductor import tasks
 from stowage.compute.conductor.manager import Conductor
-from stowage.compute.hosts import HostConfig, load_hosts_file, sim_hosts
+from stowage.compute.hosts import SIM_BRIDGE, HostConfig, load_hosts_file, sim_hosts
 from stowage.compute.scheduler.manager import Scheduler
 from stowage.config import ComputeSettings
 from stowage.db import Database
+from stowage.messaging import Transport
 from stowage.messaging.local import LocalTransport
 from stowage.network.client import NetworkClient
 from stowage.placement.client import PlacementClient
 
-__all__ = ["ControlPlane"]
+__all__ = ["ControlPlane", "CONDUCTOR_ROLE", "SCHEDULER_ROLE", "COMPUTE_ROLE", "ALL_ROLES"]
 
 LOG = logging.getLogger(__name__)
 
+CONDUCTOR_ROLE = "conductor"
+SCHEDULER_ROLE = "scheduler"
+COMPUTE_ROLE = "compute"
+ALL_ROLES = frozenset({CONDUCTOR_ROLE, SCHEDULER_ROLE, COMPUTE_ROLE})
+# How often drain() looks at the journal when the conductor runs in other processes.
+_JOURNAL_POLL = 0.2
+
 
 class ControlPlane:
-    """Everything behind the Compute API; `start()` does the I/O, the constructor none."""
+    """Everything behind the Compute API; `start()` does the I/O, the constructor none.
+
+    `transport` defaults to a new in-process one; `roles` (default all) says
+    what runs here; `host_names` adds default simulated hosts by name to
+    those of the settings (`sim_hosts`, `hosts_file`), for the compute role.
+    """
 
     def __init__(self, settings: ComputeSettings, db: Database,
-                 placement: PlacementClient, network: NetworkClient | None = None) -> None:
+                 placement: PlacementClient, network: NetworkClient | None = None, *,
+                 transport: Transport | None = None, roles: Collection[str] = ALL_ROLES,
+                 host_names: Sequence[str] = ()) -> None:
+        unknown = set(roles) - ALL_ROLES
+        if unknown:
+            raise ValueError(f"unknown control plane role(s) {sorted(unknown)}")
         self.settings = settings
         self.db = db
         self.placement = placement
         # The Network service, for servers with ports (None: none is configured).
         self.network = network
-        self.transport = LocalTransport()
+        self.transport: Transport = transport if transport is not None else LocalTransport()
+        self.roles = frozenset(roles)
+        self.host_names = tuple(host_names)
         self.conductor_api = rpc.ConductorAPI(self.transport)
-        self.scheduler = Scheduler(settings, db, placement)
-        self.conductor = Conductor(settings, db, placement, self.transport, network)
+        self.scheduler = (Scheduler(settings, db, placement)
+                          if SCHEDULER_ROLE in self.roles else None)
+        self.conductor = (Conductor(settings, db, placement, self.transport, network)
+                          if CONDUCTOR_ROLE in self.roles else None)
         self.agents: dict[str, ComputeAgent] = {}
         # Where the conductor and scheduler services of this process are listed.
         self.controller_host = socket.gethostname()
@@ -55,20 +89,38 @@ class ControlPlane:
         self._lock = threading.Lock()
 
     def start(self) -> None:
-        self.transport.register(rpc.SCHEDULER, self.scheduler)
-        self.transport.register(rpc.CONDUCTOR, self.conductor)
-        services.register_controller_services(self.db, self.controller_host)
-        hosts = {h.name: h for h in sim_hosts(self.settings.sim_hosts,
-                                              self.settings.sim_network_devices)}
-        if self.settings.hosts_file:
+        if self.scheduler is not None:
+            self.transport.register(rpc.SCHEDULER, self.scheduler)
+        if self.conductor is not None:
+            self.transport.register(rpc.CONDUCTOR, self.conductor)
+        if self._controller_binaries():
+            services.register_controller_services(self.db, self.controller_host,
+                                                  self._controller_binaries())
+        if COMPUTE_ROLE in self.roles:
+            for host in self.configured_hosts():
+                self.add_host(host)
+        if self.conductor is not None:
+            # Once the agents are up: recovery asks their hypervisors what really exists.
+            self.conductor.start()
+        if self.roles:
+            self._timer = threading.Thread(target=self._periodic, name="periodic", daemon=True)
+            self._timer.start()
+
+    def configured_hosts(self) -> list[HostConfig]:
+        """The simulated hosts this plane runs: `sim_hosts`, the hosts file, `host_names`."""
+        s = self.settings
+        hosts = {h.name: h for h in sim_hosts(s.sim_hosts, s.sim_network_devices)}
+        if s.hosts_file:
             # A host described in the file wins over the default host of that name.
-            hosts.update((h.name, h) for h in load_hosts_file(self.settings.hosts_file))
-        for host in hosts.values():
-            self.add_host(host)
-        # Once the agents are up: recovery asks their hypervisors what really exists.
-        self.conductor.start()
-        self._timer = threading.Thread(target=self._periodic, name="periodic", daemon=True)
-        self._timer.start()
+            hosts.update((h.name, h) for h in load_hosts_file(s.hosts_file))
+        devices = (SIM_BRIDGE,) if s.sim_network_devices else ()
+        for name in self.host_names:
+            hosts.setdefault(name, HostConfig(name=name, network_devices=devices))
+        return list(hosts.values())
+
+    def _controller_binaries(self) -> list[str]:
+        return ([services.CONDUCTOR] if self.conductor is not None else []) + (
+            [services.SCHEDULER] if self.scheduler is not None else [])
 
     def add_host(self, host: HostConfig) -> ComputeAgent:
         """Start an agent for `host`: it registers its service, node and provider tree."""
@@ -91,14 +143,34 @@ class ControlPlane:
 
     def reconfigure(self, settings: ComputeSettings) -> None:
         """New options for the conductor, scheduler and agents started from now on."""
-        self.settings = self.conductor.settings = self.scheduler.settings = settings
+        self.settings = settings
+        for worker in (self.conductor, self.scheduler):
+            if worker is not None:
+                worker.settings = settings
 
     def agent(self, name: str) -> ComputeAgent:
         return self.agents[name]
 
     def drain(self, timeout: float = 60.0) -> bool:
-        """Wait until no cast is running; True when the plane is idle."""
-        return self.transport.drain(timeout)
+        """Wait until the control plane is idle; True when it got there in `timeout` s.
+
+        In-process, idle means no cast is running. Over a broker, this
+        process's handlers must be idle and, as the conductor may run in
+        other processes, the journal must hold no operation without an end
+        (the API journals an operation when it accepts it, before the cast):
+        what the user would see as every server settled. An operation cut
+        off by a crash counts until a conductor recovers it.
+        """
+        deadline = time.monotonic() + timeout
+        if not self.transport.drain(timeout):
+            return False
+        if isinstance(self.transport, LocalTransport):
+            return True
+        while tasks.interrupted(self.db):
+            if time.monotonic() + _JOURNAL_POLL > deadline:
+                return False
+            time.sleep(_JOURNAL_POLL)
+        return self.transport.drain(max(deadline - time.monotonic(), 0.0))
 
     def stop(self) -> None:
         self._stop.set()
@@ -124,27 +196,40 @@ class ControlPlane:
                     _guarded(job)
 
     def _jobs(self) -> list[tuple[float, Callable[[], None]]]:
+        """Every role's periodic jobs, in a fixed order (`_periodic` keys them by index)."""
         s = self.settings
-        return [
-            (s.report_interval, self._heartbeats),
-            (s.update_resources_interval, self._update_resources),
-            (max(s.resize_confirm_window / 4, 1.0), self.conductor.confirm_expired_resizes),
-            (s.shelved_poll_interval if s.shelved_poll_interval > 0 else float("inf"),
-             self.conductor.offload_shelved),
-            (s.reclaim_instance_interval if s.reclaim_instance_interval > 0 else float("inf"),
-             self.conductor.reclaim_soft_deleted),
-        ]
+        jobs: list[tuple[float, Callable[[], None]]] = [(s.report_interval, self._heartbeats)]
+        if COMPUTE_ROLE in self.roles:
+            jobs.append((s.update_resources_interval, self._update_resources))
+        if self.conductor is not None:
+            jobs.extend(_conductor_jobs(s, self.conductor))
+        return jobs
 
     def _heartbeats(self) -> None:
-        with self.db.write() as conn:
-            for binary in (services.CONDUCTOR, services.SCHEDULER):
-                services.heartbeat(conn, self.controller_host, binary)
+        binaries = self._controller_binaries()
+        if binaries:
+            with self.db.write() as conn:
+                for binary in binaries:
+                    services.heartbeat(conn, self.controller_host, binary)
         for agent in list(self.agents.values()):
             _guarded(agent.heartbeat)
 
     def _update_resources(self) -> None:
         for agent in list(self.agents.values()):
             _guarded(agent.update_available_resource)
+
+
+def _conductor_jobs(s: ComputeSettings,
+                    conductor: Conductor) -> list[tuple[float, Callable[[], None]]]:
+    """What every conductor process runs on its timer; each job is safe to run in several
+    conductors at once (each change is a compare-and-swap on the instance's state)."""
+    return [
+        (max(s.resize_confirm_window / 4, 1.0), conductor.confirm_expired_resizes),
+        (s.shelved_poll_interval if s.shelved_poll_interval > 0 else float("inf"),
+         conductor.offload_shelved),
+        (s.reclaim_instance_interval if s.reclaim_instance_interval > 0 else float("inf"),
+         conductor.reclaim_soft_deleted),
+    ]
 
 
 def _guarded(job: Callable[[], Any]) -> None:

@@ -259,14 +259,25 @@ def delete_service(conn: Connection, service_id: int) -> list[ComputeNode]:
     return nodes
 
 
-def register_controller_services(db: Database, host: str) -> None:
-    """The conductor and scheduler rows of this process's host, marked alive now.
+def register_controller_services(db: Database, host: str,
+                                 binaries: Sequence[str] = (CONDUCTOR, SCHEDULER)) -> None:
+    """The conductor and/or scheduler rows of this process's host, marked alive now.
 
     Their heartbeat is `heartbeat(conn, host, CONDUCTOR)` / `SCHEDULER` on the
     same period as the agents', or they show as down after service_down_time.
+    Several processes of one binary on one host share its row, as Nova's do;
+    when two start at once, one creates it and the other, refused by the
+    unique (host, binary, deleted) key, finds it on its second try.
     """
+    try:
+        _register(db, host, binaries)
+    except sa.exc.IntegrityError:
+        _register(db, host, binaries)
+
+
+def _register(db: Database, host: str, binaries: Sequence[str]) -> None:
     with db.write() as conn:
-        for binary in (CONDUCTOR, SCHEDULER):
+        for binary in binaries:
             ensure_service(conn, host, binary, INTERNAL_ZONE)
             heartbeat(conn, host, binary)
 

@@ -19,7 +19,7 @@ from alembic.config import Config
 from stowage.db.engine import Database
 from stowage.placement import tables as t
 
-__all__ = ["upgrade", "sync_standard_names"]
+__all__ = ["upgrade", "is_current", "sync_standard_names"]
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -28,6 +28,17 @@ def _alembic_config() -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     return cfg
+
+
+def is_current(db: Database) -> bool:
+    """Whether the database is at the newest migration (workers check, never upgrade:
+    several processes starting at once must not race one another's DDL)."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    heads = set(ScriptDirectory.from_config(_alembic_config()).get_heads())
+    with db.read() as conn:
+        return set(MigrationContext.configure(conn).get_current_heads()) == heads
 
 
 def upgrade(db: Database, revision: str = "head") -> None:

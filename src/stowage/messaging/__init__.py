@@ -21,6 +21,9 @@ which tests/functional/test_transport_contract.py checks on each:
   them: a call that may run long is made with `call_long` (the transport's
   long timeout, Nova's `long_rpc_timeout`), not with a `timeout=` argument.
 - Methods whose name starts with `_` are never served.
+- `drain(timeout)` waits until no handler is running *in this process* (casts
+  included) and says whether it got there; work queued on a broker for
+  other processes is theirs to drain.
 
 Exceptions that cross the seam::
 
@@ -66,14 +69,18 @@ class Transport(Protocol):
 
     def fanout(self, target: str, method: str, /, **kwargs: Any) -> None: ...
 
+    def drain(self, timeout: float = 60.0) -> bool: ...
+
     def close(self) -> None: ...
 
 
-def get_transport(url: str | None) -> Transport:
+def get_transport(url: str | None, *, namespace: str = "stowage") -> Transport:
     """The transport a `transport_url` names: empty or `local://` is in-process,
     `rabbit://user:pass@host:port/vhost` (oslo.messaging's form) is RabbitMQ.
 
-    Nothing connects here: the AMQP transport opens its connections on first use.
+    `namespace` prefixes every name on the broker (the `control_exchange`
+    setting), so that deployments sharing a broker stay apart. Nothing
+    connects here: the AMQP transport opens its connections on first use.
     """
     if not url or url == "local://":
         from stowage.messaging.local import LocalTransport
@@ -82,6 +89,6 @@ def get_transport(url: str | None) -> Transport:
     if url.startswith("rabbit://"):
         from stowage.messaging.amqp import AmqpTransport
 
-        return AmqpTransport(url)
+        return AmqpTransport(url, namespace=namespace)
     scheme = url.partition("://")[0]  # the rest may hold a password
     raise ValueError(f"transport_url must be empty, local:// or rabbit://..., not {scheme}://...")

@@ -99,6 +99,9 @@ class AmqpTransport:
         self._closed = False
         self._registrations: dict[str, list[_Registration]] = {}
         self._pool: ThreadPoolExecutor | None = None
+        # Messages handed to the pool and not done yet: what `drain` waits for.
+        self._inflight = 0
+        self._idle = threading.Condition(self._lock)
         self.publisher = Publisher(self._url, heartbeat=heartbeat, backoff=backoff)
         self.replies = Replies(self._url, self.names.reply_queue(uuid.uuid4().hex),
                                heartbeat=heartbeat, backoff=backoff,
@@ -162,10 +165,18 @@ class AmqpTransport:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="amqp-rpc")
             pool = self._pool
+            self._inflight += 1
         try:
             pool.submit(self._handle, target, endpoint, message, done)
         except RuntimeError:  # the pool is shut down: the message goes back to its queue
+            self._handled()
             done(False)
+
+    def _handled(self) -> None:
+        with self._idle:
+            self._inflight -= 1
+            if not self._inflight:
+                self._idle.notify_all()
 
     def _handle(self, target: str, endpoint: object, message: Message,
                 done: Done) -> None:
@@ -184,6 +195,7 @@ class AmqpTransport:
             LOG.exception("%s: dropping a message that could not be handled", target)
         finally:
             done(handled)
+            self._handled()
 
     def _reply(self, reply_to: str, correlation_id: Any, reply: dict[str, Any]) -> None:
         """Send the answer; while its reply queue is missing, try again for a while.
@@ -275,6 +287,23 @@ class AmqpTransport:
         found = [self.publisher.connection, self.replies.connection,
                  *(c.connection for c in consumers)]
         return [conn for conn in found if conn is not None]
+
+    def drain(self, timeout: float = 60.0) -> bool:
+        """Wait until no handler of this transport is running; True when idle.
+
+        Only this process's share: a message still queued on the broker, or
+        prefetched and not yet handed to a handler, is not waited for (another
+        process may be the one to run it). The control plane adds what it
+        knows of the other processes' work (runtime.py).
+        """
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._inflight:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
 
     def close(self, drain_timeout: float | None = None) -> None:
         """Stop consuming, let running handlers finish (up to `drain_timeout` s, default the
