@@ -127,6 +127,7 @@ class ControlPlane:
         s = self.settings
         return [
             (s.report_interval, self._heartbeats),
+            (s.conductor_lease_seconds / 3, self.conductor.take_over_expired),
             (s.update_resources_interval, self._update_resources),
             (max(s.resize_confirm_window / 4, 1.0), self.conductor.confirm_expired_resizes),
             (s.shelved_poll_interval if s.shelved_poll_interval > 0 else float("inf"),
