@@ -6,8 +6,10 @@
 `crash_at` arms the conductor's journal hook (`[compute] crash_at`): the
 process ends with os._exit at that journal point, as kill -9 would. The
 database outlives the process, so a restart without the hook recovers: its
-conductor takes the dead one's operations over once their leases expire, so
-these runs use a 2 s lease (`conductor_lease_seconds`) instead of 30.
+conductor takes the dead one's operations over at once, because their
+owner's process is gone from this machine. An operation the API accepted
+but no conductor started yet has no owner: it is taken over once it is a
+lease old, so these runs use a 2 s lease (`conductor_lease_seconds`).
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -27,6 +29,7 @@ import sqlalchemy as sa
 
 from stowage.compute import rpc
 from stowage.compute import tables as t
+from stowage.compute.conductor import leases as leases_module
 from stowage.compute.conductor import tasks
 from stowage.compute.conductor.leases import LeaseLost, Leases
 from stowage.compute.conductor.manager import Conductor
@@ -294,6 +297,35 @@ def test_a_renewed_lease_outlives_its_period_and_an_ended_one_is_never_taken(
     finally:
         alive.stop()
         other.stop()
+
+
+def _gone_pid() -> int:
+    """The pid of a process of this machine that has exited."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_a_lease_of_a_process_gone_from_this_machine_is_taken_at_once(db: Database) -> None:
+    """A conductor killed and restarted on the same machine need not wait out its lease;
+    a live process here, or any process elsewhere, keeps its lease until it expires."""
+    machine = leases_module.new_owner().partition(":")[0]
+    gone = Leases(db, lambda: 30.0, owner=f"{machine}:{_gone_pid()}:dead")
+    alive_here = Leases(db, lambda: 30.0, owner=f"{machine}:{os.getpid()}:alive")
+    elsewhere = Leases(db, lambda: 30.0, owner=f"other-host/1:{_gone_pid()}:far")
+    journals = {leases.owner: _running(db, leases) for leases in (gone, alive_here, elsewhere)}
+    for leases in (gone, alive_here, elsewhere):
+        leases.stop()
+    successor = Leases(db, lambda: 30.0)
+    try:
+        [expired] = successor.expired()
+        assert (expired.operation_uuid, expired.dead) == (journals[gone.owner].uuid, True)
+        assert successor.take(expired) and not Leases(db, lambda: 30.0).take(expired)
+        assert successor.expired() == []
+        with pytest.raises(LeaseLost):
+            journals[gone.owner].record("create_migration", "done")
+    finally:
+        successor.stop()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

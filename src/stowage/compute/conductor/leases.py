@@ -25,6 +25,11 @@ Several conductors share the journal. The head of each operation (its
   and on the expiry still being past. Row locks (PostgreSQL, MySQL) or the
   single writer (SQLite) let exactly one conductor win; the winner finishes
   or undoes the operation with the recovery code.
+* **Dead here.** A lease whose owner ran on this host, in this PID namespace,
+  in a process that no longer exists (a conductor killed and restarted on
+  the same machine, the one-process deployment after a crash) is taken over
+  at once instead of after its expiry: the same check by pid would be wrong
+  across hosts or containers, so the owner names both.
 * **Guard.** Before an operation acts (an agent, the scheduler, Placement),
   `guard()` checks the lease in memory; when its last confirmation is older
   than two thirds of the lease (the process was paused, the database out of
@@ -82,6 +87,11 @@ _EXPIRED = Sql("SELECT operation_uuid, owner FROM operation_steps WHERE step = '
 _TAKE = Sql("UPDATE operation_steps SET owner = :me, lease_expires = :until "
             "WHERE operation_uuid = :uuid AND step = 'accepted' AND owner = :old "
             "AND lease_expires < :now")
+_LEASED_HERE = Sql("SELECT operation_uuid, owner FROM operation_steps WHERE step = 'accepted' "
+                   "AND owner LIKE :prefix AND lease_expires >= :now ORDER BY id")
+_TAKE_DEAD = Sql("UPDATE operation_steps SET owner = :me, lease_expires = :until "
+                 "WHERE operation_uuid = :uuid AND step = 'accepted' AND owner = :old "
+                 "AND lease_expires IS NOT NULL")
 _TAKE_UNCLAIMED = Sql("UPDATE operation_steps SET owner = :me, lease_expires = :until "
                       "WHERE operation_uuid = :uuid AND step = 'accepted' AND owner IS NULL "
                       "AND lease_expires < :unclaimed_before")
@@ -111,11 +121,36 @@ class Expired:
 
     operation_uuid: str
     owner: str | None
+    dead: bool = False  # its owner's process is gone from this machine: no need to wait
+
+
+def _machine() -> str:
+    """This host and PID namespace: only where both match does a pid name the same process."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{socket.gethostname()}/{namespace}"
 
 
 def new_owner() -> str:
-    """host:pid:random, unique per conductor process start."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+    """machine:pid:random, unique per conductor process start."""
+    return f"{_machine()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def dead_here(owner: str) -> bool:
+    """The owner ran on this machine and its process is gone (killed, crashed)."""
+    machine, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if machine != _machine() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # it exists, as another user's process
+    return False
 
 
 def release(conn: Connection, operation_uuid: str) -> None:
@@ -242,19 +277,26 @@ class Leases:
 
     # --- take-over --------------------------------------------------------------------
     def expired(self) -> list[Expired]:
-        """Operations whose lease ran out, oldest first (never those this conductor runs)."""
+        """Operations whose owner died on this machine, then those whose lease ran out,
+        oldest first (never those this conductor runs)."""
         now = utcnow()
         unclaimed_before = now - datetime.timedelta(seconds=self.seconds())
         with self.db.read() as conn:
             rows = _EXPIRED.rows(conn, now=now, unclaimed_before=unclaimed_before)
+            here = _LEASED_HERE.rows(conn, prefix=f"{_machine()}:%", now=now)
         held = set(self.held())
-        return [Expired(uuid, owner) for uuid, owner in rows if uuid not in held]
+        dead = [Expired(uuid, owner, dead=True) for uuid, owner in here if dead_here(owner)]
+        return [e for e in [*dead, *(Expired(uuid, owner) for uuid, owner in rows)]
+                if e.operation_uuid not in held]
 
     def take(self, expired: Expired) -> bool:
         """Claim an expired operation; True for exactly one of the conductors that try."""
         now = utcnow()
         with self.db.write() as conn:
-            if expired.owner is None:
+            if expired.dead:
+                won = _TAKE_DEAD.run(conn, me=self.owner, until=self._until(),
+                                     uuid=expired.operation_uuid, old=expired.owner)
+            elif expired.owner is None:
                 won = _TAKE_UNCLAIMED.run(
                     conn, me=self.owner, until=self._until(), uuid=expired.operation_uuid,
                     unclaimed_before=now - datetime.timedelta(seconds=self.seconds()))
