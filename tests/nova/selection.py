@@ -1,7 +1,7 @@
 """Which of Nova's functional tests run against stowage's Placement.
 
 Names are unittest names (module, class or test) under
-`nova.tests.functional`. The default selection fits CI (four to five
+`nova.tests.functional`. The default selection fits CI (about 7.5
 minutes on one core): every report-client and resource-tracker test, the nova-manage
 heal tests, and a spread of the moving, resize and reschedule classes that
 lean hardest on Placement (consumer generations, migration-owned
@@ -21,7 +21,7 @@ def _some(cls: str, *tests: str) -> tuple[str, ...]:
     return tuple(f"{_F}{cls}.{test}" for test in tests)
 
 
-# About 100 tests, 4-5 minutes on one core (Nova's own set-up is most of it).
+# 103 tests, about 7.5 minutes on one core (Nova's own set-up is most of it).
 DEFAULT: tuple[str, ...] = (
     _F + "test_report_client",
     _F + "compute.test_resource_tracker",
@@ -53,7 +53,7 @@ DEFAULT: tuple[str, ...] = (
     _F + "test_servers_resource_request.PortResourceRequestReSchedulingTest",
 )
 
-# What runs again on PostgreSQL and MySQL (about a minute each): the report
+# What runs again on PostgreSQL and MySQL (about 1.5 minutes each): the report
 # client's every call, and Placement's consumer-generation conflicts as Nova
 # meets them mid-move -- the parts where a database's locking shows.
 BACKEND_SLICE: tuple[str, ...] = (
