@@ -158,6 +158,17 @@ class ComputeSettings:
     # Simulated hosts: seconds a live migration's copy lasts (0 = at once), so that
     # abort and force-complete can be exercised.
     sim_live_migration_seconds: float = 0.0
+    # Seconds a conductor's lease on an operation it runs lasts (conductor/leases.py):
+    # renewed every third of it; when it expires (the conductor died), another
+    # conductor takes the operation over and finishes or undoes it. Nova has no such
+    # option (its conductor keeps no journal).
+    conductor_lease_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        lease = self.conductor_lease_seconds
+        if isinstance(lease, bool) or not isinstance(lease, (int, float)) or lease <= 0:
+            raise ValueError(f"[compute] conductor_lease_seconds must be a number > 0, not "
+                             f"{lease!r}")
 
 
 @dataclass(frozen=True)

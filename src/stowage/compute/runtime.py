@@ -179,6 +179,8 @@ class ControlPlane:
         for name in list(self.agents):
             self.stop_host(name)
         self.transport.close()
+        if self.conductor is not None:
+            self.conductor.leases.stop()  # a stopped conductor renews nothing more
 
     def _periodic(self) -> None:
         """Run each job when its period has passed since it last ran (or since the start).
@@ -224,6 +226,8 @@ def _conductor_jobs(s: ComputeSettings,
     """What every conductor process runs on its timer; each job is safe to run in several
     conductors at once (each change is a compare-and-swap on the instance's state)."""
     return [
+        # Leases: take over what a dead conductor left (one winner per operation).
+        (s.conductor_lease_seconds / 3, conductor.take_over_expired),
         (max(s.resize_confirm_window / 4, 1.0), conductor.confirm_expired_resizes),
         (s.shelved_poll_interval if s.shelved_poll_interval > 0 else float("inf"),
          conductor.offload_shelved),

@@ -8,6 +8,7 @@ a deleted flavor's row remains for instances that were built from it.
 from __future__ import annotations
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
 
 from stowage.placement.tables import exact_string
 
@@ -271,6 +272,9 @@ server_group_members = sa.Table(
 
 # The conductor's journal: one row per step of a running operation, so that an
 # operation cut off by a crash can be rolled back when the conductor restarts.
+# The `accepted` row (the operation's head) holds the lease of the conductor
+# running it: `owner` until `lease_expires` (NULL once the operation ended;
+# the accepted time while no conductor claimed it). See conductor/leases.py.
 operation_steps = sa.Table(
     "operation_steps", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -282,6 +286,10 @@ operation_steps = sa.Table(
     sa.Column("detail", sa.Text, nullable=True),
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.Column("updated_at", sa.DateTime, nullable=True),
+    sa.Column("owner", sa.String(255), nullable=True),
+    sa.Column("lease_expires",
+              sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb"),
+              nullable=True, index=True),
 )
 
 # What each simulated hypervisor holds, so that restarting the service is not a

@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, instances, states
+from stowage.compute.conductor.leases import Leases
 from stowage.compute.conductor.tasks import Batch, CrashHook, Journal
 from stowage.compute.instances import Instance
 from stowage.compute.migrations import Migration
@@ -125,14 +126,18 @@ class Ops:
     hook: CrashHook | None = None
     # The Network service, for servers with ports (None: none is configured).
     network: NetworkClient | None = None
+    # The conductor's leases: journals claim and confirm the operation under them.
+    leases: Leases | None = None
     _events: dict[str, ActionEvents] = field(default_factory=dict, init=False, repr=False)
 
     def journal(self, operation: str, instance_uuid: str | None, uuid: str | None = None,
-                existing: Collection[str] | None = None) -> Journal:
+                existing: Collection[str] | None = None, claimed: bool = False) -> Journal:
         """The journal of `operation` (`uuid`: the one the API accepted, if any;
-        `existing`: the steps it has rows for, when known)."""
+        `existing`: the steps it has rows for, when known; `claimed`: the lease is
+        already this conductor's, taken over)."""
         events = self.events(instance_uuid) if instance_uuid is not None else None
-        return Journal(self.db, operation, instance_uuid, uuid, self.hook, existing, events)
+        return Journal(self.db, operation, instance_uuid, uuid, self.hook, existing, events,
+                       self.leases, claimed)
 
     def events(self, instance_uuid: str) -> ActionEvents:
         """The events of this request's action on the instance."""

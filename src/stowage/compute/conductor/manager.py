@@ -6,8 +6,14 @@ under the journal the API opened when it accepted the operation
 (`operation_uuid`). The journal gets its `end` row only when the operation
 returned; one that raised stays open for the next start.
 
-On start (`recover()`, run once the agents are up so their hypervisors can be
-asked) every operation without `end` is finished or undone by its module:
+Several conductors may share the database: each operation is leased to the
+one that runs it (`leases.py`). On start (`recover()`, run once the agents are
+up so their hypervisors can be asked), and every third of a lease after that
+(`take_over_expired()`, from the control plane's periodic loop), a conductor
+takes over every operation without `end` whose lease expired -- its
+conductor died, or the API accepted it and no conductor ever started it --
+and finishes or undoes it with its module; a live peer's operations are never
+touched:
 
     build            proven spawned (guest on its host + claim) -> ACTIVE; else clean, build again
     resize, migrate  VERIFY_RESIZE reached -> finish the action; else roll the journaled
@@ -35,7 +41,8 @@ asked) every operation without `end` is finished or undone by its module:
 An operation accepted by the API but whose cast a crash lost is recovered the
 same way (it has only its `accepted` row). Recovery journals under the
 operation's own uuid and writes `end` last, so a crash during recovery leaves
-the same work to the next start.
+the same work to the next conductor. A run that raised gives its lease up at
+once; a recovery that raised keeps it until it expires, then is tried again.
 
 Last, no instance may stay in a task state that no operation owns (a
 multi-create cut between its batches, rows of an older version): a building
@@ -66,6 +73,7 @@ from stowage.compute.conductor import (
     unshelve,
 )
 from stowage.compute.conductor.common import Ops
+from stowage.compute.conductor.leases import LeaseLost, Leases
 from stowage.compute.conductor.tasks import Interrupted, Journal
 from stowage.compute.rpc import AgentAPI, ConductorAPI, SchedulerAPI
 from stowage.config import ComputeSettings
@@ -115,21 +123,49 @@ class Conductor:
         self.agents = AgentAPI(transport)
         self.scheduler = SchedulerAPI(transport)
         self.api = ConductorAPI(transport)
+        # This conductor's leases on the operations it runs (owner: host:pid:random).
+        self.leases = Leases(db, lambda: self.settings.conductor_lease_seconds)
 
     def _ops(self, request_id: str) -> Ops:
         return Ops(self.settings, self.db, self.placement, self.agents, self.scheduler,
-                   request_id, tasks.crash_hook(self.settings.crash_at), self.network)
+                   request_id, tasks.crash_hook(self.settings.crash_at), self.network,
+                   self.leases)
 
     def _run(self, operation: str, instance_uuid: str, request_id: str,
-             operation_uuid: str | None, work: Callable[[Ops, Journal], None]) -> None:
-        """Run one accepted operation under its journal; `end` only when it returned."""
+             operation_uuid: str | None, work: Callable[[Ops, Journal], None],
+             claim_first: bool = False) -> None:
+        """Run one accepted operation under its journal; `end` only when it returned.
+
+        Its first journal write claims the lease; when another conductor has it
+        (took it over, or a cast came twice) the run stops there, having done
+        nothing. An operation that acts before it journals anything (delete,
+        detach) passes `claim_first` and pays a transaction for the claim. A run
+        that raised gives the lease up for another to take over.
+        """
         ops = self._ops(request_id)
         # A fresh operation: the API wrote its `accepted` row, no other.
         journal = ops.journal(operation, instance_uuid, operation_uuid,
-                              existing=(tasks.ACCEPTED,))
-        journal.reached(tasks.ACCEPTED, "done")  # a crash here is a cast lost after the 202
-        work(ops, journal)
-        journal.close()
+                              existing=(tasks.ACCEPTED,) if operation_uuid else ())
+        try:
+            journal.reached(tasks.ACCEPTED, "done")  # a crash here: a cast lost after the 202
+            if claim_first:
+                journal.claim()
+            work(ops, journal)
+            journal.close()
+        except LeaseLost as lost:
+            LOG.warning("%s of %s stopped: %s", operation, instance_uuid, lost)
+            self.leases.drop(journal.uuid)
+        except BaseException:
+            if journal.claimed and not journal.closed:
+                self._give_up(journal.uuid)
+            raise
+
+    def _give_up(self, operation_uuid: str) -> None:
+        try:
+            self.leases.expire(operation_uuid)
+        except Exception:
+            LOG.exception("could not give up the lease of %s; it expires by itself",
+                          operation_uuid)
 
     def start(self) -> None:
         """Recover what a crash cut off (the control plane calls this once agents are up)."""
@@ -221,17 +257,22 @@ class Conductor:
         self._run("attach_interface", instance_uuid, request_id, operation_uuid,
                   lambda ops, j: attached.append(
                       interfaces.attach_interface(ops, instance_uuid, port_row, j)))
+        if not attached:
+            raise RuntimeError(f"the attach to {instance_uuid} was taken over by another "
+                               "conductor")
         return attached[0]
 
     def detach_interface(self, instance_uuid: str, port_id: str, request_id: str,
                          operation_uuid: str | None = None) -> None:
         self._run("detach_interface", instance_uuid, request_id, operation_uuid,
-                  lambda ops, j: interfaces.detach_interface(ops, instance_uuid, port_id, j))
+                  lambda ops, j: interfaces.detach_interface(ops, instance_uuid, port_id, j),
+                  claim_first=True)
 
     def delete_instance(self, instance_uuid: str, request_id: str,
                         operation_uuid: str | None = None) -> None:
         self._run("delete", instance_uuid, request_id, operation_uuid,
-                  lambda ops, j: lifecycle.delete_instance(ops, instance_uuid, j))
+                  lambda ops, j: lifecycle.delete_instance(ops, instance_uuid, j),
+                  claim_first=True)
 
     # --- periodic -------------------------------------------------------------
     def confirm_expired_resizes(self) -> None:
@@ -285,28 +326,72 @@ class Conductor:
                 continue  # restored, force-deleted or deleted right now
             self.api.delete_instance(inst.uuid, request_id, operation)
 
-    # --- crash recovery -------------------------------------------------------
+    # --- crash recovery and take-over -------------------------------------------
     def recover(self) -> None:
-        """Finish or undo every operation a crash cut off, oldest first (idempotent)."""
-        for op in tasks.interrupted(self.db):
-            recover = RECOVERY.get(op.operation)
-            ops = self._ops(op.request_id or new_request_id())
-            journal = ops.journal(op.operation, op.instance_uuid, op.operation_uuid,
-                                  existing=op.steps)
-            LOG.warning("recovering %s of %s cut off at %s", op.operation, op.instance_uuid,
-                        list(op.steps.items())[-1][0])
-            try:
-                if recover is not None and op.instance_uuid is not None:
-                    recover(ops, op, journal)
-            except NotFound as exc:
-                LOG.info("nothing left to recover of %s %s: %s", op.operation,
-                         op.instance_uuid, exc)
-            except Exception:
-                LOG.exception("could not recover %s of %s; the next start tries again",
-                              op.operation, op.instance_uuid)
-                continue
-            journal.close()
+        """On start: take over what dead conductors left (never a live one's), then
+        settle instances no operation owns."""
+        self._adopt_headless()
+        self.take_over_expired()
         self._unstick()
+
+    def take_over_expired(self) -> None:
+        """Finish or undo each operation whose lease expired, oldest first; for the
+        periodic loop too (every third of a lease). Only one conductor wins each."""
+        for expired in self.leases.expired():
+            if not self.leases.take(expired):
+                continue  # another conductor was quicker, or the owner came back
+            op = tasks.operation(self.db, expired.operation_uuid)
+            if op is None:
+                self.leases.drop(expired.operation_uuid)  # it ended meanwhile
+                continue
+            self._recover(op)
+
+    def _adopt_headless(self) -> None:
+        """Open operations without an `accepted` row (journals written with no lease:
+        tools, tests; migration 0019 gave older ones a head) get one of ours.
+
+        Unlike `take()` this is not race-safe between conductors starting at the
+        same instant: no such journal is written since 0019.
+        """
+        for op in tasks.interrupted(self.db):
+            if tasks.ACCEPTED in op.steps:
+                continue
+            with self.db.write() as conn:
+                self.leases.claim_in(conn, op.operation_uuid,
+                                     (op.operation, op.instance_uuid), ending=False)
+            self.leases.committed(op.operation_uuid, ending=False)
+            self._recover(op)
+
+    def _recover(self, op: Interrupted) -> None:
+        """Finish or undo one operation whose lease this conductor just took."""
+        recover = RECOVERY.get(op.operation)
+        ops = self._ops(op.request_id or new_request_id())
+        journal = ops.journal(op.operation, op.instance_uuid, op.operation_uuid,
+                              existing=op.steps, claimed=True)
+        LOG.warning("recovering %s of %s cut off at %s", op.operation, op.instance_uuid,
+                    list(op.steps.items())[-1][0])
+        try:
+            if recover is not None and op.instance_uuid is not None:
+                recover(ops, op, journal)
+        except NotFound as exc:
+            LOG.info("nothing left to recover of %s %s: %s", op.operation,
+                     op.instance_uuid, exc)
+        except LeaseLost as lost:
+            LOG.warning("recovery of %s of %s stopped: %s", op.operation, op.instance_uuid,
+                        lost)
+            self.leases.drop(op.operation_uuid)
+            return
+        except Exception:
+            LOG.exception("could not recover %s of %s; tried again once its lease expires",
+                          op.operation, op.instance_uuid)
+            self.leases.drop(op.operation_uuid)
+            return
+        try:
+            journal.close()
+        except LeaseLost as lost:
+            LOG.warning("recovery of %s of %s not ended: %s", op.operation, op.instance_uuid,
+                        lost)
+            self.leases.drop(op.operation_uuid)
 
     def _unstick(self) -> None:
         """Settle instances left in a task state with no open operation (see the docstring)."""
@@ -331,8 +416,12 @@ class Conductor:
             name = "build" if inst.vm_state == states.BUILDING else "delete"
             journal = ops.journal(name, inst.uuid)
             op = Interrupted(journal.uuid, name, inst.uuid, args={"instance_uuids": [inst.uuid]})
-            RECOVERY[name](ops, op, journal)
-            journal.close()
+            try:
+                RECOVERY[name](ops, op, journal)
+                journal.close()
+            finally:
+                if ops.leases is not None and not journal.closed:
+                    ops.leases.drop(journal.uuid)  # not renewed: it expires, is taken over
         elif inst.vm_state == states.RESIZED or not moving:
             power = ops.guest_power(inst.host, inst.uuid)
             vm_state = inst.vm_state if inst.vm_state == states.RESIZED else {

@@ -18,10 +18,14 @@ operation whose cast a crash lost is still known. `run_steps` writes its
 rows in `Journal.batch()` transactions together with the records and
 instance action events that go with them: one before each step that acts,
 one at the end. `end` is written when the operation reached a final state
-either way. On start the conductor reads the operations without `end`
-(`interrupted()`) and finishes or undoes each one (the `RECOVERY` table in
-`manager.py`); it writes `end` only once that has succeeded, so a crash
-during recovery leaves the work for the next start.
+either way. The conductor that runs an operation holds a lease on it in
+the `accepted` row (`leases.py`): each journal transaction claims or
+confirms it, the one with `end` releases it, and one whose lease another
+conductor took raises `LeaseLost` and writes nothing. A conductor takes over
+the operations whose lease expired (`interrupted()` lists every open one)
+and finishes or undoes each (the `RECOVERY` table in `manager.py`); it
+writes `end` only once that has succeeded, so a crash during recovery
+leaves the work for the next conductor.
 
 For crash tests only, `crash_hook("operation:step:state")` ends the process
 at once (as kill -9 would) right after the journal records that point.
@@ -42,13 +46,15 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.compute import tables as t
+from stowage.compute.conductor import leases as lease
+from stowage.compute.conductor.leases import Leases
 from stowage.db import Database
 from stowage.db.statements import Sql
 from stowage.timeutil import utcnow
 
 __all__ = ["Step", "StepFailed", "Journal", "Batch", "Events", "Interrupted", "CrashHook",
-           "ACCEPTED", "accept", "end_accepted", "interrupted", "run_steps", "undo",
-           "roll_back", "crash_hook"]
+           "ACCEPTED", "accept", "end_accepted", "interrupted", "operation", "run_steps",
+           "undo", "roll_back", "crash_hook"]
 
 LOG = logging.getLogger(__name__)
 _J = t.operation_steps
@@ -61,6 +67,10 @@ CrashHook = Callable[[str, str, str], None]
 _INSERT = Sql("INSERT INTO operation_steps (operation_uuid, operation, instance_uuid, step, "
               "state, detail, created_at) VALUES (:uuid, :operation, :instance_uuid, :step, "
               ":state, :detail, :now)")
+# The head of an operation the API accepted: no owner yet, unclaimed since :now.
+_ACCEPT = Sql("INSERT INTO operation_steps (operation_uuid, operation, instance_uuid, step, "
+              "state, detail, created_at, lease_expires) VALUES (:uuid, :operation, "
+              ":instance_uuid, 'accepted', 'done', :detail, :now, :now)")
 _UPDATE = Sql("UPDATE operation_steps SET state = :state, updated_at = :now "
               "WHERE operation_uuid = :uuid AND step = :step")
 _UPDATE_DETAIL = Sql("UPDATE operation_steps SET state = :state, detail = :detail, "
@@ -147,9 +157,8 @@ def accept(conn: Connection, operation: str, instance_uuid: str, request_id: str
            **args: Any) -> str:
     """Record an accepted operation in the caller's transaction; returns its uuid."""
     uuid = str(uuidlib.uuid4())
-    _INSERT.run(conn, uuid=uuid, operation=operation, instance_uuid=instance_uuid,
-                step=ACCEPTED, state="done", now=utcnow(),
-                detail=json.dumps({"request_id": request_id, "args": args}))
+    _ACCEPT.run(conn, uuid=uuid, operation=operation, instance_uuid=instance_uuid,
+                now=utcnow(), detail=json.dumps({"request_id": request_id, "args": args}))
     return uuid
 
 
@@ -157,6 +166,7 @@ def end_accepted(conn: Connection, operation_uuid: str, operation: str) -> None:
     """An accepted operation will never run (its cast failed and the API undid it)."""
     _INSERT.run(conn, uuid=operation_uuid, operation=operation, instance_uuid=None, step=END,
                 state="done", detail=None, now=utcnow())
+    lease.release(conn, operation_uuid)
 
 
 class Journal:
@@ -165,12 +175,15 @@ class Journal:
     `existing` names the steps that already have a row (None: unknown, so
     every write is an upsert); a fresh operation passes none, and its rows
     are inserted once and updated after. `events` records the instance
-    action events of the steps run under this journal.
+    action events of the steps run under this journal. With `leases`, every
+    transaction claims (unless `claimed`) or confirms the conductor's lease
+    on the operation, and raises `LeaseLost` when another conductor has it.
     """
 
     def __init__(self, db: Database, operation: str, instance_uuid: str | None,
                  uuid: str | None = None, hook: CrashHook | None = None,
-                 existing: Collection[str] | None = None, events: Events | None = None) -> None:
+                 existing: Collection[str] | None = None, events: Events | None = None,
+                 leases: Leases | None = None, claimed: bool = False) -> None:
         self.db = db
         self.operation = operation
         self.instance_uuid = instance_uuid
@@ -178,7 +191,11 @@ class Journal:
         self.hook = hook
         self.events = events
         self.closed = False
+        self.leases = leases
+        self.claimed = claimed
         self._rows = set(existing) if existing is not None else None
+        # A journal the conductor opened itself has no head yet: its claim inserts one.
+        self._headless = uuid is None or (existing is not None and ACCEPTED not in existing)
 
     @contextmanager
     def batch(self) -> Iterator[Batch]:
@@ -187,6 +204,11 @@ class Journal:
         with self.db.write() as conn:
             batch = Batch(self, conn)
             yield batch
+            ending = any(step == END for step, _ in batch.points)
+            self._lease_in(conn, ending)
+        if self.leases is not None:
+            self.claimed = True
+            self.leases.committed(self.uuid, ending)
         if self._rows is not None:
             self._rows.update(batch.inserted)
         if self.events is not None:
@@ -194,6 +216,29 @@ class Journal:
         for step, state in batch.points:
             self.closed = self.closed or step == END
             self.reached(step, state)
+
+    def _lease_in(self, conn: Connection, ending: bool) -> None:
+        """Last statement of every transaction: the lease is (still) ours, or LeaseLost."""
+        if self.leases is None:
+            if ending:
+                lease.release(conn, self.uuid)
+        elif self.claimed:
+            self.leases.confirm_in(conn, self.uuid, ending)
+        else:
+            head = (self.operation, self.instance_uuid) if self._headless else None
+            self.leases.claim_in(conn, self.uuid, head, ending)
+
+    def claim(self) -> None:
+        """Take the lease now, in a transaction of its own: for an operation that acts
+        before its first journal write (a cast that comes too late must not act)."""
+        if self.leases is not None and not self.claimed:
+            with self.batch():
+                pass
+
+    def guard(self) -> None:
+        """Before the operation acts: LeaseLost if another conductor took it over."""
+        if self.leases is not None and self.claimed:
+            self.leases.guard(self.uuid)
 
     def record(self, step: str, state: str, detail: str | None = None) -> None:
         """Upsert the row of `step` in its own transaction; a None detail keeps the old one."""
@@ -216,6 +261,7 @@ class Journal:
         """A point of the operation was passed (crash tests may end the process here)."""
         if self.hook is not None:
             self.hook(self.operation, step, state)
+        self.guard()  # a process paused here past its lease goes no further
 
     def close(self) -> None:
         """The operation ended (either way): its rows are history, not work to resume."""
@@ -306,6 +352,23 @@ def interrupted(db: Database) -> list[Interrupted]:
         #   (SELECT operation_uuid FROM operation_steps WHERE step = 'end') ORDER BY id
         rows = conn.execute(sa.select(_J).where(_J.c.operation_uuid.not_in(ended))
                             .order_by(_J.c.id)).all()
+    return _fold(rows)
+
+
+def operation(db: Database, operation_uuid: str) -> Interrupted | None:
+    """One operation as its journal stands now; None once it has its `end` row."""
+    with db.read() as conn:
+        # SELECT * FROM operation_steps WHERE operation_uuid = :uuid ORDER BY id
+        rows = conn.execute(sa.select(_J).where(_J.c.operation_uuid == operation_uuid)
+                            .order_by(_J.c.id)).all()
+    if any(row.step == END for row in rows):
+        return None
+    found = _fold(rows)
+    return found[0] if found else None
+
+
+def _fold(rows: Sequence[Any]) -> list[Interrupted]:
+    """Journal rows (ordered by id) -> one Interrupted per operation, in order."""
     ops: dict[str, Interrupted] = {}
     for row in rows:
         op = ops.setdefault(row.operation_uuid, Interrupted(row.operation_uuid, row.operation,
@@ -349,6 +412,7 @@ def run_steps(steps: Sequence[Step], journal: Journal,
         _commit(pieces, journal, completed, last)
         if acting is None:
             return
+        journal.guard()
         try:
             acting.execute()
         except Exception as exc:
@@ -413,6 +477,7 @@ def undo(completed: Sequence[Step], journal: Journal) -> list[str]:
     """Roll back in reverse; returns the undo failures (logged, recorded, not raised)."""
     errors: list[str] = []
     for step in reversed(completed):
+        journal.guard()
         try:
             step.rollback()
         except Exception as exc:
