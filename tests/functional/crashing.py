@@ -7,9 +7,8 @@
 process ends with os._exit at that journal point, as kill -9 would. The
 database outlives the process, so a restart without the hook recovers: its
 conductor takes the dead one's operations over at once, because their
-owner's process is gone from this machine. An operation the API accepted
-but no conductor started yet has no owner: it is taken over once it is a
-lease old, so these runs use a 2 s lease (`conductor_lease_seconds`).
+owner's process (or, for an operation no conductor started yet, the process
+that accepted it) is gone from this machine: no lease has to expire.
 """
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ class Stowage:
         self.base = f"http://127.0.0.1:{self.port}"
         config = workdir / f"stowage-{self.port}.toml"
         config.write_text(f'[compute]\ncrash_at = "{crash_at}"\nupdate_resources_interval = 3600\n'
-                          'conductor_lease_seconds = 2\n' + options, encoding="utf-8")
+                          + options, encoding="utf-8")
         self.log = workdir / f"stowage-{self.port}.log"
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(

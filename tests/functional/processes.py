@@ -83,6 +83,12 @@ class StowageProcess:
             time.sleep(0.1)
         raise RuntimeError(f"{self.name} not ready in {timeout:g} s:\n{self.log_tail()}")
 
+    @property
+    def pid(self) -> int | None:
+        """The running process's pid (None before start or after it exited)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
     def kill(self) -> None:
         """SIGKILL the process group, as a crash would: nothing is cleaned up."""
         self._signal(signal.SIGKILL, STOP_TIMEOUT)

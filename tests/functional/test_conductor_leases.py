@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import os
 import subprocess
 import threading
@@ -357,3 +358,42 @@ def test_migration_0019_leaves_open_operations_to_be_taken_over(backend: str) ->
             leases.stop()
         finally:
             db.dispose()
+
+
+def _accepted_by(db: Database, process: str) -> str:
+    """An operation the API of `process` accepted, whose cast no conductor received."""
+    with db.write() as conn:
+        uuid = tasks.accept(conn, "detach_interface", "inst-1", "req-1")
+        detail = json.dumps({"request_id": "req-1", "args": {}, "accepted_by": process})
+        conn.execute(sa.update(t.operation_steps).where(
+            t.operation_steps.c.operation_uuid == uuid).values(detail=detail))
+    return uuid
+
+
+def test_an_unclaimed_operation_of_a_process_gone_from_this_machine_is_taken_at_once(
+        db: Database) -> None:
+    """One process (API and conductor) crashed after its API accepted an operation:
+    the restarted one takes it at once; an API still alive, here or elsewhere, may
+    still cast it, so those wait a lease."""
+    with db.write() as conn:
+        ours = tasks.accept(conn, "detach_interface", "inst-1", "req-1")
+    accepted = tasks.operation(db, ours)
+    assert accepted is not None
+    assert json.loads(accepted.steps["accepted"][1])["accepted_by"] \
+        == leases_module.this_process()
+    machine = leases_module.this_process().partition(":")[0]
+    gone = _accepted_by(db, f"{machine}:{_gone_pid()}")
+    _accepted_by(db, f"other-host/1:{_gone_pid()}")
+    successor, rival = Leases(db, lambda: 30.0), Leases(db, lambda: 30.0)
+    try:
+        [expired] = successor.expired()
+        assert (expired.operation_uuid, expired.owner, expired.dead) == (gone, None, True)
+        assert successor.take(expired) and not rival.take(expired)
+        assert successor.expired() == [] and rival.expired() == []
+        late = tasks.Journal(db, "detach_interface", "inst-1", gone,
+                             existing=(tasks.ACCEPTED,), leases=rival)
+        with pytest.raises(LeaseLost):
+            late.claim()  # the cast that arrives after all does nothing
+    finally:
+        successor.stop()
+        rival.stop()

@@ -12,11 +12,14 @@ The deployment under test (every box a process, every arrow RabbitMQ)::
 The user's story: boot servers, resize and confirm, resize and revert,
 cold migrate and confirm, live migrate, shelve and unshelve; each server
 settles ACTIVE on the host the operation promised, and the accounting audit
-finds nothing. Then one agent process is killed (SIGKILL) while its hosts
-run servers: a stop asked meanwhile waits in the host's queue, and an
-allocation lost meanwhile is healed; the restarted agent finds its guests,
-serves the stop, and the audit is clean again. Processes stop on SIGTERM
-with status 0.
+finds nothing. Then the conductor running a live migration is killed
+(SIGKILL) in the middle of the copy: the other conductor takes the
+operation's lease over and rolls the move back to the source (the copy had
+not finished), once; the restarted conductor touches nothing. Then one agent
+process is killed while its hosts run servers: a stop asked meanwhile waits
+in the host's queue, and an allocation lost meanwhile is healed; the
+restarted agent finds its guests, serves the stop, and the audit is clean
+again. Processes stop on SIGTERM with status 0.
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from kombu import Connection
 
+from stowage.compute import tables as t
 from stowage.compute.audit import audit
 from stowage.db import Database
 from stowage.messaging.amqp_wire import Names, kombu_url
@@ -71,7 +76,11 @@ def _config(tmp_path: Path, port: int, namespace: str) -> Path:
                     "[compute]\n"
                     f'placement_url = "http://127.0.0.1:{port}/placement"\n'
                     "report_interval = 1\n"
-                    "update_resources_interval = 1\n")
+                    "update_resources_interval = 1\n"
+                    # Long enough a copy to kill its conductor in the middle; a short
+                    # lease so that the survivor's take-over loop looks every 2 s.
+                    "sim_live_migration_seconds = 4\n"
+                    "conductor_lease_seconds = 6\n")
     return path
 
 
@@ -228,10 +237,66 @@ def test_servers_move_across_processes_and_an_agent_survives_kill_9(
     _act(d, live, {"unshelve": None}, "ACTIVE")
     assert d.audit() == []
 
+    _conductor_killed_mid_move(d, ids[0])
     _agent_killed_and_restarted(d, ids)
 
     for name in ("conductor-b", "agent-b"):
         assert d.processes[name].stop() == 0, d.processes[name].log_tail()
+
+
+def _lease_owner(d: Deployment, operation: str, server_id: str) -> str | None:
+    """The conductor holding the lease of the server's running `operation`, if any."""
+    steps = t.operation_steps
+    db = Database(d.database)
+    try:
+        with db.read() as conn:
+            return conn.execute(sa.select(steps.c.owner).where(
+                steps.c.instance_uuid == server_id, steps.c.operation == operation,
+                steps.c.step == "accepted", steps.c.lease_expires.is_not(None))).scalar()
+    finally:
+        db.dispose()
+
+
+def _conductor_killed_mid_move(d: Deployment, server_id: str) -> None:
+    """kill -9 the conductor that runs a live migration mid-copy; the other takes over."""
+    source, held = _host(_server(d, server_id)), _resources(d, server_id)
+    resp = d.compute.post(f"/servers/{server_id}/action",
+                          json={"os-migrateLive": {"host": None, "block_migration": "auto"}})
+    assert resp.status_code == 202, resp.text
+    owner = str(_wait("a conductor leased the live migration",
+                      lambda: _lease_owner(d, "live_migrate", server_id)))
+    _wait("the copy started", lambda: _server(d, server_id)["OS-EXT-STS:task_state"]
+          == "migrating" and _live_migration(d, server_id)["status"] == "running")
+    pid = int(owner.split(":")[1])
+    killed = next(n for n in ("conductor-a", "conductor-b") if d.processes[n].pid == pid)
+    d.processes[killed].kill()
+
+    # The survivor rolls the move back: the copy was not done; nothing ran twice.
+    back = _settled(d, server_id, "ACTIVE")
+    assert _host(back) == source
+    migration = _live_migration(d, server_id)
+    assert migration["status"] in ("error", "failed"), migration
+    assert _resources(d, server_id) == held
+    assert _held(d, migration["uuid"]) == {}
+    survivor = next(n for n in ("conductor-a", "conductor-b") if n != killed)
+    assert _lease_owner(d, "live_migrate", server_id) is None  # ended: released
+    assert "took over operation" in d.processes[survivor].log(), \
+        d.processes[survivor].log_tail()
+    d.processes[killed].start()
+    d.processes[killed].wait_ready()
+    assert _host(_settled(d, server_id, "ACTIVE")) == source
+    assert d.audit() == []
+
+
+def _resources(d: Deployment, consumer: str) -> dict[str, Any]:
+    return {rp: a["resources"] for rp, a in _held(d, consumer).items()}
+
+
+def _live_migration(d: Deployment, server_id: str) -> dict[str, Any]:
+    resp = d.compute.get("/os-migrations", params={"instance_uuid": server_id,
+                                                   "migration_type": "live-migration"})
+    assert resp.status_code == 200, resp.text
+    return dict(resp.json()["migrations"][0])  # newest first
 
 
 def _agent_killed_and_restarted(d: Deployment, ids: list[str]) -> None:

@@ -29,7 +29,9 @@ Several conductors share the journal. The head of each operation (its
   in a process that no longer exists (a conductor killed and restarted on
   the same machine, the one-process deployment after a crash) is taken over
   at once instead of after its expiry: the same check by pid would be wrong
-  across hosts or containers, so the owner names both.
+  across hosts or containers, so the owner names both. The same goes for an
+  unclaimed head whose accepting process (`accepted_by` in its detail) is
+  gone: in one process the cast died with it, and no conductor will claim it.
 * **Guard.** Before an operation acts (an agent, the scheduler, Placement),
   `guard()` checks the lease in memory; when its last confirmation is older
   than two thirds of the lease (the process was paused, the database out of
@@ -44,6 +46,7 @@ well within a lease, as Nova's service-group heartbeats also assume.
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import os
 import secrets
@@ -92,6 +95,12 @@ _LEASED_HERE = Sql("SELECT operation_uuid, owner FROM operation_steps WHERE step
 _TAKE_DEAD = Sql("UPDATE operation_steps SET owner = :me, lease_expires = :until "
                  "WHERE operation_uuid = :uuid AND step = 'accepted' AND owner = :old "
                  "AND lease_expires IS NOT NULL")
+_UNCLAIMED_HERE = Sql("SELECT operation_uuid, detail FROM operation_steps "
+                      "WHERE step = 'accepted' AND owner IS NULL AND lease_expires IS NOT NULL "
+                      "ORDER BY id")
+_TAKE_UNCLAIMED_DEAD = Sql("UPDATE operation_steps SET owner = :me, lease_expires = :until "
+                           "WHERE operation_uuid = :uuid AND step = 'accepted' "
+                           "AND owner IS NULL AND lease_expires IS NOT NULL")
 _TAKE_UNCLAIMED = Sql("UPDATE operation_steps SET owner = :me, lease_expires = :until "
                       "WHERE operation_uuid = :uuid AND step = 'accepted' AND owner IS NULL "
                       "AND lease_expires < :unclaimed_before")
@@ -133,9 +142,14 @@ def _machine() -> str:
     return f"{socket.gethostname()}/{namespace}"
 
 
+def this_process() -> str:
+    """machine:pid, what `dead_here` can check (the API writes it as `accepted_by`)."""
+    return f"{_machine()}:{os.getpid()}"
+
+
 def new_owner() -> str:
     """machine:pid:random, unique per conductor process start."""
-    return f"{_machine()}:{os.getpid()}:{secrets.token_hex(4)}"
+    return f"{this_process()}:{secrets.token_hex(4)}"
 
 
 def dead_here(owner: str) -> bool:
@@ -151,6 +165,14 @@ def dead_here(owner: str) -> bool:
     except PermissionError:
         return False  # it exists, as another user's process
     return False
+
+
+def _acceptor(detail: str | None) -> str:
+    """The `accepted_by` of an accepted row's detail ("" when it has none)."""
+    try:
+        return str(json.loads(detail or "{}").get("accepted_by") or "")
+    except (ValueError, AttributeError):
+        return ""
 
 
 def release(conn: Connection, operation_uuid: str) -> None:
@@ -284,16 +306,24 @@ class Leases:
         with self.db.read() as conn:
             rows = _EXPIRED.rows(conn, now=now, unclaimed_before=unclaimed_before)
             here = _LEASED_HERE.rows(conn, prefix=f"{_machine()}:%", now=now)
+            unclaimed = _UNCLAIMED_HERE.rows(conn)
         held = set(self.held())
         dead = [Expired(uuid, owner, dead=True) for uuid, owner in here if dead_here(owner)]
-        return [e for e in [*dead, *(Expired(uuid, owner) for uuid, owner in rows)]
+        dead += [Expired(uuid, None, dead=True) for uuid, detail in unclaimed
+                 if dead_here(_acceptor(detail))]
+        seen = {e.operation_uuid for e in dead}
+        return [e for e in [*dead, *(Expired(uuid, owner) for uuid, owner in rows
+                                     if uuid not in seen)]
                 if e.operation_uuid not in held]
 
     def take(self, expired: Expired) -> bool:
         """Claim an expired operation; True for exactly one of the conductors that try."""
         now = utcnow()
         with self.db.write() as conn:
-            if expired.dead:
+            if expired.dead and expired.owner is None:
+                won = _TAKE_UNCLAIMED_DEAD.run(conn, me=self.owner, until=self._until(),
+                                               uuid=expired.operation_uuid)
+            elif expired.dead:
                 won = _TAKE_DEAD.run(conn, me=self.owner, until=self._until(),
                                      uuid=expired.operation_uuid, old=expired.owner)
             elif expired.owner is None:

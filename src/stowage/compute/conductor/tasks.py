@@ -158,7 +158,8 @@ def accept(conn: Connection, operation: str, instance_uuid: str, request_id: str
     """Record an accepted operation in the caller's transaction; returns its uuid."""
     uuid = str(uuidlib.uuid4())
     _ACCEPT.run(conn, uuid=uuid, operation=operation, instance_uuid=instance_uuid,
-                now=utcnow(), detail=json.dumps({"request_id": request_id, "args": args}))
+                now=utcnow(), detail=json.dumps({"request_id": request_id, "args": args,
+                                                 "accepted_by": lease.this_process()}))
     return uuid
 
 
