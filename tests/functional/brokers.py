@@ -9,7 +9,10 @@ short timeouts, so runs never see each other's queues nor leave any behind.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import socket
+import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -63,3 +66,30 @@ def transports(**options: Any) -> Iterator[Any]:
     finally:
         for transport in made:
             transport.close()
+
+
+def can_close_connections() -> bool:
+    """The broker is the local RabbitMQ and its `rabbitmqctl` answers us (root)."""
+    if urlsplit(URL).hostname not in ("127.0.0.1", "localhost") or not shutil.which(
+            "rabbitmqctl"):
+        return False
+    return _rabbitmqctl("status").returncode == 0
+
+
+def close_connections_of(pid: int) -> int:
+    """Have the broker close every connection of process `pid` (named by the transport
+    `stowage:<pid>:...`), as when the broker or the network drops it; how many it closed."""
+    listing = _rabbitmqctl("list_connections", "--no-table-headers", "pid",
+                           "client_properties")
+    assert listing.returncode == 0, listing.stderr
+    mine = [line.split("\t", 1)[0] for line in listing.stdout.splitlines()
+            if re.search(rf'"connection_name","stowage:{pid}:', line)]
+    for connection in mine:
+        closed = _rabbitmqctl("close_connection", connection, "test: the broker drops it")
+        assert closed.returncode == 0, closed.stderr
+    return len(mine)
+
+
+def _rabbitmqctl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["rabbitmqctl", "-q", *args], capture_output=True, text=True,
+                          timeout=60, check=False)

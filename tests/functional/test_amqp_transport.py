@@ -7,6 +7,7 @@ sockets stands for the broker dropping its connections.
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -79,7 +80,10 @@ def test_publishes_wait_for_the_brokers_confirm(make: Any) -> None:
                                    mandatory=True, deadline=deadline)
     assert (missing_exchange, unroutable) == (Outcome.NO_EXCHANGE, Outcome.UNROUTABLE)
     assert publisher.connection is not None
-    assert publisher.connection.transport_options == {"confirm_publish": True}
+    options = publisher.connection.transport_options
+    assert options["confirm_publish"] is True
+    assert options["client_properties"]["connection_name"].startswith(
+        f"stowage:{os.getpid()}:")  # which process: what rabbitmqctl shows the operator
 
 
 def test_a_call_without_an_answer_in_time_times_out(make: Any) -> None:

@@ -19,7 +19,10 @@ not finished), once; the restarted conductor touches nothing. Then one agent
 process is killed while its hosts run servers: a stop asked meanwhile waits
 in the host's queue, and an allocation lost meanwhile is healed; the
 restarted agent finds its guests, serves the stop, and the audit is clean
-again. Processes stop on SIGTERM with status 0.
+again. Last, the broker closes the other agent's connections (rabbitmqctl
+close_connection, as a broker restart or a network cut would): the agent
+keeps its guests, reconnects, serves a stop cast meanwhile, and its hosts
+stay up. Processes stop on SIGTERM with status 0.
 """
 
 from __future__ import annotations
@@ -115,6 +118,8 @@ def _delete_queues(namespace: str) -> None:
 @pytest.fixture(params=[b for b in ("postgresql", "mysql") if b in BACKENDS])
 def deployment(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deployment]:
     brokers.skip_without_broker()
+    if not brokers.can_close_connections():
+        pytest.skip("rabbitmqctl cannot close the local broker's connections (not root?)")
     port, namespace = free_port(), brokers.namespace()
     with throwaway_database(request.param) as database:
         procs = _processes(tmp_path, port, _config(tmp_path, port, namespace), database)
@@ -239,6 +244,7 @@ def test_servers_move_across_processes_and_an_agent_survives_kill_9(
 
     _conductor_killed_mid_move(d, ids[0])
     _agent_killed_and_restarted(d, ids)
+    _agent_loses_the_broker(d, ids)
 
     for name in ("conductor-b", "agent-b"):
         assert d.processes[name].stop() == 0, d.processes[name].log_tail()
@@ -325,4 +331,32 @@ def _agent_killed_and_restarted(d: Deployment, ids: list[str]) -> None:
         expected = "SHUTOFF" if sid == stopped else "ACTIVE"
         assert _host(_settled(d, sid, expected)) == hosts[sid]
     _wait("agent-a's hosts up", lambda: _computes_up(d) == sorted(HOSTS_A + HOSTS_B))
+    assert d.audit() == []
+
+
+def _agent_loses_the_broker(d: Deployment, ids: list[str]) -> None:
+    """The broker drops agent-b's connections: it keeps its guests, reconnects, and serves
+    what was cast to its hosts meanwhile; its hosts stay up and the audit stays clean."""
+    on_b = {sid: _host(_server(d, sid)) for sid in ids}
+    on_b = {sid: host for sid, host in on_b.items() if host in HOSTS_B}
+    if not on_b:  # everything is on agent-a's hosts: move one over
+        sid = ids[-1]
+        _act(d, sid, {"os-migrateLive": {"host": HOSTS_B[0], "block_migration": "auto"}},
+             "ACTIVE")
+        on_b = {sid: HOSTS_B[0]}
+    before = {sid: _server(d, sid)["status"] for sid in on_b}
+    pid = d.processes["agent-b"].pid
+    assert pid is not None and brokers.close_connections_of(pid) > 0
+    toggled = next(iter(on_b))
+    action, want = ("os-start", "ACTIVE") if before[toggled] == "SHUTOFF" \
+        else ("os-stop", "SHUTOFF")
+    resp = d.compute.post(f"/servers/{toggled}/action", json={action: None})
+    assert resp.status_code == 202, resp.text
+    assert _host(_settled(d, toggled, want)) == on_b[toggled]
+    for sid, host in on_b.items():  # the guests it kept, on the same hosts
+        server = _settled(d, sid, want if sid == toggled else before[sid])
+        assert _host(server) == host
+        assert server["OS-EXT-STS:power_state"] == (1 if server["status"] == "ACTIVE" else 4)
+    assert "lost its connection" in d.processes["agent-b"].log()
+    _wait("agent-b's hosts up", lambda: _computes_up(d) == sorted(HOSTS_A + HOSTS_B))
     assert d.audit() == []

@@ -121,7 +121,8 @@ class ConsumerThread:
     def _session(self) -> None:
         """One connection's life: declare, consume, ack; then drain when asked to stop."""
         self._generation += 1
-        conn = open_connection(self._url, self._generation, heartbeat=self._heartbeat)
+        conn = open_connection(self._url, self._generation, "consume",
+                               heartbeat=self._heartbeat)
         self._conn = conn
         self._in_flight = 0
         channel = conn.channel()

@@ -21,6 +21,8 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
+import os
+import socket
 import threading
 import time
 from typing import Any
@@ -34,7 +36,7 @@ from kombu.messaging import Producer
 from stowage.messaging import MessagingError
 from stowage.messaging.amqp_wire import CONTENT_TYPE
 
-__all__ = ["Publisher", "Outcome", "BROKER_ERRORS", "open_connection"]
+__all__ = ["Publisher", "Outcome", "BROKER_ERRORS", "connection_name", "open_connection"]
 
 LOG = logging.getLogger(__name__)
 
@@ -46,13 +48,22 @@ BROKER_ERRORS: tuple[type[BaseException], ...] = (
 _RETRIED = (*BROKER_ERRORS, MessageNacked)
 
 
-def open_connection(url: str, attempt: int, **options: Any) -> Connection:
+def connection_name(purpose: str) -> str:
+    """What RabbitMQ lists as the connection's name (`rabbitmqctl list_connections
+    user_provided_name`, the management UI): which process on which host, and why, so
+    that an operator can tell the connections of many stowage processes apart."""
+    return f"stowage:{os.getpid()}:{socket.gethostname()}:{purpose}"
+
+
+def open_connection(url: str, attempt: int, purpose: str, **options: Any) -> Connection:
     """Connect to one broker of `url` (kombu's `;`-separated list), the next one each attempt.
 
     One try only: the caller's back-off decides when to try again.
     """
     brokers = url.split(";")
-    conn = Connection(brokers[attempt % len(brokers)], **options)
+    transport = {**options.pop("transport_options", {}),
+                 "client_properties": {"connection_name": connection_name(purpose)}}
+    conn = Connection(brokers[attempt % len(brokers)], transport_options=transport, **options)
     try:
         conn.ensure_connection(max_retries=0)
     except BaseException:
@@ -119,7 +130,8 @@ class Publisher:
     def _connected(self) -> Producer:
         if self._conn is None:
             self._attempt += 1
-            self._conn = open_connection(self._url, self._attempt, heartbeat=self._heartbeat,
+            self._conn = open_connection(self._url, self._attempt, "publish",
+                                         heartbeat=self._heartbeat,
                                          transport_options={"confirm_publish": True})
         if self._producer is None:
             self._producer = Producer(self._conn.channel(), on_return=self._on_return)
