@@ -24,6 +24,7 @@ for the keys of later releases that are accepted too and the Hyper-V keys
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -216,24 +217,31 @@ def _registry() -> dict[str, Rule]:
 
 
 REGISTRY = _registry()
-_PATTERNS = [(re.compile(rule.name_regex), rule) for rule in REGISTRY.values()]
 # The namespaces the registry speaks for, as patterns (`resources(?P<group>...)`).
 NAMESPACES = frozenset(rule.name_regex.split(":", 1)[0] for rule in REGISTRY.values()
                        if ":" in rule.name_regex)
-_NAMESPACE_PATTERNS = [re.compile(namespace) for namespace in NAMESPACES]
+
+
+@functools.cache
+def _patterns() -> tuple[list[tuple[re.Pattern[str], Rule]], list[re.Pattern[str]]]:
+    """The rules' name patterns and the namespaces', compiled on first use: hundreds of
+    them, a tenth of a second that every process start would pay for nothing."""
+    return ([(re.compile(rule.name_regex), rule) for rule in REGISTRY.values()],
+            [re.compile(namespace) for namespace in NAMESPACES])
 
 
 def validate(name: str, value: str) -> None:
     """Raise Invalid when Nova (2.86 and later) would refuse this extra spec."""
+    patterns, namespaces = _patterns()
     rule = REGISTRY.get(name)
     if rule is None:
-        rule = next((r for regex, r in _PATTERNS if regex.fullmatch(name)), None)
+        rule = next((r for regex, r in patterns if regex.fullmatch(name)), None)
     if rule is not None:
         rule.check(value)
         return
     if ":" not in name:
         return
     namespace = name.split(":", 1)[0]
-    if any(pattern.fullmatch(namespace) for pattern in _NAMESPACE_PATTERNS):
+    if any(pattern.fullmatch(namespace) for pattern in namespaces):
         raise Invalid(f"Validation failed; extra spec '{name}' does not appear to be a "
                       "valid extra spec.")
