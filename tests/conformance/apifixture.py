@@ -90,7 +90,8 @@ class APIFixture(fixture.GabbiFixture):  # type: ignore[misc]
         os.environ.update(_FIXED_VARS)
         self.server: ServerProcess | None = None
         self.database: FreshDatabase | None = create_database(
-            plan.settings.database, plan.workdir)
+            plan.settings.database, plan.workdir,
+            migrated=plan.settings.target == "stowage")
         try:
             launch = launch_for(plan.settings.target, plan.port,
                                 self.database.url, self.server_options,
