@@ -106,6 +106,9 @@ def _cases() -> list[Any]:
             points = _points(operation, FULL)
             if not FULL and operation in _SAME_STEPS_AS:
                 points = [points[0], points[len(points) // 2]]
+            elif not FULL and len(points) > 4:
+                # accepted, the first step started, one in the middle, the last done
+                points = [points[0], points[1], points[len(points) // 2], points[-1]]
             if not FULL and backend != "sqlite":
                 points = [points[len(points) // 2]] if operation in _SAMPLED_ELSEWHERE else []
             cases += [pytest.param(backend, point, id=f"{backend}-{point}") for point in points]
