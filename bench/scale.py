@@ -163,8 +163,11 @@ def stop_all(procs: Sequence[Proc]) -> None:
         for proc in procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.popen.wait(max(deadline - time.monotonic(), 0.1))
-        if not any(proc.alive() for proc in procs):
+        lingering = [proc.name for proc in procs if proc.alive()]
+        if not lingering:
             return
+        if sig == signal.SIGTERM:
+            say(f"not stopped {STOP_WAIT:g} s after SIGTERM, killed: {', '.join(lingering)}")
 
 
 def wait_for(what: str, check: Callable[[], bool], procs: Sequence[Proc],
@@ -250,7 +253,7 @@ def cluster(workdir: Path, label: str, hosts: list[str], broker: bool = True
         write_config(made, broker)
         try:
             yield made
-        except BaseException:
+        except Exception:
             for proc in made.procs:
                 say(f"--- {proc.name} ({'alive' if proc.alive() else 'exited'}) ---\n"
                     f"{proc.tail()}")
@@ -621,6 +624,17 @@ def window(c: Cluster, seconds: float) -> dict[str, Any]:
     return result
 
 
+def api_view(c: Cluster) -> dict[str, int]:
+    """What the APIs say (once, outside the window): providers, compute services up."""
+    placement = {"x-auth-token": "admin", "openstack-api-version": "placement 1.39"}
+    with httpx.Client(base_url=c.url, timeout=300) as client:
+        rps = client.get("/placement/resource_providers", headers=placement).json()
+        found = client.get("/compute/v2.1/os-services", params={"binary": "nova-compute"},
+                           headers=HEADERS).json()
+    return {"providers": len(rps["resource_providers"]),
+            "services_up": sum(s["state"] == "up" for s in found["services"])}
+
+
 def steady(args: argparse.Namespace, workdir: Path, n: int) -> dict[str, Any]:
     hosts = [f"host{i:05d}" for i in range(1, n + 1)]
     with cluster(workdir, f"steady-{n}", hosts) as c:
@@ -637,6 +651,7 @@ def steady(args: argparse.Namespace, workdir: Path, n: int) -> dict[str, Any]:
             f"{reg['elapsed_s']:.0f} s ({reg['providers']} providers, {reg['services_up']} up)")
         result["footprint"] = footprint(c)
         result["rows"] = row_counts(c)
+        result["api_view"] = api_view(c)
         if reg["complete"] or args.window_anyway:
             time.sleep(args.settle)
             result["window"] = window(c, args.window)
@@ -866,10 +881,12 @@ def _cell(value: Any) -> str:
 
 def print_steady(runs: list[dict[str, Any]]) -> None:
     table("Registration from a cold start (s since the API was launched)",
-          ["hosts", "agents", "API up", "providers", "services up", "all", "registered"],
+          ["hosts", "agents", "API up", "providers", "services up", "all", "registered",
+           "per the APIs"],
           [[r["hosts"], r["agents"], r["api_ready_s"], r["registration"].get("providers_s"),
             r["registration"].get("services_up_s"), r["registration"].get("all_s"),
-            f"{r['registration']['providers']}/{r['registration']['services_up']}"]
+            f"{r['registration']['providers']}/{r['registration']['services_up']}",
+            f"{r['api_view']['providers']}/{r['api_view']['services_up']}"]
            for r in runs])
     with_window = [r for r in runs if "window" in r]
     table("Steady state", ["hosts", "window s", "API req/s", "req/host/min", "DB xact/s",
@@ -961,14 +978,20 @@ def _interrupted(signum: int, _frame: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupted)
+    # Also SIGINT: a shell starting us in the background would have it ignored.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _interrupted)
     with contextlib.ExitStack() as stack:
         if args.workdir:
             workdir = Path(args.workdir)
             workdir.mkdir(parents=True, exist_ok=True)
         else:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="scale-")))
-        results = run(args, workdir)
+        try:
+            results = run(args, workdir)
+        except KeyboardInterrupt as exc:
+            say(f"interrupted ({exc}); everything was stopped and removed")
+            return 130
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, default=str))
     return 0
