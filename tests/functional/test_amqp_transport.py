@@ -205,3 +205,69 @@ def test_a_broker_that_refuses_is_skipped_for_the_next_one(make: Any) -> None:
     transport = make(url=url)
     transport.register("t", Echo())
     assert transport.call("t", "echo", value="failover") == "failover"
+
+
+def test_every_registration_shares_one_consumer_connection_and_thread(make: Any) -> None:
+    # An agent process registers one target per host: 10,000 hosts must not mean
+    # 10,000 connections (the broker's socket limit) nor 10,000 polling threads.
+    transport = make()
+    transport.register("first", Echo())
+    threads = set(threading.enumerate())
+    for i in range(50):
+        transport.register(f"host{i}", Echo())
+    assert set(threading.enumerate()) - threads == set()
+    assert transport.call("host0", "echo", value=0) == 0
+    assert transport.call("host49", "echo", value=49) == 49
+    consumers = {id(c) for c in transport.connections()} - {
+        id(transport.publisher.connection), id(transport.replies.connection)}
+    assert len(consumers) == 1
+
+
+def test_unregistering_one_target_waits_for_its_handler_and_leaves_the_others(
+        make: Any) -> None:
+    transport = make(auto_delete=False)
+    held, other = Echo(), Echo()
+    held.gate.clear()
+    transport.register("held", held)
+    transport.register("other", other)
+    try:
+        transport.cast("held", "remember", value="running")
+        assert held.started.wait(WAIT)
+        leaving = threading.Thread(target=transport.unregister, args=("held",))
+        leaving.start()
+        time.sleep(0.3)
+        assert leaving.is_alive()  # its handler still runs
+        assert transport.call("other", "echo", value=1) == 1
+        held.gate.set()
+        leaving.join(WAIT)
+        assert not leaving.is_alive()
+        assert held.seen == ["running"]
+        # Acked once handled: a new endpoint of the target gets nothing more.
+        again = Echo()
+        transport.register("held", again)
+        transport.cast("held", "remember", value="next")
+        assert again.wait_for(1) == ["next"]
+        assert transport.call("other", "echo", value=2) == 2
+    finally:
+        transport.close()
+        with Connection(kombu_url(brokers.URL)) as conn:
+            conn.default_channel.queue_delete(transport.names.queue("held"))
+            conn.default_channel.queue_delete(transport.names.queue("other"))
+
+
+def test_a_handler_that_outlasts_the_drain_gives_its_message_back(make: Any) -> None:
+    # As when a process's connection closed: the message goes to another consumer.
+    first, second = make(drain_timeout=0.2), make()
+    stuck, survivor = Echo(), Echo()
+    stuck.gate.clear()
+    first.register("t", stuck)
+    first.register("kept", Echo())  # keeps the shared connection open
+    try:
+        first.cast("t", "remember", value="build")
+        assert stuck.started.wait(WAIT)
+        second.register("t", survivor)
+        first.unregister("t")
+        assert survivor.wait_for(1) == ["build"]
+        assert first.call("kept", "echo", value=1) == 1
+    finally:
+        stuck.gate.set()

@@ -8,9 +8,11 @@ Who talks to whom (names from amqp_wire; `ns` is the transport's namespace)::
     fanout ────publish(confirm)──> exchange ns.t.fanout ──every──> ns.t.fanout.<id>
     call <──── queue ns.reply.<id> <──reply(correlation_id)────────── handler
 
-- `register(t, endpoint)` starts a consumer thread (its own connection) on
-  `ns.t` and on a fanout queue of its own; several registrations of `t`, in
-  this process or others, compete for `ns.t` and each receive every fanout.
+- `register(t, endpoint)` consumes `ns.t` and a fanout queue of its own;
+  several registrations of `t`, in this process or others, compete for `ns.t`
+  and each receive every fanout. Every registration of a transport shares one
+  consumer connection and thread (an agent process of 10,000 hosts has one,
+  not 10,000: a broker allows a limited number of connections).
 - `call` waits for the answer up to `default_timeout` (`call_long`:
   `long_timeout`) and raises MessagingTimeout after; the request expires from
   the queue at the same moment, so a late consumer does not run it. A target
@@ -32,6 +34,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -42,7 +45,7 @@ from kombu.entity import Exchange, Queue
 from kombu.message import Message
 
 from stowage.messaging import MessagingError, MessagingTimeout
-from stowage.messaging.amqp_consumer import ConsumerThread, Done
+from stowage.messaging.amqp_consumer import ConsumerThread, Done, Subscription
 from stowage.messaging.amqp_publisher import Outcome, Publisher
 from stowage.messaging.amqp_replies import Replies
 from stowage.messaging.amqp_wire import (
@@ -66,7 +69,7 @@ REPLY_RETRY = 10.0
 @dataclass
 class _Registration:
     endpoint: object
-    consumer: ConsumerThread
+    subscription: Subscription
 
 
 class AmqpTransport:
@@ -98,6 +101,8 @@ class AmqpTransport:
         self._stopping = False
         self._closed = False
         self._registrations: dict[str, list[_Registration]] = {}
+        # Every registration's queues, on one connection (made on the first one).
+        self._consumer: ConsumerThread | None = None
         self._pool: ThreadPoolExecutor | None = None
         # Messages handed to the pool and not done yet: what `drain` waits for.
         self._inflight = 0
@@ -117,25 +122,29 @@ class AmqpTransport:
             registrations = self._registrations.setdefault(target, [])
             if any(r.endpoint is endpoint for r in registrations):
                 return
-            registration = _Registration(endpoint, self._consumer(target, endpoint))
+            if self._consumer is None:
+                self._consumer = ConsumerThread(
+                    self._url, name="amqp-consumer",
+                    prefetch=self._max_workers, heartbeat=self._heartbeat,
+                    backoff=self._backoff, on_tick=self.publisher.heartbeat)
+            registration = _Registration(endpoint, self._consumer.subscribe(
+                self._queues(target), self._on_message(target, endpoint)))
             registrations.append(registration)
-        if not registration.consumer.start(self.default_timeout):
+        if not registration.subscription.ready.wait(self.default_timeout):
             LOG.warning("%s is not consumed yet (broker unreachable?); still trying", target)
 
-    def _consumer(self, target: str, endpoint: object) -> ConsumerThread:
+    def _queues(self, target: str) -> list[Queue]:
         names = self.names
         fanout = Exchange(names.fanout_exchange(target), type="fanout", durable=False,
                                 auto_delete=True)
-        queues = [Queue(names.queue(target), durable=True, auto_delete=self._auto_delete),
-                  Queue(names.fanout_queue(target, uuid.uuid4().hex), exchange=fanout,
-                              exclusive=True, auto_delete=True)]
+        return [Queue(names.queue(target), durable=True, auto_delete=self._auto_delete),
+                Queue(names.fanout_queue(target, uuid.uuid4().hex), exchange=fanout,
+                            exclusive=True, auto_delete=True)]
 
+    def _on_message(self, target: str, endpoint: object) -> Callable[[Message, Done], None]:
         def on_message(message: Message, done: Done) -> None:
             self._dispatch(target, endpoint, message, done)
-
-        return ConsumerThread(self._url, queues, on_message, name=f"amqp-{names.queue(target)}",
-                              prefetch=self._max_workers, heartbeat=self._heartbeat,
-                              backoff=self._backoff, on_tick=self.publisher.heartbeat)
+        return on_message
 
     def unregister(self, target: str, endpoint: object | None = None) -> None:
         """Stop serving `target` with `endpoint` (every endpoint of it when None).
@@ -150,10 +159,9 @@ class AmqpTransport:
                 self._registrations[target] = kept
             else:
                 self._registrations.pop(target, None)
-        for registration in gone:
-            registration.consumer.request_stop(self._drain_timeout)
-        for registration in gone:
-            registration.consumer.join()
+            consumer = self._consumer
+        if consumer is not None and gone:
+            consumer.unsubscribe([r.subscription for r in gone], self._drain_timeout)
 
     def _dispatch(self, target: str, endpoint: object, message: Message,
                   done: Done) -> None:
@@ -282,10 +290,9 @@ class AmqpTransport:
 
         For diagnostics, and for tests that cut them to play a broker failure.
         """
-        with self._lock:
-            consumers = [r.consumer for rs in self._registrations.values() for r in rs]
+        consumer = self._consumer
         found = [self.publisher.connection, self.replies.connection,
-                 *(c.connection for c in consumers)]
+                 consumer.connection if consumer is not None else None]
         return [conn for conn in found if conn is not None]
 
     def drain(self, timeout: float = 60.0) -> bool:
@@ -311,13 +318,11 @@ class AmqpTransport:
         drain = self._drain_timeout if drain_timeout is None else drain_timeout
         with self._lock:
             self._stopping = True
-            registrations = [r for rs in self._registrations.values() for r in rs]
             self._registrations.clear()
             pool, self._pool = self._pool, None
-        for registration in registrations:
-            registration.consumer.request_stop(drain)
-        for registration in registrations:
-            registration.consumer.join()
+            consumer = self._consumer
+        if consumer is not None:
+            consumer.stop(drain)
         if pool is not None:
             pool.shutdown(wait=True)
         self._closed = True
