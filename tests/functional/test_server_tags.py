@@ -109,3 +109,18 @@ def test_deleting_a_server_drops_its_tags(cloud: Cloud) -> None:
     assert _tags(cloud, active) == []
     assert cloud.compute.get("/servers/detail", params={"tags": "a"},
                              headers=at("2.26")).json()["servers"] == []
+
+
+def test_a_unicode_tag_gets_an_ascii_location(cloud: Cloud) -> None:
+    """A Location header is ASCII: the tag goes in percent-encoded (an astral-plane tag
+    was once stored and then answered with a 500)."""
+    server = stored_server(cloud)
+    tag = "\U00052bf5ð\U0007ab3d"
+    with member(cloud) as alice:
+        added = alice.put(f"/servers/{server}/tags/{tag}")
+        assert added.status_code == 201, added.text
+        location = added.headers["location"]
+        assert location.isascii() and location.endswith(
+            f"/servers/{server}/tags/%F1%92%AF%B5%C3%B0%F1%BA%AC%BD")
+        assert alice.get(location).status_code == 204
+    assert _tags(cloud, server) == [tag]

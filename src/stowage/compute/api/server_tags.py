@@ -17,6 +17,7 @@ together pass the limit. Below 2.26 these paths do not exist (404).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import jsonschema
 
@@ -110,7 +111,8 @@ def add_tag(req: Request) -> Response:
         if tag in held:
             return empty_response(204)
         tag_records.add(conn, instance.uuid, tag)
-    location = req.url(f"{API_PREFIX}/servers/{instance.uuid}/tags/{tag}")
+    # The tag percent-encoded: a Location header is ASCII, a tag any Unicode text.
+    location = req.url(f"{API_PREFIX}/servers/{instance.uuid}/tags/{quote(tag, safe='')}")
     return empty_response(201, headers=[("location", location)])
 
 
