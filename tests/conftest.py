@@ -29,13 +29,55 @@ BACKENDS = [b for b in os.environ.get("STOWAGE_TEST_BACKENDS",
 LONG_FIRST = ("tests/nova/", "tests/tempest/")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The long side suites first, then files by test count, as xdist would order them.
+# Modules of whole move and port flows (seconds per test: boots, moves, bindings).
+# They run entirely on SQLite; on PostgreSQL and MySQL a quarter of their tests
+# runs by default (every fourth, the same ones each run), since what a database
+# changes there -- locking, isolation, types -- the Placement, claim-race,
+# lease and conformance tests cover test by test. STOWAGE_BACKENDS_FULL=1 runs
+# every test on every backend.
+SAMPLED_ON_SERVER_DATABASES = tuple(f"tests/functional/test_{name}.py" for name in (
+    "ports_interfaces", "ports_upgrade", "ports_live_migration", "ports_move_failures",
+    "ports_evacuate", "ports_shelve", "ports_boot", "ports_moves", "live_migration",
+    "live_migration_failures", "delete_during_move", "evacuate", "evacuate_failures",
+    "shelve", "shelve_failures", "shelve_delete", "move_failures", "rebuild", "moves",
+    "move_checks", "delete_on_down_host", "guest_actions"))
+SAMPLE_EVERY = 4
+
+
+def _backend_of(item: pytest.Item) -> str | None:
+    """The database a parametrized test runs on (its id's `[...]` part names it)."""
+    name = item.nodeid.rpartition("[")[2]
+    return next((b for b in ("postgresql", "mysql") if b in name.split("-")
+                 or name.rstrip("]").split("-")[-1] == b or name == f"{b}]"), None)
+
+
+def _sampled(items: list[pytest.Item], config: pytest.Config) -> list[pytest.Item]:
+    if os.environ.get("STOWAGE_BACKENDS_FULL") == "1":
+        return items
+    seen: Counter[tuple[str, str]] = Counter()
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        path, backend = item.nodeid.split("::")[0], _backend_of(item)
+        if backend is None or path not in SAMPLED_ON_SERVER_DATABASES:
+            kept.append(item)
+            continue
+        seen[(path, backend)] += 1
+        (kept if seen[(path, backend)] % SAMPLE_EVERY == 1 else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    return kept
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Sample the long flows on server databases; then the long side suites first, then
+    files by test count, as xdist would order them.
 
     xdist's own reordering (off through `--no-loadscope-reorder` in pyproject)
     sorts by test count only, which puts these one-test files last. Sorting is
     stable, so a file's tests keep their order.
     """
+    items[:] = _sampled(items, config)
     counts = Counter(item.nodeid.split("::")[0] for item in items)
 
     def rank(item: pytest.Item) -> tuple[bool, int]:
