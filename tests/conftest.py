@@ -24,9 +24,12 @@ BACKENDS = [b for b in os.environ.get("STOWAGE_TEST_BACKENDS",
                                       "sqlite,postgresql,mysql").split(",") if b]
 
 
-# Files whose one test runs a whole upstream suite for minutes. They go first,
-# so that pytest-xdist runs them beside the rest instead of after it.
-LONG_FIRST = ("tests/nova/", "tests/tempest/")
+# Files of few tests that each run for minutes (a whole upstream suite; the
+# `openstack` CLI, ~2 s a command; a deployment of separate processes). They go
+# first, so that pytest-xdist runs them beside the rest instead of at the end,
+# where one worker would run them alone.
+LONG_FIRST = ("tests/nova/", "tests/tempest/", "tests/functional/test_openstack_cli",
+              "tests/functional/test_scale_out.py")
 
 
 # Modules of whole move and port flows (seconds per test: boots, moves, bindings).
@@ -80,9 +83,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = _sampled(items, config)
     counts = Counter(item.nodeid.split("::")[0] for item in items)
 
-    def rank(item: pytest.Item) -> tuple[bool, int]:
+    def rank(item: pytest.Item) -> tuple[int, int]:
         path = item.nodeid.split("::")[0]
-        return (not path.startswith(LONG_FIRST), -counts[path])
+        first = next((i for i, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)),
+                     len(LONG_FIRST))
+        return (first, -counts[path])
 
     items.sort(key=rank)
 
