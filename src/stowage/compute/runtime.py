@@ -51,6 +51,8 @@ COMPUTE_ROLE = "compute"
 ALL_ROLES = frozenset({CONDUCTOR_ROLE, SCHEDULER_ROLE, COMPUTE_ROLE})
 # How often drain() looks at the journal when the conductor runs in other processes.
 _JOURNAL_POLL = 0.2
+# Hosts whose heartbeats share one UPDATE (a bounded IN list for every database).
+_HEARTBEAT_CHUNK = 500
 
 
 class ControlPlane:
@@ -86,9 +88,17 @@ class ControlPlane:
         self.controller_host = socket.gethostname()
         self._stop = threading.Event()
         self._timer: threading.Thread | None = None
+        self._beater: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
+        """Serve, beat, then bring the hosts up one by one (stoppable between two hosts).
+
+        Heartbeats get their own thread and start before the hosts: an agent of
+        thousands of hosts takes minutes to register them, and a host that
+        registered first must not be seen down meanwhile (nor behind a long
+        resource-tracker round on the timer thread).
+        """
         if self.scheduler is not None:
             self.transport.register(rpc.SCHEDULER, self.scheduler)
         if self.conductor is not None:
@@ -96,15 +106,27 @@ class ControlPlane:
         if self._controller_binaries():
             services.register_controller_services(self.db, self.controller_host,
                                                   self._controller_binaries())
+        if self.roles:
+            self._beater = self._thread("heartbeats", self._beat)
         if COMPUTE_ROLE in self.roles:
             for host in self.configured_hosts():
+                if self._stop.is_set():
+                    return
                 self.add_host(host)
-        if self.conductor is not None:
+        if self.conductor is not None and not self._stop.is_set():
             # Once the agents are up: recovery asks their hypervisors what really exists.
             self.conductor.start()
-        if self.roles:
-            self._timer = threading.Thread(target=self._periodic, name="periodic", daemon=True)
-            self._timer.start()
+        if self.roles and not self._stop.is_set():
+            self._timer = self._thread("periodic", self._periodic)
+
+    def request_stop(self) -> None:
+        """Ask a `start()` in progress to add no more hosts (a signal handler may call it)."""
+        self._stop.set()
+
+    def _thread(self, name: str, target: Callable[[], None]) -> threading.Thread:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        return thread
 
     def configured_hosts(self) -> list[HostConfig]:
         """The simulated hosts this plane runs: `sim_hosts`, the hosts file, `host_names`."""
@@ -173,12 +195,15 @@ class ControlPlane:
         return self.transport.drain(max(deadline - time.monotonic(), 0.0))
 
     def stop(self) -> None:
+        """Stop consuming first, then the hosts: a host's handler still running finds its
+        agent alive, and thousands of hosts are not unsubscribed one at a time."""
         self._stop.set()
-        if self._timer is not None:
-            self._timer.join(timeout=10)
+        for thread in (self._timer, self._beater):
+            if thread is not None:
+                thread.join(timeout=10)
+        self.transport.close()
         for name in list(self.agents):
             self.stop_host(name)
-        self.transport.close()
         if self.conductor is not None:
             self.conductor.leases.stop()  # a stopped conductor renews nothing more
 
@@ -200,21 +225,38 @@ class ControlPlane:
     def _jobs(self) -> list[tuple[float, Callable[[], None]]]:
         """Every role's periodic jobs, in a fixed order (`_periodic` keys them by index)."""
         s = self.settings
-        jobs: list[tuple[float, Callable[[], None]]] = [(s.report_interval, self._heartbeats)]
+        jobs: list[tuple[float, Callable[[], None]]] = []
         if COMPUTE_ROLE in self.roles:
             jobs.append((s.update_resources_interval, self._update_resources))
         if self.conductor is not None:
             jobs.extend(_conductor_jobs(s, self.conductor))
         return jobs
 
+    def _beat(self) -> None:
+        """Every `report_interval` (read each round), all of this process's heartbeats."""
+        while not self._stop.wait(self.settings.report_interval):
+            _guarded(self._heartbeats)
+
     def _heartbeats(self) -> None:
+        """The controller services', then the running agents' in a few transactions.
+
+        One UPDATE per chunk of hosts rather than one transaction per host: at
+        10,000 hosts per deployment the per-host form alone is 1,000 database
+        transactions a second at the default interval.
+        """
         binaries = self._controller_binaries()
         if binaries:
             with self.db.write() as conn:
                 for binary in binaries:
                     services.heartbeat(conn, self.controller_host, binary)
-        for agent in list(self.agents.values()):
-            _guarded(agent.heartbeat)
+        hosts = [agent.host.name for agent in list(self.agents.values()) if agent.running]
+        for start in range(0, len(hosts), _HEARTBEAT_CHUNK):
+            with self.db.write() as conn:
+                gone = services.heartbeat_many(conn, hosts[start:start + _HEARTBEAT_CHUNK],
+                                               services.COMPUTE)
+            for host in gone:
+                LOG.warning("host %s: service record deleted; restart the agent to register "
+                            "it again", host)
 
     def _update_resources(self) -> None:
         for agent in list(self.agents.values()):

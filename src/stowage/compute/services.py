@@ -167,6 +167,20 @@ def heartbeat(conn: Connection, host: str, binary: str) -> bool:
     return bool(done.rowcount)
 
 
+def heartbeat_many(conn: Connection, hosts: Sequence[str], binary: str) -> list[str]:
+    """`heartbeat` for many hosts of one binary in one statement; the hosts whose row is gone."""
+    if not hosts:
+        return []
+    now = utcnow()
+    live = (_S.c.host.in_(hosts), _S.c.binary == binary, _S.c.deleted == 0)
+    done = conn.execute(_S.update().where(*live)
+                        .values(last_seen_up=now, report_count=_S.c.report_count + 1))
+    if done.rowcount == len(hosts):
+        return []
+    found = set(conn.execute(sa.select(_S.c.host).where(*live)).scalars())
+    return [host for host in hosts if host not in found]
+
+
 def is_up(service: Service, settings: ComputeSettings,
           now: datetime.datetime | None = None) -> bool:
     """Nova's DB servicegroup rule: not forced down and heard from within service_down_time."""

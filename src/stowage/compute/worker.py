@@ -40,6 +40,7 @@ def run_until_signalled(plane: ControlPlane, name: str) -> int:
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         LOG.info("%s: %s received, stopping", name, signal.Signals(signum).name)
         stopping.set()
+        plane.request_stop()  # during start(): add no more hosts
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)

@@ -183,7 +183,13 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
             LOG.error("host %s: cannot recover PCI claim %s: %s", self.host.name, key, exc)
 
     # --- periodic -------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        """Started and not stopped: it answers, reports and heartbeats."""
+        return self._running
+
     def heartbeat(self) -> None:
+        """This host's alone (the control plane beats all of its hosts together)."""
         if not self._running:
             return
         with self.db.write() as conn:
