@@ -9,19 +9,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import httpx
 import pytest
 
 from stowage.compute.hosts import HostConfig
 from tests.functional.conftest import LiveServer
-from tests.functional.identity import login, token_client
+from tests.conftest import BACKENDS
+from tests.functional.identity import identity_server, login, token_client
 
 V3 = "/identity/v3"
 
 
-@pytest.fixture(scope="module")
-def live(live_identity: LiveServer) -> LiveServer:
-    return live_identity
+@pytest.fixture(scope="module", params=BACKENDS)
+def live(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """A server of its own, with only the drawn directory: the directory reads below are
+    compared whole, and the session's `live_identity` gets other modules' writes (the
+    directory fuzzer's, test_identity_writes') when xdist deals them to the same worker."""
+    with identity_server(request.param) as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
