@@ -115,6 +115,10 @@ class ComputeSettings:
     resize_confirm_window: int = 0
     # Resource tracker period (inventory report + allocation reconcile), seconds.
     update_resources_interval: float = 60.0
+    # Nova's [compute] resource_provider_association_refresh: seconds after which the
+    # tracker reports a host's providers in full again though its configuration did not
+    # change (it reports at once when it did); 0: only on a change or SIGHUP.
+    resource_provider_association_refresh: float = 300.0
     report_interval: float = 10.0
     service_down_time: float = 60.0
     # "spread" prefers the emptiest host, "pack" the fullest (Nova's weight multipliers).

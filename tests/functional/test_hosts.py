@@ -13,6 +13,8 @@ tracker once::
 
 from __future__ import annotations
 
+import dataclasses
+import time
 import uuid as uuidlib
 from typing import Any
 
@@ -173,8 +175,75 @@ def test_the_agent_keeps_traits_and_aggregates_others_added(cloud: Cloud) -> Non
     resp = cloud.placement.put(f"/resource_providers/{node}/traits", json={
         "resource_provider_generation": gen, "traits": ["CUSTOM_MINE", "CUSTOM_OPERATOR"]})
     assert resp.status_code == 200, resp.text
-    cloud.plane.agent("host1").update_available_resource()
+    agent = cloud.plane.agent("host1")
+    agent.reset_provider_cache()  # a full report, not the cached one
+    agent.update_available_resource()
     assert traits(cloud, node) == {"CUSTOM_MINE", "CUSTOM_OPERATOR"}
+
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, agent: Any) -> list[str]:
+    """The requests the agent sends Placement from now on: 'METHOD path'."""
+    sent: list[str] = []
+    real = agent.placement._send
+
+    def send(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(f"{method} {path}")
+        return real(method, path, *args, **kwargs)
+
+    monkeypatch.setattr(agent.placement, "_send", send)
+    return sent
+
+
+def test_an_idle_host_reads_only_its_allocations_each_period(
+        cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> None:
+    node = cloud.add_host("host1")
+    agent = cloud.plane.agent("host1")
+    add_instance(cloud, "host1")
+    add_instance(cloud, "host1")
+    agent.update_available_resource()  # heals both (see below): allocations written
+    sent = _counting(monkeypatch, agent)
+    agent.update_available_resource()
+    # the provider report is cached, the heal and usage come from this one read
+    assert sent == [f"GET /resource_providers/{node}/allocations"]
+    hyp = hypervisor(cloud, "host1")
+    assert (hyp["vcpus_used"], hyp["memory_mb_used"], hyp["running_vms"]) == (4, 2048, 2)
+
+
+def test_a_change_behind_the_agent_is_put_right_at_the_refresh_or_on_reset(
+        cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> None:
+    node = cloud.add_host("host1", traits=("CUSTOM_MINE",))
+    agent = cloud.plane.agent("host1")
+    gen = cloud.placement.get(f"/resource_providers/{node}").json()["generation"]
+    resp = cloud.placement.put(f"/resource_providers/{node}/traits", json={
+        "resource_provider_generation": gen, "traits": []})
+    assert resp.status_code == 200, resp.text
+    agent.update_available_resource()
+    assert traits(cloud, node) == set()  # cached: as nova-compute, it does not look yet
+    agent.reset_provider_cache()  # SIGHUP to the agent process
+    agent.update_available_resource()
+    assert traits(cloud, node) == {"CUSTOM_MINE"}
+
+    monkeypatch.setattr(agent, "settings", dataclasses.replace(
+        agent.settings, resource_provider_association_refresh=0.5))
+    agent.reset_provider_cache()
+    agent.update_available_resource()  # reported now: fresh for 0.5 s
+    assert cloud.placement.delete(f"/resource_providers/{node}/traits").status_code == 204
+    agent.update_available_resource()
+    assert traits(cloud, node) == set()
+    time.sleep(0.6)
+    agent.update_available_resource()
+    assert traits(cloud, node) == {"CUSTOM_MINE"}
+
+
+def test_a_disabled_service_is_reported_at_once_despite_the_cache(cloud: Cloud) -> None:
+    node = cloud.add_host("host1")
+    agent = cloud.plane.agent("host1")
+    with cloud.live.db.write() as conn:
+        found = services.service_by_host(conn, "host1", services.COMPUTE)
+        services.update_service(conn, found.id, disabled=True)
+    agent.update_available_resource()
+    assert "COMPUTE_STATUS_DISABLED" in traits(cloud, node)
 
 
 # --- reconcile ----------------------------------------------------------------------

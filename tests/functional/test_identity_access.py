@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from stowage.compute.hosts import HostConfig
-from tests.functional.conftest import LiveServer
 from tests.conftest import BACKENDS
+from tests.functional.conftest import LiveServer
 from tests.functional.identity import identity_server, login, token_client
 
 V3 = "/identity/v3"

@@ -1,7 +1,7 @@
 """Which of Nova's functional tests run against stowage's Placement.
 
 Names are unittest names (module, class or test) under
-`nova.tests.functional`. The default selection fits CI (about 3.5
+`nova.tests.functional`. The default selection fits CI (about 3
 minutes on one core): a sample of the report-client, resource-tracker and
 nova-manage heal tests, and of the moving, resize and reschedule classes that
 lean hardest on Placement (consumer generations, migration-owned
@@ -21,21 +21,19 @@ def _some(cls: str, *tests: str) -> tuple[str, ...]:
     return tuple(f"{_F}{cls}.{test}" for test in tests)
 
 
-# 47 tests, about 3.5 minutes on one core (Nova's own set-up is most of it): a
+# 42 tests, about 3 minutes on one core (Nova's own set-up is most of it): a
 # sample of each area; `FULL` runs all of them.
 DEFAULT: tuple[str, ...] = (
     *_some("test_report_client.SchedulerReportClientTests",
            "test_client_report_smoke", "test_get_provider_tree_with_nested_and_aggregates",
-           "test_set_inventory_for_provider", "test_update_from_provider_tree",
-           "test_alloc_cands_smoke", "test_allocation_candidates_mappings", "test_reshape",
+           "test_update_from_provider_tree", "test_alloc_cands_smoke", "test_reshape",
            "test_update_from_provider_tree_reshape_conflict_retry"),
     *_some("compute.test_resource_tracker.TestUpdateComputeNodeReservedAndAllocationRatio",
            "test_update_inventory_reserved_and_allocation_ratio_from_conf",
            "test_allocation_ratio_overwritten_from_config"),
     *_some("compute.test_resource_tracker.TestProviderConfig", "test_end_to_end"),
     *_some("test_nova_manage.TestNovaManagePlacementHealAllocations",
-           "test_heal_allocations_paging", "test_heal_allocations_shelved",
-           "test_heal_allocations_update_sentinel_consumer",
+           "test_heal_allocations_paging", "test_heal_allocations_update_sentinel_consumer",
            "test_heal_allocations_force_allocation"),
     *_some("test_nova_manage.TestNovaManagePlacementHealPortAllocations",
            "test_heal_port_allocation_only",
@@ -43,8 +41,8 @@ DEFAULT: tuple[str, ...] = (
            "test_heal_multiple_port_allocations_rollback_fails"),
     _F + "test_nova_manage.TestNovaManagePlacementAudit",
     *_some("test_servers.ServerMovingTests",
-           "test_resize_confirm", "test_resize_revert", "test_resize_revert_same_host",
-           "test_finish_resize_fails_allocation_cleanup", "test_migrate_revert",
+           "test_resize_confirm", "test_resize_revert",
+           "test_finish_resize_fails_allocation_cleanup",
            "test_evacuate_rebuild_on_dest_fails_clean_hypervisor",
            "test_live_migrate_rollback_cleans_dest_node_allocations",
            "test_shelve_offload_unshelve_diff_host"),

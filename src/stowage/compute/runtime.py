@@ -170,6 +170,11 @@ class ControlPlane:
             if worker is not None:
                 worker.settings = settings
 
+    def reset_provider_caches(self) -> None:
+        """Every agent here reports its providers in full at its next period (SIGHUP)."""
+        for agent in list(self.agents.values()):
+            agent.reset_provider_cache()
+
     def agent(self, name: str) -> ComputeAgent:
         return self.agents[name]
 

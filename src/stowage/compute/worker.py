@@ -16,7 +16,9 @@ What a role does when it runs alone:
   agent recovers the guests its hypervisor kept, reports, and serves
   `compute.<host>`); heartbeats and the resource tracker run on the timer.
   When the broker goes away the agents keep their guests and their timer
-  (heartbeats go to the database), and their consumers reconnect.
+  (heartbeats go to the database), and their consumers reconnect. SIGHUP
+  makes every host report its providers in full at its next period (as it
+  clears nova-compute's provider cache).
 """
 
 from __future__ import annotations
@@ -42,8 +44,13 @@ def run_until_signalled(plane: ControlPlane, name: str) -> int:
         stopping.set()
         plane.request_stop()  # during start(): add no more hosts
 
+    def on_hangup(_signum: int, _frame: FrameType | None) -> None:
+        LOG.info("%s: SIGHUP received, reporting every host's providers in full", name)
+        plane.reset_provider_caches()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
+    signal.signal(signal.SIGHUP, on_hangup)
     try:
         plane.start()
         LOG.info("%s: started (roles %s, hosts %s)", name, ", ".join(sorted(plane.roles)),

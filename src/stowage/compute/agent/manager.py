@@ -28,6 +28,7 @@ the agent starts and at every periodic run (`reap_deleted`, Nova's
 from __future__ import annotations
 
 import logging
+import time
 import uuid as uuidlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -77,6 +78,8 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
         self.node_uuid = ""
         self.providers = rt.HostProviders("")
         self._running = False
+        # What the last full report made Placement show, and when (see `_report`).
+        self._reported: tuple[str, float] | None = None
 
     # --- lifecycle ------------------------------------------------------------
     def start(self) -> None:
@@ -208,9 +211,9 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
                 LOG.warning("host %s: no service record; not reporting", self.host.name)
                 return
         self.reap_deleted()
-        rt.report(self.placement, self.host, self.providers, service.disabled)
-        rt.reconcile(self.placement, self.db, self.host, self.providers)
-        used = rt.usage(self.placement, self.providers)
+        self._report(service.disabled)
+        reconciled = rt.reconcile(self.placement, self.db, self.host, self.providers)
+        used = rt.usage(self.placement, self.providers, reconciled)
         reserved = self.host.reserved
         with self.db.write() as conn:
             running = len(instances.list_instances(conn, host=self.host.name))
@@ -220,6 +223,31 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
                 memory_mb_used=used.get("MEMORY_MB", 0) + reserved.get("MEMORY_MB", 0),
                 local_gb_used=used.get("DISK_GB", 0) + reserved.get("DISK_GB", 0),
                 running_vms=running, pci_stats=self.pci.stats())
+
+    def _report(self, disabled: bool) -> None:
+        """Report the providers when what this host reports changed, or the last full
+        report is older than `resource_provider_association_refresh` (0: never again).
+
+        As Nova's report client caches the provider tree: a full report reads
+        each provider, its inventories, traits and aggregates (about seven
+        requests a host), which at the default period made idle hosts most of
+        Placement's load (docs/scale.md). A change made behind the agent's back
+        is put right at the next refresh, or at once after `reset_provider_cache`
+        (SIGHUP to an agent process, as to nova-compute).
+        """
+        what = f"{self.host!r} disabled={disabled}"
+        refresh = self.settings.resource_provider_association_refresh
+        last = self._reported
+        if last is not None and last[0] == what and (
+                refresh <= 0 or time.monotonic() - last[1] < refresh):
+            return
+        self._reported = None
+        if rt.report(self.placement, self.host, self.providers, disabled):
+            self._reported = (what, time.monotonic())
+
+    def reset_provider_cache(self) -> None:
+        """Report everything again at the next period (Nova: SIGHUP clears the cache)."""
+        self._reported = None
 
     def sync_service_status(self) -> str:
         """Put COMPUTE_STATUS_DISABLED on the provider iff the service is disabled (API call)."""

@@ -99,8 +99,14 @@ def inventories(host: HostConfig) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def report(placement: PlacementClient, host: HostConfig, providers: HostProviders,
-           disabled: bool) -> None:
-    """Make Placement show the host as configured (and disabled or not)."""
+           disabled: bool) -> bool:
+    """Make Placement show the host as configured (and disabled or not).
+
+    True when Placement now shows exactly that; False when something waits
+    for a later report (a device class or provider kept while allocated, a
+    device provider that could not be written), so that the agent does not
+    take this report as the last word (see `ComputeAgent._report`).
+    """
     root_inv, shared_inv = inventories(host)
     placement.ensure_provider(providers.root, host.name)
     _sync_inventories(placement, providers.root, root_inv)
@@ -117,46 +123,51 @@ def report(placement: PlacementClient, host: HostConfig, providers: HostProvider
                                                               else set()),
               drop={DISABLED_TRAIT} if not disabled else set())
     _sync_set(placement, providers.root, "aggregates", aggregates)
-    report_devices(placement, host, providers.root)
+    return report_devices(placement, host, providers.root)
 
 
-def report_devices(placement: PlacementClient, host: HostConfig, node_uuid: str) -> None:
+def report_devices(placement: PlacementClient, host: HostConfig, node_uuid: str) -> bool:
     """Make the host's network device providers match its configuration (module docstring).
 
     A provider that cannot be written is logged and left for the next report;
-    the others are still reported.
+    the others are still reported. True when nothing was left.
     """
     wanted = nd.device_tree(host, node_uuid)
+    settled = True
     for rp in wanted:
         try:
-            _report_device(placement, host, rp)
+            settled = _report_device(placement, host, rp) and settled
         except PlacementError as exc:
+            settled = False
             LOG.warning("host %s: cannot report network device provider %s: %s", host.name,
                         rp.name, exc)
     try:
-        _remove_unconfigured(placement, host, node_uuid, {rp.uuid for rp in wanted})
+        return _remove_unconfigured(placement, host, node_uuid,
+                                    {rp.uuid for rp in wanted}) and settled
     except PlacementError as exc:
         LOG.warning("host %s: cannot list its providers: %s", host.name, exc)
+        return False
 
 
 def _report_device(placement: PlacementClient, host: HostConfig,
-                   rp: nd.DeviceProvider) -> None:
+                   rp: nd.DeviceProvider) -> bool:
     found = placement.ensure_provider(rp.uuid, rp.name, rp.parent)
     if found.get("parent_provider_uuid") != rp.parent:
         LOG.error("host %s: provider %s (%s) is under %s, not under %s; delete it so that the "
                   "agent can create it again", host.name, rp.name, rp.uuid,
                   found.get("parent_provider_uuid"), rp.parent)
-        return
+        return False
     current = set(placement.provider_part(rp.uuid, "traits"))
     traits = {t for t in current if not t.startswith(nd.OWNED_TRAIT_PREFIXES)} | rp.traits
     if traits != current:
         placement.set_traits(rp.uuid, sorted(traits))
-    _sync_device_inventories(placement, host, rp.uuid, rp.inventories)
+    return _sync_device_inventories(placement, host, rp.uuid, rp.inventories)
 
 
 def _sync_device_inventories(placement: PlacementClient, host: HostConfig, uuid: str,
-                             wanted: Mapping[str, Mapping[str, Any]]) -> None:
-    """`wanted`, plus each class it drops that is still allocated, kept with reserved = total."""
+                             wanted: Mapping[str, Mapping[str, Any]]) -> bool:
+    """`wanted`, plus each class it drops that is still allocated, kept with reserved = total;
+    False when one was kept (a later report drops it once free)."""
     current = placement.provider_part(uuid, "inventories")
     dropped = set(current) - set(wanted)
     inventories = dict(wanted)
@@ -169,15 +180,18 @@ def _sync_device_inventories(placement: PlacementClient, host: HostConfig, uuid:
                         "allocated; kept, all reserved, until it is released", host.name, rc,
                         uuid, used[rc])
     _sync_inventories(placement, uuid, inventories, current)
+    return inventories.keys() == wanted.keys()
 
 
 def _remove_unconfigured(placement: PlacementClient, host: HostConfig, node_uuid: str,
-                         wanted: set[str]) -> None:
-    """Delete the agent's providers that the configuration no longer names, devices first."""
+                         wanted: set[str]) -> bool:
+    """Delete the agent's providers that the configuration no longer names, devices first;
+    False when one had to stay (allocated, or not deleted)."""
     tree = placement.providers(in_tree=node_uuid)
     stale = [rp for rp in tree if rp["uuid"] not in wanted and rp["uuid"] != node_uuid
              and nd.is_agent_owned(rp["name"], host.name)]
     parents = {rp["uuid"]: rp["parent_provider_uuid"] for rp in tree}
+    removed = 0
     for rp in sorted(stale, key=lambda rp: rp["parent_provider_uuid"] == node_uuid):
         uuid = rp["uuid"]
         if uuid in parents.values():
@@ -195,6 +209,8 @@ def _remove_unconfigured(placement: PlacementClient, host: HostConfig, node_uuid
             continue
         LOG.info("host %s: removed provider %s, no longer configured", host.name, rp["name"])
         del parents[uuid]
+        removed += 1
+    return removed == len(stale)
 
 
 def delete_tree(placement: PlacementClient, root_uuid: str) -> None:
@@ -250,25 +266,48 @@ def _sync_set(placement: PlacementClient, uuid: str, what: str, add: Iterable[st
         placement.set_traits(uuid, sorted(wanted))
 
 
-def usage(placement: PlacementClient, providers: HostProviders) -> dict[str, int]:
-    """What Placement says is used here: class -> amount (DISK_GB from the sharing provider)."""
+def usage(placement: PlacementClient, providers: HostProviders,
+          reconciled: Reconciled | None = None) -> dict[str, int]:
+    """What Placement says is used here: class -> amount (DISK_GB from the sharing provider).
+
+    Summed from the allocations `reconciled` read when it changed none (a
+    provider's usages are the sum of its allocations), else asked again.
+    """
+    if reconciled is not None and not (reconciled.healed or reconciled.removed):
+        used = _summed(reconciled.held[providers.root])
+        if providers.sharing is not None:
+            used["DISK_GB"] = _summed(reconciled.held[providers.sharing]).get("DISK_GB", 0)
+        return used
     used = dict(placement.usages(providers.root))
     if providers.sharing is not None:
         used["DISK_GB"] = placement.usages(providers.sharing).get("DISK_GB", 0)
     return used
 
 
+def _summed(held: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for resources in held.values():
+        for rc, amount in resources.items():
+            total[rc] = total.get(rc, 0) + amount
+    return total
+
+
 @dataclass
 class Reconciled:
+    # provider -> consumer -> class -> amount, as read before healing and removing
+    held: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     healed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
 
 
 def reconcile(placement: PlacementClient, db: Database, host: HostConfig,
               providers: HostProviders) -> Reconciled:
-    result = Reconciled()
-    result.healed = _heal(placement, db, host, providers)
-    result.removed = _remove_finished(placement, db, providers)
+    """One read of each provider's allocations serves the heal, the removal and `usage`:
+    an idle host costs Placement one request per provider and period, not one per
+    instance (10,000 hosts: bench/scale.py, docs/scale.md)."""
+    result = Reconciled({rp: placement.provider_allocations(rp) for rp in providers.all})
+    result.healed = _heal(placement, db, host, providers, result.held)
+    result.removed = _remove_finished(placement, db, result.held)
     return result
 
 
@@ -291,10 +330,13 @@ def _eligible(db: Database, host: str, uuids: Iterable[str] | None = None) -> di
 
 
 def _heal(placement: PlacementClient, db: Database, host: HostConfig,
-          providers: HostProviders) -> list[str]:
+          providers: HostProviders, held: Mapping[str, Mapping[str, Any]]) -> list[str]:
     missing = {}
+    holders = {consumer for consumers in held.values() for consumer in consumers}
     for uuid in _eligible(db, host.name):
-        holding = placement.holding(uuid)
+        if uuid in holders:
+            continue
+        holding = placement.holding(uuid)  # what it holds elsewhere is kept by the heal
         if not any(rp in holding.allocations for rp in providers.all):
             missing[uuid] = holding
     if not missing:
@@ -326,10 +368,8 @@ def _heal(placement: PlacementClient, db: Database, host: HostConfig,
 
 
 def _remove_finished(placement: PlacementClient, db: Database,
-                     providers: HostProviders) -> list[str]:
-    consumers: set[str] = set()
-    for rp in providers.all:
-        consumers.update(placement.provider_allocations(rp))
+                     held: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    consumers = {consumer for consumers in held.values() for consumer in consumers}
     if not consumers:
         return []
     with db.read() as conn:
