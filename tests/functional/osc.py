@@ -6,10 +6,14 @@ every service mounted, simulated hosts); `settle` waits for its control plane.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
+import select
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,25 +25,86 @@ from tests.functional.conftest import LiveServer, serving
 
 __all__ = ["osc", "needs_osc", "serving_hosts", "settle"]
 
+# Seconds one command may take (the CLI's own waits, e.g. `--wait`, included).
+_COMMAND_TIMEOUT = 120
+
 needs_osc = pytest.mark.skipif(shutil.which("openstack") is None,
                                reason="python-openstackclient is not installed")
 
 
 def osc(server: LiveServer, *args: str, json_out: bool = True) -> Any:
     """Run one command; fail with its output unless it exits 0; parse `-f json`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-    env.update(OS_AUTH_TYPE="admin_token", OS_TOKEN="admin",
-               OS_ENDPOINT=f"{server.url}/placement",
-               OS_COMPUTE_ENDPOINT_OVERRIDE=f"{server.url}/compute/v2.1",
-               OS_IDENTITY_ENDPOINT_OVERRIDE=f"{server.url}/identity/v3",
-               OS_IMAGE_ENDPOINT_OVERRIDE=f"{server.url}/image",
-               OS_NETWORK_ENDPOINT_OVERRIDE=f"{server.url}/network")
-    cmd = ["openstack", *args] + (["-f", "json"] if json_out else [])
-    # stdin is not a terminal here, so `image create` uploads it (empty) as the image data.
-    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120,
-                            check=False, stdin=subprocess.DEVNULL)
-    assert result.returncode == 0, f"{' '.join(cmd)}\n{result.stdout}\n{result.stderr}"
-    return json.loads(result.stdout) if json_out and result.stdout.strip() else None
+    env = {"OS_AUTH_TYPE": "admin_token", "OS_TOKEN": "admin",
+           "OS_ENDPOINT": f"{server.url}/placement",
+           "OS_COMPUTE_ENDPOINT_OVERRIDE": f"{server.url}/compute/v2.1",
+           "OS_IDENTITY_ENDPOINT_OVERRIDE": f"{server.url}/identity/v3",
+           "OS_IMAGE_ENDPOINT_OVERRIDE": f"{server.url}/image",
+           "OS_NETWORK_ENDPOINT_OVERRIDE": f"{server.url}/network"}
+    argv = [*args] + (["-f", "json"] if json_out else [])
+    rc, stdout, stderr = _command(argv, env)
+    assert rc == 0, f"openstack {' '.join(argv)}\n{stdout}\n{stderr}"
+    return json.loads(stdout) if json_out and stdout.strip() else None
+
+
+def _command(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """`openstack argv`: in this worker's runner process (osc_runner.py), or as a process of
+    its own with STOWAGE_OSC_SUBPROCESS=1 (a second slower per command, same CLI code)."""
+    if os.environ.get("STOWAGE_OSC_SUBPROCESS") == "1":
+        full = {k: v for k, v in os.environ.items() if not k.startswith("OS_")} | env
+        # stdin is not a terminal here, so `image create` uploads it (empty) as the image data.
+        done = subprocess.run(["openstack", *argv], env=full, capture_output=True, text=True,
+                              timeout=120, check=False, stdin=subprocess.DEVNULL)
+        return done.returncode, done.stdout, done.stderr
+    return _Runner.shared().run(argv, env)
+
+
+class _Runner:
+    """The worker's `osc_runner` process, started on first use and ended with the worker."""
+
+    _instance: _Runner | None = None
+
+    @classmethod
+    def shared(cls) -> _Runner:
+        if cls._instance is None or cls._instance.proc.poll() is not None:
+            cls._instance = cls()
+            atexit.register(cls._instance.close)
+        return cls._instance
+
+    def __init__(self) -> None:
+        to_runner_r, self._to_runner = os.pipe()
+        self._from_runner, from_runner_w = os.pipe()
+        env = {**os.environ, "OSC_RUNNER_FDS": f"{to_runner_r},{from_runner_w}"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.functional.osc_runner"],
+                                     env=env, stdin=subprocess.DEVNULL,
+                                     pass_fds=(to_runner_r, from_runner_w))
+        os.close(to_runner_r)
+        os.close(from_runner_w)
+        self._requests = os.fdopen(self._to_runner, "w", encoding="utf-8")
+        self._answers = os.fdopen(self._from_runner, encoding="utf-8")
+        self._answer()  # {"ready": true}: the CLI is imported
+
+    def _answer(self) -> dict[str, Any]:
+        ready, _, _ = select.select([self._answers], [], [], _COMMAND_TIMEOUT)
+        line = self._answers.readline() if ready else ""
+        if not line:
+            self.close()
+            raise AssertionError("the openstack CLI runner died or hung (see stderr)")
+        return dict(json.loads(line))
+
+    def run(self, argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+        self._requests.write(json.dumps({"argv": argv, "env": env}) + "\n")
+        self._requests.flush()
+        answer = self._answer()
+        return int(answer["rc"]), str(answer["stdout"]), str(answer["stderr"])
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._requests.close()
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        with contextlib.suppress(OSError):
+            self._answers.close()
 
 
 @contextmanager

@@ -1,7 +1,9 @@
 """The stock `openstack` CLI (python-openstackclient + osc-placement) against stowage.
 
-Runs the real console script in a subprocess, configured exactly as the README
-tells a user to, against `stowage serve` with its default mounts.
+Runs the CLI's own entry point (in tests/functional/osc_runner.py, which
+imports it once per test worker; STOWAGE_OSC_SUBPROCESS=1 starts the console
+script for each command instead), configured exactly as the README tells a
+user to, against `stowage serve` with its default mounts.
 """
 
 from __future__ import annotations
