@@ -18,7 +18,16 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from tests.functional.accounting import body, error, generation, new_uuid, provider, usages
+from tests.functional.accounting import (
+    PROJECT,
+    body,
+    error,
+    generation,
+    new_uuid,
+    provider,
+    put,
+    usages,
+)
 
 CLIENTS = 16
 
@@ -86,3 +95,35 @@ def test_one_new_consumer_is_created_once(placement: httpx.Client,
     shown = placement.get(f"/allocations/{consumer}").json()
     assert shown["consumer_generation"] == 1
     assert shown["allocations"][a]["resources"] == {"VCPU": 1}
+
+
+def test_project_usages_by_type_read_while_a_new_type_appears(
+        placement: httpx.Client, nodes: tuple[str, str]) -> None:
+    """GET /usages (1.38) answers while a consumer of a type new to the project is created
+    and deleted beside it: its sums and counts come from one snapshot (a resize's
+    migration consumer once made it a 500, bench/scale.py)."""
+    a, _ = nodes
+    assert put(placement, new_uuid(), {a: {"VCPU": 1}}).status_code == 204
+    stop = threading.Event()
+
+    def churn() -> None:
+        with httpx.Client(base_url=str(placement.base_url), headers=placement.headers,
+                          timeout=60) as client:
+            while not stop.is_set():
+                consumer = new_uuid()
+                put(client, consumer, {a: {"VCPU": 1}}, consumer_type="MIGRATION")
+                client.delete(f"/allocations/{consumer}")
+
+    writer = threading.Thread(target=churn)
+    writer.start()
+    try:
+        for _ in range(150):
+            resp = placement.get("/usages", params={"project_id": PROJECT})
+            assert resp.status_code == 200, resp.text
+            groups = resp.json()["usages"]
+            assert groups["INSTANCE"] == {"VCPU": 1, "consumer_count": 1}
+            if "MIGRATION" in groups:
+                assert groups["MIGRATION"] == {"VCPU": 1, "consumer_count": 1}
+    finally:
+        stop.set()
+        writer.join()

@@ -104,22 +104,34 @@ def by_consumer_type(conn: Connection, project_id: str, user_id: str | None = No
     if consumer_type in (ALL_TYPES, UNKNOWN_TYPE):
         return _lumped(conn, project_id, user_id, consumer_type)
     ct = t.consumer_types
-    # SELECT ct.name, rc.name, SUM(a.used), COUNT(DISTINCT a.consumer_id)
-    # FROM allocations a JOIN consumers c ON a.consumer_id = c.uuid
-    # LEFT JOIN consumer_types ct ON c.consumer_type_id = ct.id JOIN resource_classes rc ...
-    # WHERE <owned by project/user> [AND ct.name = :type] GROUP BY ct.name, rc.name
+    # One statement, so that the sums and the counts come from one snapshot: in two, a
+    # consumer of a new type committed in between (a migration's, mid-resize) had sums
+    # and no count (500 under load, bench/scale.py).
+    # SELECT s.type, s.rc, s.used, n.consumers FROM
+    #   (SELECT COALESCE(ct.name, '') type, rc.name rc, SUM(a.used) used
+    #    FROM allocations a JOIN consumers c ON a.consumer_id = c.uuid
+    #    LEFT JOIN consumer_types ct ON c.consumer_type_id = ct.id JOIN resource_classes rc
+    #    WHERE <owned by project/user> [AND ct.name = :type] GROUP BY type, rc.name) s
+    # JOIN (SELECT COALESCE(ct.name, '') type, COUNT(DISTINCT a.consumer_id) consumers
+    #       FROM <the same> GROUP BY type) n ON n.type = s.type
     joined = (_A.join(_C, _A.c.consumer_id == _C.c.uuid)
               .outerjoin(ct, _C.c.consumer_type_id == ct.c.id)
               .join(_RC, _A.c.resource_class_id == _RC.c.id))
-    base = _owned_by(sa.select(ct.c.name).select_from(joined), project_id, user_id)
-    if consumer_type:
-        base = base.where(ct.c.name == consumer_type)
-    counts = {name: int(n) for name, n in conn.execute(
-        base.add_columns(sa.func.count(sa.distinct(_A.c.consumer_id))).group_by(ct.c.name))}
+    kind = sa.func.coalesce(ct.c.name, "")
+
+    def grouped(*columns: Any) -> Any:
+        query = _owned_by(sa.select(kind.label("kind"), *columns).select_from(joined),
+                          project_id, user_id)
+        return query.where(ct.c.name == consumer_type) if consumer_type else query
+
+    sums = grouped(_RC.c.name.label("rc"), sa.func.sum(_A.c.used).label("used")) \
+        .group_by(kind, _RC.c.name).subquery()
+    counts = grouped(sa.func.count(sa.distinct(_A.c.consumer_id)).label("consumers")) \
+        .group_by(kind).subquery()
+    rows = conn.execute(sa.select(sums.c.kind, sums.c.rc, sums.c.used, counts.c.consumers)
+                        .select_from(sums.join(counts, counts.c.kind == sums.c.kind)))
     result: dict[str, TypedUsage] = {}
-    sums = base.add_columns(_RC.c.name, sa.func.sum(_A.c.used)).group_by(ct.c.name, _RC.c.name)
-    for type_name, rc_name, used in conn.execute(sums):
-        group = result.setdefault(type_name or UNKNOWN_TYPE,
-                                  TypedUsage(counts[type_name], {}))
+    for type_name, rc_name, used, consumers in rows:
+        group = result.setdefault(type_name or UNKNOWN_TYPE, TypedUsage(int(consumers), {}))
         group.usages[rc_name] = int(used)
     return result
