@@ -32,18 +32,22 @@ LONG_FIRST = ("tests/nova/", "tests/tempest/", "tests/functional/test_openstack_
               "tests/functional/test_scale_out.py")
 
 
-# Modules of whole move and port flows (seconds per test: boots, moves, bindings).
-# They run entirely on SQLite; on PostgreSQL and MySQL a quarter of their tests
-# runs by default (every fourth, the same ones each run), since what a database
-# changes there -- locking, isolation, types -- the Placement, claim-race,
-# lease and conformance tests cover test by test. STOWAGE_BACKENDS_FULL=1 runs
-# every test on every backend.
+# Modules of whole move and port flows (seconds per test: boots, moves, bindings),
+# and of flows over the APIs whose subject is not what a database changes (the
+# tracker's and nova-manage's heal, the scheduler's filters, policy defaults,
+# aggregates, the services and hypervisors views). They run entirely on SQLite;
+# on PostgreSQL and MySQL a quarter of their tests runs by default (every
+# fourth, the same ones each run), since what a database changes -- locking,
+# isolation, types, column limits -- the Placement, claim-race, lease, bulk,
+# input, quota and conformance tests cover test by test.
+# STOWAGE_BACKENDS_FULL=1 runs every test on every backend.
 SAMPLED_ON_SERVER_DATABASES = tuple(f"tests/functional/test_{name}.py" for name in (
     "ports_interfaces", "ports_upgrade", "ports_live_migration", "ports_move_failures",
     "ports_evacuate", "ports_shelve", "ports_boot", "ports_moves", "live_migration",
     "live_migration_failures", "delete_during_move", "evacuate", "evacuate_failures",
     "shelve", "shelve_failures", "shelve_delete", "move_failures", "rebuild", "moves",
-    "move_checks", "delete_on_down_host", "guest_actions"))
+    "move_checks", "delete_on_down_host", "guest_actions", "heal", "ports_heal",
+    "scheduler", "services_hypervisors", "os_aggregates", "policy_defaults"))
 SAMPLE_EVERY = 4
 
 

@@ -56,11 +56,16 @@ DEFAULT: tuple[str, ...] = (
     _F + "test_servers_resource_request.PortResourceRequestReSchedulingTest",
 )
 
-# What runs again on PostgreSQL and MySQL (under a minute each): Placement's
+# What runs again on PostgreSQL and MySQL (about 30 s each): Placement's
 # consumer-generation conflicts as Nova meets them mid-move, where a database's
 # locking shows.
-BACKEND_SLICE: tuple[str, ...] = (
-    _F + "test_servers.ConsumerGenerationConflictTest",
+BACKEND_SLICE: tuple[str, ...] = _some(
+    "test_servers.ConsumerGenerationConflictTest",
+    "test_create_server_fails_as_placement_reports_consumer_conflict",
+    "test_migrate_move_allocation_fails_due_to_conflict",
+    "test_confirm_migrate_delete_alloc_on_source_fails",
+    "test_revert_migrate_delete_dest_allocation_fails_due_to_conflict",
+    "test_live_migrate_drop_allocation_on_source_fails",
 )
 
 # Regression tests for move bugs that involve Placement allocations
