@@ -121,3 +121,23 @@ def test_stop_closes_the_transport_before_it_stops_the_hosts(
     monkeypatch.setattr(plane.transport, "close", close)
     plane.stop()
     assert order == ["close:host1,host2"]  # a handler still running finds its agent alive
+
+
+def test_the_trackers_of_many_hosts_run_side_by_side(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    _registering_only(monkeypatch, lambda agent: None)
+    plane = _plane(db, hosts=6)
+    plane.start()
+    both = threading.Barrier(2, timeout=5)  # two runs must be in flight at once
+    ran: list[str] = []
+
+    def run(agent: ComputeAgent) -> None:
+        both.wait()
+        ran.append(agent.host.name)
+
+    monkeypatch.setattr(ComputeAgent, "update_available_resource", run)
+    try:
+        plane._update_resources()
+    finally:
+        plane.stop()
+    assert sorted(ran) == [f"host{i}" for i in range(1, 7)]
