@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,6 +26,8 @@ from tests.functional.conftest import LiveServer, serving
 
 __all__ = ["osc", "needs_osc", "serving_hosts", "settle"]
 
+# Where `tests` is importable from, wherever pytest was started.
+_REPO_ROOT = Path(__file__).resolve().parents[2]
 # Seconds one command may take (the CLI's own waits, e.g. `--wait`, included).
 _COMMAND_TIMEOUT = 120
 
@@ -75,7 +78,7 @@ class _Runner:
         self._from_runner, from_runner_w = os.pipe()
         env = {**os.environ, "OSC_RUNNER_FDS": f"{to_runner_r},{from_runner_w}"}
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.functional.osc_runner"],
-                                     env=env, stdin=subprocess.DEVNULL,
+                                     env=env, stdin=subprocess.DEVNULL, cwd=_REPO_ROOT,
                                      pass_fds=(to_runner_r, from_runner_w))
         os.close(to_runner_r)
         os.close(from_runner_w)
