@@ -10,7 +10,7 @@ From the per-host figures one can estimate a larger deployment, and see which
 process saturates first. It asserts nothing.
 
     PYTHONPATH=src python3 bench/scale.py [--phases steady,throughput]
-        [--hosts 1000,10000] [--agents 4] [--window 60] [--settle 10]
+        [--hosts 1000,10000] [--agents 4] [--api-workers 1] [--window 60] [--settle 10]
         [--register-timeout 900] [--move-hosts 1000] [--configs 1x1,2x2,4x4,inproc]
         [--clients 8] [--servers 100] [--poll 0.05] [--json FILE] [--workdir DIR]
 
@@ -640,8 +640,9 @@ def steady(args: argparse.Namespace, workdir: Path, n: int) -> dict[str, Any]:
     with cluster(workdir, f"steady-{n}", hosts) as c:
         say(f"steady: {n} hosts on {args.agents} agents; starting the API")
         started = time.monotonic()
-        start_api(c, 1, access_log=True)
+        start_api(c, args.api_workers, access_log=True)
         result: dict[str, Any] = {"hosts": n, "agents": args.agents,
+                                  "api_workers": args.api_workers,
                                   "api_ready_s": time.monotonic() - started}
         start_workers(c, "conductor", 1, wait=False)
         start_workers(c, "scheduler", 1, wait=False)
@@ -881,9 +882,10 @@ def _cell(value: Any) -> str:
 
 def print_steady(runs: list[dict[str, Any]]) -> None:
     table("Registration from a cold start (s since the API was launched)",
-          ["hosts", "agents", "API up", "providers", "services up", "all", "registered",
-           "per the APIs"],
-          [[r["hosts"], r["agents"], r["api_ready_s"], r["registration"].get("providers_s"),
+          ["hosts", "agents", "API workers", "API up", "providers", "services up", "all",
+           "registered", "per the APIs"],
+          [[r["hosts"], r["agents"], r.get("api_workers", 1), r["api_ready_s"],
+            r["registration"].get("providers_s"),
             r["registration"].get("services_up_s"), r["registration"].get("all_s"),
             f"{r['registration']['providers']}/{r['registration']['services_up']}",
             f"{r['api_view']['providers']}/{r['api_view']['services_up']}"]
@@ -941,6 +943,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--phases", default="steady,throughput", help="steady,throughput")
     p.add_argument("--hosts", default="1000", help="comma-separated host counts (steady)")
     p.add_argument("--agents", type=int, default=4, help="agent processes sharing the hosts")
+    p.add_argument("--api-workers", type=int, default=1,
+                   help="API worker processes (serve --workers) in the steady phase")
     p.add_argument("--window", type=float, default=60.0, help="steady-state window, s")
     p.add_argument("--settle", type=float, default=10.0, help="s between registration and "
                    "the window")
