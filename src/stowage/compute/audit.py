@@ -64,13 +64,6 @@ def _over_capacity(placement: PlacementClient, rp: Mapping[str, Any]) -> list[st
     return problems
 
 
-def _total(by_provider: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for res in by_provider.values():
-        for rc, n in res.items():
-            total[rc] = total.get(rc, 0) + n
-    return total
-
 
 def _node_uuids(db: Database) -> dict[str, str]:
     """host name -> compute node uuid (= its root provider)."""
@@ -185,7 +178,7 @@ def _holds_flavor(consumer: str, by_rp: Mapping[str, Mapping[str, int]],
     want = resources.placement_request(flavor, inst.volume_backed).amounts()
     for rc, n in ports.items():
         want[rc] = want.get(rc, 0) + n
-    have = _total(by_rp)
+    have = resources.summed(by_rp)
     problems = []
     if have != want:
         problems.append(f"{consumer} of instance {inst.uuid} holds {have}, flavor and ports "

@@ -157,7 +157,7 @@ def _heal_one(inst: Instance, root: str | None, hosts: _HostTargets,
              else heal_ports.plan(network, placement, inst, root, holding.allocations))
     if ports.problem:
         return Verdict.FAILED, ports.problem
-    flavor_ok = bool(flavor_part) and _total(flavor_part) == want and hosts.within(
+    flavor_ok = bool(flavor_part) and resources.summed(flavor_part) == want and hosts.within(
         root, flavor_part)
     if flavor_ok and not ports:
         return Verdict.OK, ""
@@ -206,13 +206,6 @@ def _bind_or_give_back(network: NetworkClient, placement: PlacementClient, inst:
         return f"binding the ports failed ({exc}); the allocation was put back"
     return None
 
-
-def _total(by_provider: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for amounts in by_provider.values():
-        for rc, n in amounts.items():
-            total[rc] = total.get(rc, 0) + n
-    return total
 
 
 class _HostTargets:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["RequestGroup", "PlacementRequest", "flavor_amounts", "placement_request",
+__all__ = ["RequestGroup", "PlacementRequest", "flavor_amounts", "placement_request", "summed",
            "pci_requests"]
 
 _GROUPED = re.compile(r"^(resources|trait)([a-zA-Z0-9_-]{1,64})?:(.+)$")
@@ -68,6 +68,15 @@ class PlacementRequest:
             params.append(("group_policy", "none"))
         params.extend(("same_subtree", ",".join(suffixes)) for suffixes in self.same_subtree)
         return params
+
+
+def summed(parts: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
+    """Class -> amount over all `parts` (providers, or consumers): what a usage is."""
+    total: dict[str, int] = {}
+    for amounts in parts.values():
+        for rc, n in amounts.items():
+            total[rc] = total.get(rc, 0) + n
+    return total
 
 
 def flavor_amounts(flavor: Mapping[str, Any], volume_backed: bool = False) -> dict[str, int]:

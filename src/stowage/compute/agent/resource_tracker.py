@@ -41,7 +41,7 @@ from stowage.compute import instances, migrations, states
 from stowage.compute import tables as t
 from stowage.compute.agent import network_devices as nd
 from stowage.compute.hosts import HostConfig, shared_disk
-from stowage.compute.resources import placement_request
+from stowage.compute.resources import placement_request, summed
 from stowage.db import Database
 from stowage.placement.client import PlacementClient, PlacementError
 
@@ -274,22 +274,15 @@ def usage(placement: PlacementClient, providers: HostProviders,
     provider's usages are the sum of its allocations), else asked again.
     """
     if reconciled is not None and not (reconciled.healed or reconciled.removed):
-        used = _summed(reconciled.held[providers.root])
+        used = summed(reconciled.held[providers.root])
         if providers.sharing is not None:
-            used["DISK_GB"] = _summed(reconciled.held[providers.sharing]).get("DISK_GB", 0)
+            used["DISK_GB"] = summed(reconciled.held[providers.sharing]).get("DISK_GB", 0)
         return used
     used = dict(placement.usages(providers.root))
     if providers.sharing is not None:
         used["DISK_GB"] = placement.usages(providers.sharing).get("DISK_GB", 0)
     return used
 
-
-def _summed(held: Mapping[str, Mapping[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for resources in held.values():
-        for rc, amount in resources.items():
-            total[rc] = total.get(rc, 0) + amount
-    return total
 
 
 @dataclass
