@@ -141,3 +141,22 @@ def test_the_trackers_of_many_hosts_run_side_by_side(
     finally:
         plane.stop()
     assert sorted(ran) == [f"host{i}" for i in range(1, 7)]
+
+
+def test_a_stop_ends_a_tracker_round_at_the_hosts_not_yet_run(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    _registering_only(monkeypatch, lambda agent: None)
+    plane = _plane(db, hosts=40)
+    plane.start()
+    ran: list[str] = []
+
+    def run(agent: ComputeAgent) -> None:
+        ran.append(agent.host.name)
+        plane.request_stop()  # SIGTERM while the round runs
+
+    monkeypatch.setattr(ComputeAgent, "update_available_resource", run)
+    try:
+        plane._update_resources()
+    finally:
+        plane.stop()
+    assert 1 <= len(ran) <= 8  # at most the runs already started beside the first

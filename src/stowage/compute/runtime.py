@@ -278,12 +278,18 @@ class ControlPlane:
         agents = list(self.agents.values())
         if len(agents) <= 1:
             for agent in agents:
-                _guarded(agent.update_available_resource)
+                self._track(agent)
             return
         with ThreadPoolExecutor(min(_TRACKER_THREADS, len(agents)),
                                 thread_name_prefix="tracker") as pool:
             for agent in agents:
-                pool.submit(_guarded, agent.update_available_resource)
+                pool.submit(self._track, agent)
+
+    def _track(self, agent: ComputeAgent) -> None:
+        """One host's run, unless the plane is stopping: a round of thousands of hosts
+        must not outlive SIGTERM (nor fail host after host once the API has gone)."""
+        if not self._stop.is_set():
+            _guarded(agent.update_available_resource)
 
 
 def _conductor_jobs(s: ComputeSettings,
