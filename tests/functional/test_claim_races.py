@@ -124,6 +124,11 @@ def test_project_usages_by_type_read_while_a_new_type_appears(
             assert groups["INSTANCE"] == {"VCPU": 1, "consumer_count": 1}
             if "MIGRATION" in groups:
                 assert groups["MIGRATION"] == {"VCPU": 1, "consumer_count": 1}
+            lumped = placement.get("/usages", params={"project_id": PROJECT,
+                                                      "consumer_type": "all"})
+            assert lumped.status_code == 200, lumped.text
+            every = lumped.json()["usages"]["all"]
+            assert every["consumer_count"] == every["VCPU"]  # one VCPU each, one snapshot
     finally:
         stop.set()
         writer.join()

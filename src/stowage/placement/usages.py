@@ -72,30 +72,29 @@ class TypedUsage:
     usages: dict[str, int]
 
 
-def _consumer_count(conn: Connection, project_id: str, user_id: str | None,
-                    only_untyped: bool) -> int:
-    joined = _A.join(_C, _A.c.consumer_id == _C.c.uuid)
-    query = sa.select(sa.func.count(sa.distinct(_A.c.consumer_id))).select_from(joined)
-    query = _owned_by(query, project_id, user_id)
-    if only_untyped:
-        query = query.where(_C.c.consumer_type_id.is_(None))
-    return int(conn.execute(query).scalar() or 0)
-
-
 def _lumped(conn: Connection, project_id: str, user_id: str | None,
             key: str) -> dict[str, TypedUsage]:
-    """`all` (every consumer) or `unknown` (untyped consumers) as a single group."""
+    """`all` (every consumer) or `unknown` (untyped consumers) as a single group.
+
+    The consumer count rides in the same statement as the sums (an
+    uncorrelated scalar subquery), so both come from one snapshot.
+    """
     untyped = key == UNKNOWN_TYPE
+    counted = _owned_by(sa.select(sa.func.count(sa.distinct(_A.c.consumer_id)))
+                        .select_from(_A.join(_C, _A.c.consumer_id == _C.c.uuid)),
+                        project_id, user_id)
     joined = _A.join(_C, _A.c.consumer_id == _C.c.uuid).join(
         _RC, _A.c.resource_class_id == _RC.c.id)
     query = _owned_by(sa.select(_RC.c.name, sa.func.sum(_A.c.used)).select_from(joined),
                       project_id, user_id)
     if untyped:
+        counted = counted.where(_C.c.consumer_type_id.is_(None))
         query = query.where(_C.c.consumer_type_id.is_(None))
-    usages = {name: int(used) for name, used in conn.execute(query.group_by(_RC.c.name))}
-    if not usages:
-        return {}
-    return {key: TypedUsage(_consumer_count(conn, project_id, user_id, untyped), usages)}
+    query = query.add_columns(counted.correlate(None).scalar_subquery()).group_by(_RC.c.name)
+    usages, consumers = {}, 0
+    for name, used, count in conn.execute(query):
+        usages[name], consumers = int(used), int(count)
+    return {key: TypedUsage(consumers, usages)} if usages else {}
 
 
 def by_consumer_type(conn: Connection, project_id: str, user_id: str | None = None,
