@@ -56,7 +56,8 @@ def _command(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
         full = {k: v for k, v in os.environ.items() if not k.startswith("OS_")} | env
         # stdin is not a terminal here, so `image create` uploads it (empty) as the image data.
         done = subprocess.run(["openstack", *argv], env=full, capture_output=True, text=True,
-                              timeout=120, check=False, stdin=subprocess.DEVNULL)
+                              timeout=_COMMAND_TIMEOUT, check=False,
+                              stdin=subprocess.DEVNULL)
         return done.returncode, done.stdout, done.stderr
     return _Runner.shared().run(argv, env)
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import logging
 import os
 import sys
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 def _run(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
     from openstackclient import shell
 
+    # Only the request's OS_* settings, not those of the shell that started pytest.
     for key in [k for k in os.environ if k.startswith("OS_")]:
         del os.environ[key]
     os.environ.update(env)
@@ -36,9 +36,6 @@ def _run(argv: list[str], env: dict[str, str]) -> dict[str, Any]:
             rc = shell.OpenStackShell().run(argv)
         except SystemExit as exc:  # argparse's usage errors, as the console script exits
             rc = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            # Each run configures logging anew; handlers of earlier runs would pile up.
-            logging.getLogger().handlers.clear()
     return {"rc": rc, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
 
@@ -46,7 +43,7 @@ def main() -> int:
     read_fd, write_fd = (int(fd) for fd in os.environ["OSC_RUNNER_FDS"].split(","))
     with open(read_fd, encoding="utf-8") as requests, \
             open(write_fd, "w", encoding="utf-8") as answers:
-        from openstackclient import shell  # noqa: F401 -- the second of import, once
+        from openstackclient import shell  # noqa: F401 -- the second of importing, once
 
         answers.write(json.dumps({"ready": True}) + "\n")
         answers.flush()

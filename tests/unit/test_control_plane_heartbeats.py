@@ -123,40 +123,35 @@ def test_stop_closes_the_transport_before_it_stops_the_hosts(
     assert order == ["close:host1,host2"]  # a handler still running finds its agent alive
 
 
-def test_the_trackers_of_many_hosts_run_side_by_side(
-        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+def _one_round(db: Database, monkeypatch: pytest.MonkeyPatch, hosts: int,
+               run: Callable[[ControlPlane, ComputeAgent], None]) -> list[str]:
+    """One tracker round of a started plane whose hosts' runs are `run`; the hosts it ran."""
     _registering_only(monkeypatch, lambda agent: None)
-    plane = _plane(db, hosts=6)
+    plane = _plane(db, hosts=hosts)
     plane.start()
-    both = threading.Barrier(2, timeout=5)  # two runs must be in flight at once
     ran: list[str] = []
 
-    def run(agent: ComputeAgent) -> None:
-        both.wait()
+    def tracked(agent: ComputeAgent) -> None:
+        run(plane, agent)
         ran.append(agent.host.name)
 
-    monkeypatch.setattr(ComputeAgent, "update_available_resource", run)
+    monkeypatch.setattr(ComputeAgent, "update_available_resource", tracked)
     try:
         plane._update_resources()
     finally:
         plane.stop()
+    return ran
+
+
+def test_the_trackers_of_many_hosts_run_side_by_side(
+        db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    both = threading.Barrier(2, timeout=5)  # two runs must be in flight at once
+    ran = _one_round(db, monkeypatch, 6, lambda plane, agent: both.wait())
     assert sorted(ran) == [f"host{i}" for i in range(1, 7)]
 
 
 def test_a_stop_ends_a_tracker_round_at_the_hosts_not_yet_run(
         db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
-    _registering_only(monkeypatch, lambda agent: None)
-    plane = _plane(db, hosts=40)
-    plane.start()
-    ran: list[str] = []
-
-    def run(agent: ComputeAgent) -> None:
-        ran.append(agent.host.name)
-        plane.request_stop()  # SIGTERM while the round runs
-
-    monkeypatch.setattr(ComputeAgent, "update_available_resource", run)
-    try:
-        plane._update_resources()
-    finally:
-        plane.stop()
+    # SIGTERM while the round runs
+    ran = _one_round(db, monkeypatch, 40, lambda plane, agent: plane.request_stop())
     assert 1 <= len(ran) <= 8  # at most the runs already started beside the first

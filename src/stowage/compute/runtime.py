@@ -276,9 +276,7 @@ class ControlPlane:
         round, as its RPC handlers already run beside its tracker.
         """
         agents = list(self.agents.values())
-        if len(agents) <= 1:
-            for agent in agents:
-                self._track(agent)
+        if not agents:
             return
         with ThreadPoolExecutor(min(_TRACKER_THREADS, len(agents)),
                                 thread_name_prefix="tracker") as pool:

@@ -79,7 +79,7 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
         self.providers = rt.HostProviders("")
         self._running = False
         # What the last full report made Placement show, and when (see `_report`).
-        self._reported: tuple[str, float] | None = None
+        self._reported: tuple[tuple[HostConfig, bool], float] | None = None
 
     # --- lifecycle ------------------------------------------------------------
     def start(self) -> None:
@@ -235,7 +235,7 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
         is put right at the next refresh, or at once after `reset_provider_cache`
         (SIGHUP to an agent process, as to nova-compute).
         """
-        what = f"{self.host!r} disabled={disabled}"
+        what = (self.host, disabled)
         refresh = self.settings.resource_provider_association_refresh
         last = self._reported
         if last is not None and last[0] == what and (

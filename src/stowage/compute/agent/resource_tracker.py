@@ -284,7 +284,6 @@ def usage(placement: PlacementClient, providers: HostProviders,
     return used
 
 
-
 @dataclass
 class Reconciled:
     # provider -> consumer -> class -> amount, as read before healing and removing
@@ -299,8 +298,9 @@ def reconcile(placement: PlacementClient, db: Database, host: HostConfig,
     an idle host costs Placement one request per provider and period, not one per
     instance (10,000 hosts: bench/scale.py, docs/scale.md)."""
     result = Reconciled({rp: placement.provider_allocations(rp) for rp in providers.all})
-    result.healed = _heal(placement, db, host, providers, result.held)
-    result.removed = _remove_finished(placement, db, result.held)
+    holders = {consumer for consumers in result.held.values() for consumer in consumers}
+    result.healed = _heal(placement, db, host, providers, holders)
+    result.removed = _remove_finished(placement, db, holders)
     return result
 
 
@@ -323,9 +323,8 @@ def _eligible(db: Database, host: str, uuids: Iterable[str] | None = None) -> di
 
 
 def _heal(placement: PlacementClient, db: Database, host: HostConfig,
-          providers: HostProviders, held: Mapping[str, Mapping[str, Any]]) -> list[str]:
+          providers: HostProviders, holders: set[str]) -> list[str]:
     missing = {}
-    holders = {consumer for consumers in held.values() for consumer in consumers}
     for uuid in _eligible(db, host.name):
         if uuid in holders:
             continue
@@ -361,8 +360,7 @@ def _heal(placement: PlacementClient, db: Database, host: HostConfig,
 
 
 def _remove_finished(placement: PlacementClient, db: Database,
-                     held: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    consumers = {consumer for consumers in held.values() for consumer in consumers}
+                     consumers: set[str]) -> list[str]:
     if not consumers:
         return []
     with db.read() as conn:
