@@ -115,6 +115,8 @@ def _phase(url: str, clients: int, jobs: list[tuple[str, str, Any, str, str, int
                 return _timed(client, method, path, body, server_id, want, expect)
             start = time.perf_counter()
             resp = client.post(path, json=body)
+            if resp.status_code != expect:
+                raise SystemExit(f"bench: POST {path} -> {resp.status_code} {resp.text}")
             new_id = resp.json()["server"]["id"]
             created.append(new_id)
             _wait(client, new_id, want)

@@ -165,20 +165,23 @@ def serve(target: str, db_url: str, workers: int, workdir: Path,
         _stop(proc)
 
 
+UNLIMITED_QUOTA = "[quota]\ninstances = -1\ncores = -1\nram = -1\n"
+
+
 @contextlib.contextmanager
 def serve_all(db_url: str, workdir: Path, sim_hosts: int, settings: str = ""
               ) -> Iterator[Server]:
     """Plain `stowage serve --sim-hosts N`: every service mounted, one process
-    (`settings`: the text of a settings file to start it with, if any)."""
+    (`settings`: more text for its settings file). Quotas are unlimited: the
+    benches boot more servers than a project's default 10."""
     port = _free_port()
     tdir = workdir / "stowage-all"
     tdir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "src"))
     argv = [sys.executable, "-m", "stowage", "serve", "--bind", f"127.0.0.1:{port}",
             "--database", db_url, "--sim-hosts", str(sim_hosts), "--log-level", "warning"]
-    if settings:
-        (tdir / "stowage.toml").write_text(settings)
-        argv += ["--config", str(tdir / "stowage.toml")]
+    (tdir / "stowage.toml").write_text(settings + UNLIMITED_QUOTA)
+    argv += ["--config", str(tdir / "stowage.toml")]
     log = tdir / "server.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, env=env, cwd=tdir, stdout=out,
