@@ -93,11 +93,7 @@ def _as_quota(by_class: Mapping[str, int]) -> Usage:
 
 def _held(placement: PlacementClient, consumer: str) -> dict[str, int]:
     """Per class, what the consumer holds over all providers."""
-    total: dict[str, int] = {}
-    for resources in placement.holding(consumer).allocations.values():
-        for rc, amount in resources.items():
-            total[rc] = total.get(rc, 0) + amount
-    return total
+    return resources.summed(placement.holding(consumer).allocations)
 
 
 def _moving(conn: Connection, project_id: str, user_id: str | None) -> list[tuple[str, str]]:
