@@ -351,3 +351,17 @@ def test_evacuate_is_for_admins(cloud: Cloud, hosts: dict[str, str]) -> None:
 
 def test_the_refusal_name_crosses_the_rpc_seam() -> None:
     assert RebuildClaimRefused.__name__ == CLAIM_REFUSED
+
+
+def test_an_evacuated_server_counts_its_cores_and_ram_once(cloud: Cloud,
+                                                           hosts: dict[str, str]) -> None:
+    """The source allocation its evacuation migration keeps is not the project's usage."""
+    def in_use() -> dict[str, int]:
+        detail = cloud.compute.get("/os-quota-sets/admin/detail").json()["quota_set"]
+        return {r: detail[r]["in_use"] for r in ("instances", "cores", "ram")}
+
+    before = in_use()
+    stop_agent(cloud, "host1")
+    evacuate(cloud, hosts["server"])
+    assert held(cloud, the_migration(cloud, hosts["server"])["uuid"])  # the source, still held
+    assert in_use() == before

@@ -17,8 +17,9 @@ it with the instance's project, type MIGRATION). That allocation is not the
 project's usage: the instance counts once, as the larger of what it and its
 migration hold, per resource class. So a server in VERIFY_RESIZE counts the
 larger of its old and new flavor, and after confirm or revert the one it
-keeps. An evacuated server whose source host has not cleaned up yet holds
-both hosts in one consumer, and counts twice until then, as in Nova.
+keeps. An evacuated server counts once too: its evacuation migration keeps
+the source until that host comes back, and is `done` meanwhile (Nova, whose
+instance holds both hosts, counts it twice until then).
 
 Without a Placement client (an API process that serves no servers) cores
 and ram are summed from the instances' flavors instead (Nova's legacy
