@@ -13,7 +13,9 @@ several, operations queue on the one process (and on SQLite's one writer).
 Prints, per operation, the median and 90th percentile latency (request to
 settled state), the throughput (operations per second of wall time), and the
 CPU the server process spent per operation (its status polls included),
-which other load on the machine disturbs less than the throughput.
+which other load on the machine disturbs less than the throughput, and the
+status polls per operation; after the phases it measures what one poll
+costs the server, so the operation's own CPU can be read without them.
 
 The `resize+confirm` phase is what a user pays for a resize: each client
 resizes a server, waits for VERIFY_RESIZE, confirms, waits for ACTIVE; it
@@ -34,6 +36,7 @@ process (`move_counts.py`). Asserts nothing.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -56,6 +59,10 @@ import servers  # noqa: E402
 # Seconds between status polls: short enough to time an operation to ~this
 # much, long enough that the pollers do not become the server's main load.
 POLL = 0.02
+# Status polls sent so far (next() on a count is atomic under the GIL): each
+# phase's report shows how many it took per operation.
+_POLLS = itertools.count()
+_polls_reported = 0
 HEADERS = {"x-auth-token": "admin", "openstack-api-version": "compute 2.80",
            "accept": "application/json"}
 
@@ -83,6 +90,7 @@ def _wait(client: httpx.Client, server_id: str, want: str, timeout: float = 120)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         view = client.get(f"/servers/{server_id}").json()["server"]
+        next(_POLLS)
         if view["OS-EXT-STS:task_state"] is None:
             if view["status"] == want:
                 return want
@@ -173,15 +181,30 @@ def _cpu_seconds(pid: int) -> float:
 
 def _report(name: str, latencies: list[float], wall: float,
             unit: str = "ops/s", cpu: float = 0.0) -> dict[str, float]:
+    global _polls_reported
+    polls = next(_POLLS)  # one past the last poll: counted once more per report
     ordered = sorted(latencies)
     row = {"median_ms": statistics.median(ordered) * 1000,
            # nearest rank: the smallest value at or above 90% of the samples
            "p90_ms": ordered[math.ceil(len(ordered) * 0.9) - 1] * 1000,
-           "ops_per_s": len(ordered) / wall, "server_cpu_ms": cpu * 1000 / len(ordered)}
+           "ops_per_s": len(ordered) / wall, "server_cpu_ms": cpu * 1000 / len(ordered),
+           "polls": (polls - _polls_reported) / len(ordered)}
+    _polls_reported = polls + 1
     print(f"{name:<16} n={len(ordered):<5} median {row['median_ms']:8.1f} ms   "
           f"p90 {row['p90_ms']:8.1f} ms   {row['ops_per_s']:7.1f} {unit}   "
-          f"server CPU {row['server_cpu_ms']:6.1f} ms each", flush=True)
+          f"server CPU {row['server_cpu_ms']:6.1f} ms each, {row['polls']:4.1f} polls",
+          flush=True)
     return row
+
+
+def _poll_cost(url: str, pid: int, server_id: str, n: int = 300) -> float:
+    """Server CPU of one status poll (ms), to read the per-operation CPU without them."""
+    with httpx.Client(base_url=url, headers=HEADERS, timeout=60) as client:
+        client.get(f"/servers/{server_id}")
+        cpu = _cpu_seconds(pid)
+        for _ in range(n):
+            client.get(f"/servers/{server_id}")
+        return (_cpu_seconds(pid) - cpu) * 1000 / n
 
 
 def _usage_total(url: str) -> dict[str, int]:
@@ -306,6 +329,9 @@ def _moves(server: servers.Server, args: argparse.Namespace,
     results["resize+confirm"] = _report("resize+confirm", lat, wall, unit="pairs/s",
                                         cpu=_cpu_seconds(pid) - cpu)
     dead = _evacuate(url, args.clients, pid, results)
+    results["poll_cpu_ms"] = _poll_cost(url, pid, ids[0])
+    print(f"one status poll (GET /servers/{{id}}): {results['poll_cpu_ms']:.2f} ms of server "
+          "CPU", flush=True)
     return (flavors[-1] if flavors else large), dead
 
 
