@@ -245,6 +245,13 @@ _COMPUTE: dict[str, Spec] = {
         {"host": Ref("host.1"), "binary": "nova-compute", "disabled_reason": "fuzz"},
         {"host": Ref("host.2"), "binary": "nova-compute", "forced_down": True}]),
     "DELETE /v2.1/os-services/{service_id}": Spec({"service_id": _SERVICE}),
+    "POST /v2.1/os-server-external-events": Spec(bodies=[
+        {"events": [{"name": "network-changed", "server_uuid": Ref("server.active"),
+                     "tag": Ref("port.compute")}]},
+        {"events": [{"name": "volume-extended", "server_uuid": Ref("server.stopped"),
+                     "tag": Ref("uuid.new")},
+                    {"name": "network-vif-plugged", "server_uuid": Ref("uuid.new"),
+                     "status": "failed"}]}]),
     "PUT /v2.1/os-quota-sets/{project_id}": Spec({"project_id": ("project", "uuid.other")}, [
         {"quota_set": {"instances": 20, "cores": "40", "ram": -1, "force": True}},
         {"quota_set": {"key_pairs": 50, "server_groups": 1, "metadata_items": 0}}]),

@@ -152,6 +152,8 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
        for name in ("index", "create", "show", "update", "delete", "add_host", "remove_host",
                     "set_metadata")},
     "os_compute_api:os-availability-zone:list": ("@", None),
+    # Other services' events about servers (server_external_events.py): admin only.
+    "os_compute_api:os-server-external-events:create": (ADMIN, None),
     "os_compute_api:os-availability-zone:detail": (ADMIN, None),
     # The deprecated per-host API and the usage audit log (hosts.py,
     # usage_audit_log.py): admin only. The legacy extension list: anybody.

@@ -3,9 +3,9 @@
 Every version up to the last entry must be correct for every route the
 Compute service serves. Entries with a comment change something we serve
 and are implemented; a comment in parentheses names a change to an API that
-stowage does not serve (image cache, external events, volume attachments,
-rescue), so the version is correct by absence; entries without a comment
-change only such APIs too.
+stowage does not serve (image cache, volume attachments, rescue), so the
+version is correct by absence; entries without a comment change only such
+APIs too.
 
 2.86 checks every extra spec against Nova's registry
 (`compute/extra_spec_registry.py`). Beyond 2.92, the next versions that touch
@@ -64,7 +64,8 @@ VERSIONS = (
     "2.48",
     "2.49",
     "2.50",
-    "2.51",  # os-instance-actions: owners see events (without traceback)
+    "2.51",  # os-instance-actions: owners see events (without traceback); external
+             # event volume-extended
     "2.52",  # servers: `tags` on create
     "2.53",
     "2.54",
@@ -90,13 +91,13 @@ VERSIONS = (
     "2.74",  # servers: host/hypervisor_hostname on create (admin)
     # servers: PUT answers the full view; unknown GET /servers[/detail] parameters are 400
     "2.75", # swap 0 instead of ""; unknown query parameters on GET /flavors[/detail] are 400
-    "2.76",
+    "2.76",  # external event power-update
     "2.77",
     "2.78",
     "2.79",
     "2.80",  # os-migrations: user_id/project_id filters and fields
     "2.81",  # (os-aggregates image cache: not served)
-    "2.82",  # (accelerator-request-bound external event: not served)
+    "2.82",  # external event accelerator-request-bound
     "2.83",  # servers: owners may filter on availability_zone, config_drive, ..., user_id
     "2.84",  # os-instance-actions: event details (admins)
     "2.85",  # (volume attachment update: not served)

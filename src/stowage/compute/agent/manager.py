@@ -39,6 +39,7 @@ from stowage.compute.agent import port_devices
 from stowage.compute.agent import resource_tracker as rt
 from stowage.compute.agent.driver import Driver
 from stowage.compute.agent.evacuation import EvacuationSteps
+from stowage.compute.agent.external_events import ExternalEvents
 from stowage.compute.agent.guest_queries import GuestQueries
 from stowage.compute.agent.guest_store import GuestStore
 from stowage.compute.agent.live_migration import LiveMigrationSteps
@@ -62,7 +63,8 @@ class InstanceFaultRollback(Exception):
     """A step refused before touching the guest: the server goes back to its state."""
 
 
-class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQueries):
+class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQueries,
+                   ExternalEvents):
     """One host's agent; `start()` does the I/O, the constructor none."""
 
     def __init__(self, host: HostConfig, settings: ComputeSettings, db: Database,

@@ -16,7 +16,8 @@ MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors", "server_gro
            "server_list", "server_create", "servers", "migrations", "hypervisors", "services",
            "keypairs", "quota_sets", "quota_classes", "limits", "simple_tenant_usage",
            "aggregates", "availability_zones", "image_metadata", "images", "hosts",
-           "usage_audit_log", "extensions", "security_groups", "networks")
+           "usage_audit_log", "extensions", "security_groups", "networks",
+           "server_external_events")
 
 
 def all_routes() -> list[Route]:

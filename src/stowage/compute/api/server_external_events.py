@@ -1,0 +1,178 @@
+"""POST /os-server-external-events: other services tell Compute what happened to a server.
+
+The Networking service (and a block storage or bare-metal one) sends these;
+the API answers for each event at once and hands the accepted ones to the
+agents, as Nova's API does:
+
+    event                      from   what the server's host does
+    network-changed            2.1    nothing to refresh: server views read the ports each time
+    network-vif-plugged        2.1    nothing waits for it: logged
+    network-vif-unplugged      2.1    the same
+    network-vif-deleted        2.1    logged; the interface stays until detached (os-interface)
+    volume-extended (tag: the  2.51   an `extend_volume` action, whose `compute_extend_volume`
+      volume id)                      event fails on a server not booted from a volume
+    power-update (tag:         2.76   a `start`/`stop` action; `compute_power_update` brings the
+      POWER_ON | POWER_OFF)           guest and the record to that state (a bare-metal node
+                                      powered outside Compute)
+    accelerator-request-bound  2.82   nothing binds accelerators here: logged
+
+Each event comes back with a `code`: 404 for a server that does not exist
+(or is deleted), 400 for volume-extended without a tag, 422 for a server
+with no host yet, else 200 with `status` completed. The answer is 200 when
+every event was accepted, else 207. An accepted event goes to the server's
+host and, while a move is unfinished, to its source and destination hosts
+too (each agent acts only on what is its own). Admin only, as in Nova.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from typing import Any
+
+from stowage.compute import actions, instances, migrations
+from stowage.compute.api.common import (
+    API_PREFIX,
+    at_least,
+    authorize,
+    read_body,
+    validate_body,
+)
+from stowage.compute.api.services import is_uuid
+from stowage.compute.migrations import FINAL_STATUSES
+from stowage.compute.rpc import agent_target
+from stowage.errors import NotFound
+from stowage.messaging import MessagingError
+from stowage.web.errors import HTTPError
+from stowage.web.http import Request, Response, json_response
+from stowage.web.routing import Route
+
+__all__ = ["ROUTES", "POWER_ON", "POWER_OFF"]
+
+LOG = logging.getLogger(__name__)
+
+POWER_ON, POWER_OFF = "POWER_ON", "POWER_OFF"
+_BASE_NAMES = ["network-changed", "network-vif-plugged", "network-vif-unplugged",
+               "network-vif-deleted"]
+# The microversion that adds each later event name.
+_LATER_NAMES = ((51, "volume-extended"), (76, "power-update"), (82, "accelerator-request-bound"))
+# An accepted power-update or volume-extended starts an action the user can follow.
+_ACTIONS = {("power-update", POWER_ON): "start", ("power-update", POWER_OFF): "stop"}
+
+
+def _schema(names: list[str]) -> dict[str, Any]:
+    event = {"type": "object",
+             "properties": {"server_uuid": {"type": "string"},
+                            "name": {"type": "string", "enum": names},
+                            "status": {"type": "string",
+                                       "enum": ["failed", "completed", "in-progress"]},
+                            "tag": {"type": "string", "maxLength": 255}},
+             "required": ["server_uuid", "name"], "additionalProperties": False}
+    return {"type": "object",
+            "properties": {"events": {"type": "array", "minItems": 1, "items": event}},
+            "required": ["events"], "additionalProperties": False}
+
+
+def _names(req: Request) -> list[str]:
+    return _BASE_NAMES + [name for minor, name in _LATER_NAMES if at_least(req, minor)]
+
+
+def _validated(req: Request) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = validate_body(read_body(req), _schema(_names(req)))["events"]
+    for i, event in enumerate(events):
+        value = event["server_uuid"]
+        if not is_uuid(value):  # Nova's `format: uuid`
+            raise HTTPError(400, f"Invalid input for field/attribute events/{i}/server_uuid. "
+                                 f"Value: {value}. '{value}' is not a 'uuid'")
+    return events
+
+
+def _hosts(conn: Any, instance: instances.Instance) -> list[str]:
+    """The server's host, then the other host of an unfinished move (Nova's relevant hosts)."""
+    hosts = [instance.host] if instance.host else []
+    for move in migrations.for_instance(conn, instance.uuid):
+        if move.status in FINAL_STATUSES:
+            continue
+        for host in (move.source_compute, move.dest_compute):
+            if host and host not in hosts:
+                hosts.append(host)
+    return hosts
+
+
+def _answer(event: dict[str, Any], instance: instances.Instance | None) -> int:
+    """The event's code (it is marked in place, as Nova echoes the request)."""
+    if instance is None:
+        code = 404
+    elif event["name"] == "volume-extended" and "tag" not in event:
+        code = 400
+    elif instance.host:
+        code = 200
+    else:
+        code = 422
+    event.update(status="completed" if code == 200 else "failed", code=code)
+    return code
+
+
+def create_events(req: Request) -> Response:
+    authorize(req, "os_compute_api:os-server-external-events:create", {})
+    events = _validated(req)
+    ctx = req.context
+    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    result = 200
+    with req.app.db.write() as conn:
+        found: dict[str, instances.Instance | None] = {}
+        for event in events:
+            uuid = event["server_uuid"]
+            if uuid not in found:
+                try:
+                    found[uuid] = instances.get(conn, uuid)
+                except NotFound:
+                    found[uuid] = None
+            instance = found[uuid]
+            sent = dict(event)
+            if _answer(event, instance) != 200:
+                result = 207
+                continue
+            assert instance is not None
+            if not _recorded(conn, req, sent, instance.uuid):
+                continue
+            for host in _hosts(conn, instance):
+                by_host[host].append(sent)
+    _dispatch(req, by_host, ctx.request_id)
+    return json_response({"events": events}, result)
+
+
+def _recorded(conn: Any, req: Request, event: dict[str, Any], uuid: str) -> bool:
+    """Start the action a user follows (power-update, volume-extended); False: not sent on
+    (a power-update whose tag names no power state, as Nova skips it)."""
+    name, tag = str(event["name"]), str(event.get("tag"))
+    if name == "power-update":
+        action = _ACTIONS.get((name, tag))
+        if action is None:
+            LOG.warning("power-update for %s with tag %r names no power state: skipped",
+                        uuid, tag)
+            return False
+    elif name == "volume-extended":
+        action = "extend_volume"
+    else:
+        return True
+    ctx = req.context
+    actions.start_action(conn, uuid, action, ctx.request_id, ctx.user_id, ctx.project_id)
+    return True
+
+
+def _dispatch(req: Request, by_host: dict[str, list[dict[str, Any]]], request_id: str) -> None:
+    """Cast each host its events after the commit (a cast Nova sends and forgets)."""
+    plane = req.app.plane
+    for host, events in by_host.items():
+        try:
+            if plane is None:
+                raise MessagingError("the compute control plane is not running here")
+            plane.transport.cast(agent_target(host), "external_instance_events",
+                                 events=events, request_id=request_id)
+        except MessagingError:
+            LOG.exception("could not send %d external event(s) to host %s", len(events), host)
+
+
+ROUTES = [Route("POST", API_PREFIX + "/os-server-external-events", create_events,
+                json_body=True)]
