@@ -105,6 +105,10 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
     if "compute" in apps:
         apps["compute"].state.plane = _control_plane(settings, db, apps.get("placement"),
                                                      apps.get("network"))
+        if "network" in apps:
+            from stowage.network.compute_events import to_compute
+
+            apps["network"].state.notify = to_compute(apps["compute"])
     if at_root and len(apps) == 1:
         return next(iter(apps.values()))
     mounts: dict[str, Any] = {f"/{name}": app for name, app in apps.items()}

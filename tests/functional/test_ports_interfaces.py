@@ -175,6 +175,45 @@ def test_a_port_of_a_server_booted_with_qos_ports_is_detached_alone(cloud: Cloud
         made.nets.close()
 
 
+def test_deleting_an_attached_port_gives_its_bandwidth_and_vf_back(cloud: Cloud,
+                                                                   world: World) -> None:
+    """The Network service tells Compute (network-vif-deleted), which detaches the port."""
+    normal = world.nets.qos_port("a")
+    direct = world.nets.qos_port("d", vnic="direct")
+    world.attach(port_id=normal)
+    world.attach(port_id=direct)
+    assert holding(cloud, world.server) == {world.h.node: SMALL, world.h.bridge: QOS,
+                                            world.h.pf: QOS_VF}
+    resp = world.nets.client.delete(f"/v2.0/ports/{direct}")
+    assert resp.status_code == 204, resp.text
+    settle(cloud)
+    assert holding(cloud, world.server) == {world.h.node: SMALL, world.h.bridge: QOS}
+    assert vf_usage(cloud, "host1") == {"ens5": 0}
+    assert world.rows() == [normal]
+    listed = cloud.compute.get(f"/servers/{world.server}/os-interface").json()
+    assert [a["port_id"] for a in listed["interfaceAttachments"]] == [normal]
+    assert_invariants(cloud)
+
+    assert world.nets.client.delete(f"/v2.0/ports/{normal}").status_code == 204
+    settle(cloud)
+    world.assert_unchanged()
+
+
+def test_deleting_a_port_of_a_server_booted_with_it_detaches_it_alone(cloud: Cloud) -> None:
+    from tests.functional.ports import MovingServer
+    made = MovingServer(cloud)
+    try:
+        h = made.hosts["host1"]
+        assert made.nets.client.delete(f"/v2.0/ports/{made.normal}").status_code == 204
+        settle(cloud)
+        assert holding(cloud, made.server) == {h.node: SMALL, h.pf: QOS_VF}
+        made.nets.assert_bound(made.direct, made.server, "host1", h.pf)
+        assert server(cloud, made.server)["status"] == "ACTIVE"
+        assert_invariants(cloud)
+    finally:
+        made.nets.close()
+
+
 def test_not_enough_bandwidth_on_the_host_changes_nothing(cloud: Cloud, world: World) -> None:
     big = n.qos_policy(world.nets.client, "big", egress=50_000)
     port = str(n.port(world.nets.client, world.nets.net0["id"], name="big",

@@ -13,6 +13,7 @@ from stowage.config import Settings
 from stowage.db import Database
 from stowage.identity.middleware import authenticator_for, challenge_for
 from stowage.network.api.versions import PUBLIC_PATHS
+from stowage.network.compute_events import Notify
 from stowage.network.errors import StatusError
 from stowage.web.app import ServiceApp, ServiceSpec
 from stowage.web.cors import Cors
@@ -37,6 +38,8 @@ _DEFAULT_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForb
 class NetworkState:
     settings: Settings
     db: Database
+    # How Compute hears of a bound port's deletion (compute_events.py); None: nobody to tell.
+    notify: Notify | None = None
 
 
 def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:

@@ -252,9 +252,11 @@ def update(conn: Connection, ctx: RequestContext, port_id: str, values: Mapping[
     return get(conn, ctx, port_id)
 
 
-def delete(conn: Connection, ctx: RequestContext, port_id: str, expected: int | None) -> None:
-    locked(conn, ctx, port_id, expected, "delete_port")
+def delete(conn: Connection, ctx: RequestContext, port_id: str, expected: int | None) -> Port:
+    """Delete the port; returns it as it was (its owner is told, see compute_events.py)."""
+    port = locked(conn, ctx, port_id, expected, "delete_port")
     conn.execute(_P.delete().where(_P.c.id == port_id))
+    return port
 
 
 def resource_requests(conn: Connection, ports: Sequence[Port],

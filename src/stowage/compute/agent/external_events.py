@@ -13,7 +13,8 @@ instance's `host`), so the other host's copy is dropped here.
     volume-extended   a server booted from a volume sees its disk grow (nothing to
                       resize in a simulated guest); any other has no such volume
     others            nothing here acts on them (no waiter for vif-plugged, no network
-                      cache to refresh, no accelerator to bind): logged
+                      cache to refresh, no accelerator to bind; a deleted port's detach
+                      is the conductor's, journaled by the API): logged
 
 Each acted event is recorded on the action the API started, with the same
 request id (`compute_power_update`, `compute_extend_volume`), Success or Error.

@@ -8,7 +8,8 @@ agents, as Nova's API does:
     network-changed            2.1    nothing to refresh: server views read the ports each time
     network-vif-plugged        2.1    nothing waits for it: logged
     network-vif-unplugged      2.1    the same
-    network-vif-deleted        2.1    logged; the interface stays until detached (os-interface)
+    network-vif-deleted (tag:  2.1    a port the server still has is detached: its share of the
+      the port id)                    allocation given back, its row gone (not during a move)
     volume-extended (tag: the  2.51   an `extend_volume` action, whose `compute_extend_volume`
       volume id)                      event fails on a server not booted from a volume
     power-update (tag:         2.76   a `start`/`stop` action; `compute_power_update` brings the
@@ -30,7 +31,8 @@ import logging
 from collections import defaultdict
 from typing import Any
 
-from stowage.compute import actions, instances, migrations
+from stowage.compute import actions, instance_ports, instances, migrations
+from stowage.compute.api.action_common import cast_after_commit
 from stowage.compute.api.common import (
     API_PREFIX,
     at_least,
@@ -39,8 +41,10 @@ from stowage.compute.api.common import (
     validate_body,
 )
 from stowage.compute.api.services import is_uuid
+from stowage.compute.conductor import tasks
 from stowage.compute.migrations import FINAL_STATUSES
 from stowage.compute.rpc import agent_target
+from stowage.compute.states import TASK
 from stowage.errors import NotFound
 from stowage.messaging import MessagingError
 from stowage.web.errors import HTTPError
@@ -118,6 +122,7 @@ def create_events(req: Request) -> Response:
     events = _validated(req)
     ctx = req.context
     by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    detaches: list[tuple[instances.Instance, str, str]] = []
     result = 200
     with req.app.db.write() as conn:
         found: dict[str, instances.Instance | None] = {}
@@ -136,9 +141,14 @@ def create_events(req: Request) -> Response:
             assert instance is not None
             if not _recorded(conn, req, sent, instance.uuid):
                 continue
+            detach = _detach(conn, req, instance, sent)
+            if detach is not None:
+                detaches.append(detach)
             for host in _hosts(conn, instance):
                 by_host[host].append(sent)
     _dispatch(req, by_host, ctx.request_id)
+    for instance, port_id, op in detaches:
+        _cast_detach(req, instance, port_id, op)
     return json_response({"events": events}, result)
 
 
@@ -159,6 +169,41 @@ def _recorded(conn: Any, req: Request, event: dict[str, Any], uuid: str) -> bool
     ctx = req.context
     actions.start_action(conn, uuid, action, ctx.request_id, ctx.user_id, ctx.project_id)
     return True
+
+
+def _detach(conn: Any, req: Request, instance: instances.Instance,
+            event: dict[str, Any]) -> tuple[instances.Instance, str, str] | None:
+    """network-vif-deleted for a port the server still has: journal a detach of it, so the
+    port's share of the server's allocation is given back (Nova's compute does the same).
+
+    Not while another task runs on the server (a move rebinds its ports, a delete
+    releases them all): the port then stays until detached by os-interface.
+    """
+    port_id = event.get("tag")
+    if event["name"] != "network-vif-deleted" or not port_id:
+        return None
+    if not any(r.port_id == port_id for r in instance_ports.of_instance(conn, instance.uuid)):
+        return None  # never attached, or detached already (Nova's own detach deletes ports)
+    if instance.task_state == TASK.DELETING:
+        return None  # the server's delete releases its ports (and deleted this one)
+    if instance.task_state is not None:
+        LOG.warning("port %s of %s was deleted during %s: detach it with os-interface",
+                    port_id, instance.uuid, instance.task_state)
+        return None
+    op = tasks.accept(conn, "detach_interface", instance.uuid, req.context.request_id,
+                      port_id=port_id)
+    return instance, str(port_id), op
+
+
+def _cast_detach(req: Request, instance: instances.Instance, port_id: str, op: str) -> None:
+    try:
+        cast_after_commit(
+            req, instance,
+            lambda c: c.detach_interface(instance.uuid, port_id, req.context.request_id, op),
+            {}, ("detach_interface", op))
+    except Exception:  # noqa: BLE001 - logged and undone there; the event was answered
+        LOG.warning("the detach of deleted port %s from %s was not sent", port_id,
+                    instance.uuid)
 
 
 def _dispatch(req: Request, by_host: dict[str, list[dict[str, Any]]], request_id: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.network import ports
+from stowage.network import compute_events, ports
 from stowage.network.api import common, views
 from stowage.network.api.attributes import (
     DESCRIPTION,
@@ -137,8 +137,11 @@ def update_port(req: Request) -> Response:
 
 def delete_port(req: Request) -> Response:
     expected = common.expected_revision(req)
-    common.write(req, lambda conn: ports.delete(conn, req.context, req.params["port_id"],
-                                                expected))
+    port = common.write(req, lambda conn: ports.delete(conn, req.context,
+                                                       req.params["port_id"], expected))
+    events = compute_events.vif_deleted(port.device_owner, port.device_id, port.id)
+    if events and req.app.notify is not None:
+        req.app.notify(events)
     return empty_response(204)
 
 

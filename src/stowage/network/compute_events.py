@@ -1,0 +1,54 @@
+"""What the Network service tells Compute about a server's ports (Neutron's nova notifier).
+
+Neutron sends Nova `network-vif-deleted` (tag: the port id) when a port
+bound to a server is deleted, so that Nova detaches it and gives back what
+the port held of the server's allocation; without it the port's bandwidth
+would stay claimed for a port that no longer exists. The event goes to
+Compute's public `POST /os-server-external-events`, in-process when this
+process serves Compute too. It is sent after the port's deletion commits
+and never fails the deletion: a Compute that cannot be reached is logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from stowage.web.service_client import Send, in_process
+
+__all__ = ["Notify", "to_compute", "vif_deleted"]
+
+LOG = logging.getLogger(__name__)
+
+# The events of one request -> nothing (errors are the notifier's own business).
+Notify = Callable[[list[dict[str, Any]]], None]
+_HEADERS = {"x-auth-token": "admin", "accept": "application/json",
+            "openstack-api-version": "compute 2.1"}
+_PATH = "/v2.1/os-server-external-events"
+
+
+def to_compute(compute_app: Any) -> Notify:
+    """A notifier that hands events to the Compute app of this process."""
+    return _notifier(in_process(compute_app, _HEADERS, "http://compute.local"))
+
+
+def _notifier(send: Send) -> Notify:
+    def notify(events: list[dict[str, Any]]) -> None:
+        try:
+            answer = send("POST", _PATH, json.dumps({"events": events}).encode(), None)
+        except Exception:
+            LOG.exception("could not send %d event(s) to Compute", len(events))
+            return
+        if answer.status not in (200, 207):
+            LOG.warning("Compute refused events %s: %s %s", events, answer.status,
+                        answer.body[:300])
+    return notify
+
+
+def vif_deleted(device_owner: str, device_id: str, port_id: str) -> list[dict[str, Any]]:
+    """The event for a deleted port: one when a server (`compute:*`) owned it, else none."""
+    if not device_owner.startswith("compute:") or not device_id:
+        return []
+    return [{"name": "network-vif-deleted", "server_uuid": device_id, "tag": port_id}]
