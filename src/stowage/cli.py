@@ -105,15 +105,27 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
     if "compute" in apps:
         apps["compute"].state.plane = _control_plane(settings, db, apps.get("placement"),
                                                      apps.get("network"))
-        if "network" in apps:
-            from stowage.network.compute_events import to_compute
-
-            apps["network"].state.notify = to_compute(apps["compute"])
+    if "network" in apps:
+        apps["network"].state.notify = _compute_notifier(settings, db, apps.get("compute"))
     if at_root and len(apps) == 1:
         return next(iter(apps.values()))
     mounts: dict[str, Any] = {f"/{name}": app for name, app in apps.items()}
     mounts["/identity"] = _identity(settings, db)
     return PrefixDispatcher(mounts)
+
+
+def _compute_notifier(settings: config.Settings, db: Database, compute_app: Any) -> Any:
+    """How the Network service reports a deleted bound port: to this process's Compute,
+    else at `[network] compute_url`, else to nobody."""
+    from stowage.identity.service_auth import service_auth
+    from stowage.network import compute_events
+
+    if compute_app is not None:
+        return compute_events.to_compute(compute_app)
+    if settings.network.compute_url:
+        return compute_events.over_http(settings.network.compute_url,
+                                        service_auth(settings, db))
+    return None
 
 
 def _identity(settings: config.Settings, db: Database) -> Any:

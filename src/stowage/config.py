@@ -190,6 +190,10 @@ class NetworkSettings:
     tenant_network_type: str = "vxlan"
     # Neutron's base_mac: generated MAC addresses keep its first three octets.
     base_mac: str = "fa:16:3e:00:00:00"
+    # Compute's URL (e.g. http://api:8780/compute) when this process serves the
+    # Network service without Compute: where the deletion of a port bound to a
+    # server is reported (Neutron's `[nova]` section); unset: nobody is told.
+    compute_url: str | None = None
 
     def __post_init__(self) -> None:
         if self.resource_request_format not in ("groups", "legacy"):

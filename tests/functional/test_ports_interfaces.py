@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from stowage.compute import tables as t
 from stowage.compute.conductor import interfaces, ports
 from stowage.messaging import RemoteError
+from stowage.network import compute_events
 from tests.functional import networking as n
 from tests.functional.conftest import Cloud
 from tests.functional.ports import QOS, QOS_VF, VF, NetHost, Nets, holding, net_host, vf_usage
@@ -197,6 +198,17 @@ def test_deleting_an_attached_port_gives_its_bandwidth_and_vf_back(cloud: Cloud,
     assert world.nets.client.delete(f"/v2.0/ports/{normal}").status_code == 204
     settle(cloud)
     world.assert_unchanged()
+
+
+def test_a_network_service_of_another_process_reports_over_http(cloud: Cloud,
+                                                                world: World) -> None:
+    """`[network] compute_url`: the same event through a real socket to Compute's API."""
+    port = world.nets.qos_port("a")
+    world.attach(port_id=port)
+    notify = compute_events.over_http(f"{cloud.live.url}/compute")
+    notify(compute_events.vif_deleted("compute:nova", world.server, port))
+    settle(cloud)
+    world.assert_unchanged(port)
 
 
 def test_deleting_a_port_of_a_server_booted_with_it_detaches_it_alone(cloud: Cloud) -> None:

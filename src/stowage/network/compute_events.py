@@ -5,8 +5,9 @@ bound to a server is deleted, so that Nova detaches it and gives back what
 the port held of the server's allocation; without it the port's bandwidth
 would stay claimed for a port that no longer exists. The event goes to
 Compute's public `POST /os-server-external-events`, in-process when this
-process serves Compute too. It is sent after the port's deletion commits
-and never fails the deletion: a Compute that cannot be reached is logged.
+process serves Compute too, else at `[network] compute_url`. It is sent
+after the port's deletion commits and never fails the deletion: a Compute
+that cannot be reached is logged.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from stowage.web.service_client import Send, in_process
+import httpx
 
-__all__ = ["Notify", "to_compute", "vif_deleted"]
+from stowage.web.service_client import Send, in_process
+from stowage.web.service_client import over_http as http_send
+
+__all__ = ["Notify", "to_compute", "over_http", "vif_deleted"]
 
 LOG = logging.getLogger(__name__)
 
@@ -32,6 +36,13 @@ _PATH = "/v2.1/os-server-external-events"
 def to_compute(compute_app: Any) -> Notify:
     """A notifier that hands events to the Compute app of this process."""
     return _notifier(in_process(compute_app, _HEADERS, "http://compute.local"))
+
+
+def over_http(url: str, auth: httpx.Auth | None = None, timeout: float = 10.0) -> Notify:
+    """A notifier for a Compute service of another process (`[network] compute_url`);
+    `auth` replaces the admin token, e.g. a builtin-identity service token."""
+    http = httpx.Client(base_url=url.rstrip("/"), headers=_HEADERS, timeout=timeout, auth=auth)
+    return _notifier(http_send(http))
 
 
 def _notifier(send: Send) -> Notify:
