@@ -148,7 +148,7 @@ def test_directory_reads_follow_keystone_policy(live: LiveServer,
     assert [p["name"] for p in auth_projects] == ["alpha"]
 
     roles = _get(live, admin, "/roles").json()["roles"]
-    assert {r["name"] for r in roles} == {"admin", "manager", "member", "reader"}
+    assert {r["name"] for r in roles} == {"admin", "manager", "member", "reader", "service"}
     assert _get(live, alice, "/roles").status_code == 403
     assert [d["id"] for d in _get(live, admin, "/domains").json()["domains"]] == ["default"]
     assert _get(live, alice, "/domains/default").json()["domain"]["name"] == "Default"

@@ -54,10 +54,14 @@ IDENTITY_ADMIN = Account("tempest-identity-admin", "tempest-identity-admin", ("a
 
 def accounts(workers: int) -> list[Account]:
     """Enough disjoint accounts that each worker can hold its own set at once:
-    per project a member, a reader and a manager (Tempest's personas), and admins."""
+    per project a member, a reader and a manager (Tempest's personas), admins, and
+    service users (admin and service roles)."""
     sets = max(2, workers) * 3
     made = [Account(f"tempest-admin-{i}", f"tempest-admin-{i}", ("admin",))
             for i in range(1, sets + 1)]
+    # Tempest's service user (['service_user', 'admin', 'service']): the external events test.
+    made += [Account(f"tempest-service-{i}", f"tempest-service-{i}", ("admin", "service"))
+             for i in range(1, max(2, workers) + 1)]
     for i in range(1, 2 * sets + 1):
         made += [Account(f"tempest-{role}-{i}", f"tempest-project-{i}", (role,))
                  for role in ("member", "reader", "manager")]

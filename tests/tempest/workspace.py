@@ -53,7 +53,7 @@ def _accounts_yaml(cloud: Cloud) -> str:
             "username": account.username, "project_name": account.project,
             "password": PASSWORD, "user_domain_name": "Default",
             "project_domain_name": "Default"}
-        if account.is_admin:
+        if account.roles == ("admin",):
             entry["types"] = ["admin"]
         else:
             entry["roles"] = list(account.roles)

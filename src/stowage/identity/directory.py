@@ -37,7 +37,10 @@ __all__ = ["DEFAULT_DOMAIN", "Directory", "Domain", "Project", "Role", "User",
 
 LOG = logging.getLogger(__name__)
 _NAMESPACE = uuid.UUID("6f0d5a3e-5b1c-4c36-9d67-3c0a0c1d2e11")
-ROLE_NAMES = ("admin", "manager", "member", "reader")
+# Keystone's default roles (keystone-manage bootstrap, 2023.2 and later): `service`,
+# for service users (Nova's os-server-external-events, Tempest's service_user), implies
+# nothing and is implied by nothing.
+ROLE_NAMES = ("admin", "manager", "member", "reader", "service")
 # Keystone's default implied roles (keystone-manage bootstrap, 2023.2 and later).
 IMPLIES = {"admin": ("manager",), "manager": ("member",), "member": ("reader",)}
 
