@@ -64,7 +64,6 @@ def _over_capacity(placement: PlacementClient, rp: Mapping[str, Any]) -> list[st
     return problems
 
 
-
 def _node_uuids(db: Database) -> dict[str, str]:
     """host name -> compute node uuid (= its root provider)."""
     cn = t.compute_nodes

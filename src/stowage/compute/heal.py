@@ -207,7 +207,6 @@ def _bind_or_give_back(network: NetworkClient, placement: PlacementClient, inst:
     return None
 
 
-
 class _HostTargets:
     """Which provider of a host serves each resource class, read once per host."""
 

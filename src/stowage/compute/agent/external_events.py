@@ -49,23 +49,22 @@ class ExternalEvents:
     driver: Driver
 
     def external_instance_events(self, events: list[dict[str, Any]], request_id: str) -> None:
+        handlers = {"power-update": self._power_update, "volume-extended": self._extend_volume}
         for event in events:
             uuid, name = event["server_uuid"], event["name"]
+            handler = handlers.get(name)
+            if handler is None:
+                LOG.info("event %s (%s) for %s: nothing to do here", name,
+                         event.get("status", "completed"), uuid)
+                continue
             try:
                 with self.db.read() as conn:
                     instance = instances.get(conn, uuid)
             except NotFound:
                 LOG.info("event %s for %s: the server is gone", name, uuid)
                 continue
-            if instance.host != self.host.name:
-                continue  # the other host of a move: the server's own host acts
-            if name == "power-update":
-                self._power_update(instance, event["tag"], request_id)
-            elif name == "volume-extended":
-                self._extend_volume(instance, event["tag"], request_id)
-            else:
-                LOG.info("event %s (%s) for %s: nothing to do here", name,
-                         event.get("status", "completed"), uuid)
+            if instance.host == self.host.name:  # else the other host of a move: not ours
+                handler(instance, event["tag"], request_id)
 
     def _power_update(self, instance: instances.Instance, tag: str, request_id: str) -> None:
         power, vm_state, own_task = _POWER[tag]

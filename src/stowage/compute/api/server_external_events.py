@@ -40,13 +40,12 @@ from stowage.compute.api.common import (
     read_body,
     validate_body,
 )
+from stowage.compute.api.server_guest import agent_cast
 from stowage.compute.api.services import is_uuid
 from stowage.compute.conductor import tasks
 from stowage.compute.migrations import FINAL_STATUSES
-from stowage.compute.rpc import agent_target
 from stowage.compute.states import TASK
 from stowage.errors import NotFound
-from stowage.messaging import MessagingError
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
 from stowage.web.routing import Route
@@ -126,6 +125,7 @@ def create_events(req: Request) -> Response:
     result = 200
     with req.app.db.write() as conn:
         found: dict[str, instances.Instance | None] = {}
+        hosts: dict[str, list[str]] = {}
         for event in events:
             uuid = event["server_uuid"]
             if uuid not in found:
@@ -144,7 +144,9 @@ def create_events(req: Request) -> Response:
             detach = _detach(conn, req, instance, sent)
             if detach is not None:
                 detaches.append(detach)
-            for host in _hosts(conn, instance):
+            if instance.uuid not in hosts:
+                hosts[instance.uuid] = _hosts(conn, instance)
+            for host in hosts[instance.uuid]:
                 by_host[host].append(sent)
     _dispatch(req, by_host, ctx.request_id)
     for instance, port_id, op in detaches:
@@ -207,16 +209,9 @@ def _cast_detach(req: Request, instance: instances.Instance, port_id: str, op: s
 
 
 def _dispatch(req: Request, by_host: dict[str, list[dict[str, Any]]], request_id: str) -> None:
-    """Cast each host its events after the commit (a cast Nova sends and forgets)."""
-    plane = req.app.plane
+    """Cast each host its events after the commit."""
     for host, events in by_host.items():
-        try:
-            if plane is None:
-                raise MessagingError("the compute control plane is not running here")
-            plane.transport.cast(agent_target(host), "external_instance_events",
-                                 events=events, request_id=request_id)
-        except MessagingError:
-            LOG.exception("could not send %d external event(s) to host %s", len(events), host)
+        agent_cast(req, host, "external_instance_events", events=events, request_id=request_id)
 
 
 ROUTES = [Route("POST", API_PREFIX + "/os-server-external-events", create_events,

@@ -16,7 +16,8 @@ from the output, as Nova does. injectNetworkInfo refuses a locked server
 unless the caller is admin (Nova's check_instance_lock) and records no
 instance action, as in Nova; the agent hands the guest its ports' addresses.
 
-`agent_call` is shared with the diagnostics handler (server_diagnostics.py).
+`agent_call` is shared with the diagnostics handler (server_diagnostics.py),
+`agent_cast` with the external events (server_external_events.py).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from stowage.messaging import MessagingError, RemoteError
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 
-__all__ = ["ACTIONS", "agent_call", "guest_server"]
+__all__ = ["ACTIONS", "agent_call", "agent_cast", "guest_server"]
 
 LOG = logging.getLogger(__name__)
 
@@ -80,6 +81,18 @@ def agent_call(req: Request, instance: inst.Instance, method: str,
         raise HTTPError(answer[0], answer[1] or exc.message) from None
 
 
+def agent_cast(req: Request, host: str, method: str, **kwargs: Any) -> None:
+    """Cast `method` to the host's agent; a cast Nova sends and forgets, so one that
+    cannot be sent is logged, not answered."""
+    plane = req.app.plane
+    try:
+        if plane is None:
+            raise MessagingError("the compute control plane is not running in this process")
+        plane.transport.cast(agent_target(host), method, **kwargs)
+    except MessagingError:
+        LOG.exception("could not cast %s to host %s", method, host)
+
+
 def _length(body: Any) -> int | None:
     value = validate_body(body, _CONSOLE_SCHEMA)["os-getConsoleOutput"].get("length")
     if value is None or int(value) == -1:
@@ -101,15 +114,8 @@ def _console_output(req: Request, body: Any) -> Response:
 def _inject_network_info(req: Request, body: Any) -> Response:
     instance = guest_server(req, "os_compute_api:os-admin-actions:inject_network_info")
     check_unlocked(req, instance)
-    plane = req.app.plane
-    try:
-        if plane is None:
-            raise MessagingError("the compute control plane is not running in this process")
-        plane.transport.cast(agent_target(instance.host or ""), "inject_network_info",
-                             instance_uuid=instance.uuid)
-    except MessagingError:
-        # A cast Nova sends and forgets: the answer is 202 whatever the host does.
-        LOG.exception("could not cast inject_network_info for %s", instance.uuid)
+    # the answer is 202 whatever the host does
+    agent_cast(req, instance.host or "", "inject_network_info", instance_uuid=instance.uuid)
     return empty_response(202)
 
 
