@@ -20,8 +20,9 @@ import pytest
 import sqlalchemy as sa
 
 from stowage.compute import tables as t
-from stowage.compute.conductor import interfaces, ports
-from stowage.messaging import RemoteError
+from stowage.compute.conductor import interfaces, ports, tasks
+from stowage.compute.rpc import ConductorAPI
+from stowage.messaging import MessagingError, RemoteError
 from stowage.network import compute_events
 from tests.functional import networking as n
 from tests.functional.conftest import Cloud
@@ -209,6 +210,25 @@ def test_a_network_service_of_another_process_reports_over_http(cloud: Cloud,
     notify(compute_events.vif_deleted("compute:nova", world.server, port))
     settle(cloud)
     world.assert_unchanged(port)
+
+
+def test_a_deleted_port_whose_detach_cannot_be_cast_leaves_no_open_operation(
+        cloud: Cloud, world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event is answered; the journaled detach is ended, the port's row and share kept."""
+    port = world.nets.qos_port("a")
+    world.attach(port_id=port)
+
+    def unreachable(*args: Any, **kwargs: Any) -> None:
+        raise MessagingError("the conductor is unreachable")
+
+    monkeypatch.setattr(ConductorAPI, "detach_interface", unreachable)
+    assert world.nets.client.delete(f"/v2.0/ports/{port}").status_code == 204
+    settle(cloud)
+    assert holding(cloud, world.server) == {world.h.node: SMALL, world.h.bridge: QOS}
+    assert world.rows() == [port]
+    assert [o for o in tasks.interrupted(cloud.live.db)
+            if o.operation == "detach_interface"] == []
+    assert server(cloud, world.server)["status"] == "ACTIVE"
 
 
 def test_deleting_a_port_of_a_server_booted_with_it_detaches_it_alone(cloud: Cloud) -> None:
@@ -471,7 +491,6 @@ def test_an_attach_cut_off_is_undone_by_recovery(cloud: Cloud, world: World,
                                                  monkeypatch: pytest.MonkeyPatch,
                                                  at: str, vnic: str) -> None:
     from stowage.compute import instance_ports
-    from stowage.compute.conductor import tasks
     from stowage.compute.instance_ports import Requested
 
     port = world.nets.qos_port("a", vnic=vnic)
