@@ -7,6 +7,7 @@ test starts from empty tables (standard classes and traits re-synced).
 from __future__ import annotations
 
 import dataclasses
+import os
 import socket
 import threading
 import time
@@ -26,7 +27,8 @@ from stowage.compute import rpc
 from stowage.compute import tables as compute_tables
 from stowage.compute.hosts import HostConfig
 from stowage.compute.runtime import ControlPlane
-from stowage.db import Database, schema
+from stowage.db import Database, roles, schema
+from stowage.db.engine import CELL
 from stowage.image import tables as image_tables
 from stowage.network import tables as network_tables
 from stowage.placement import changes, tables
@@ -55,9 +57,32 @@ class LiveServer:
             self.plane.stop()
 
 
+# Every statement of the Compute service must keep to its side of the cells line
+# (db/roles.py): "strict" (the default) refuses one that does not, a file path
+# reports it there instead, "off" checks nothing.
+CELL_ROLES = os.environ.get("STOWAGE_CELL_ROLES", "strict")
+
+
+def check_roles(db: Database) -> None:
+    """Hold every statement of `db` to the API/cell split, as STOWAGE_CELL_ROLES says."""
+    if CELL_ROLES == "off":
+        return
+    api_tables = {t.name for m in (compute_tables.metadata, image_tables.metadata,
+                                   network_tables.metadata, tables.metadata)
+                  for t in m.sorted_tables} - compute_tables.CELL_TABLES
+    report = None
+    if CELL_ROLES != "strict":
+        def report(message: str) -> None:
+            with open(CELL_ROLES, "a", encoding="utf-8") as out:
+                out.write(message + "\n=====\n")
+    roles.enforce(db.engine, compute_tables.CELL_TABLES, api_tables,
+                  strict=CELL_ROLES == "strict", report=report)
+
+
 def start_server(settings: config.Settings, at_root: bool = True) -> LiveServer:
     db = Database(settings.database)
     schema.upgrade(db)
+    check_roles(db)
     app = build_asgi(settings, db, at_root=at_root)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
@@ -78,11 +103,16 @@ def reset_tables(db: Database) -> None:
     The provider change log is kept (placement snapshots replay it); compute,
     image and network tables are simply emptied, children first.
     """
+    with db.view(CELL).write() as conn:
+        for table in reversed(compute_tables.metadata.sorted_tables):
+            if table.name in compute_tables.CELL_TABLES:
+                conn.execute(table.delete())
     with db.write() as conn:
         for metadata in (compute_tables.metadata, image_tables.metadata,
                          network_tables.metadata):
             for table in reversed(metadata.sorted_tables):
-                conn.execute(table.delete())
+                if table.name not in compute_tables.CELL_TABLES:
+                    conn.execute(table.delete())
         for table in reversed(tables.metadata.sorted_tables):
             if table is tables.provider_changes:
                 continue

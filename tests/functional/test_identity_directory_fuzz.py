@@ -127,6 +127,11 @@ class World:
                     for t in identity_metadata.sorted_tables}
 
     def close(self) -> None:
+        """Remove the seeded entries, and with the role every grant a request made of it
+        (say, to alice on alpha): later tests on this server see the settings' roles."""
+        for key, kind in (("role", "roles"), ("user", "users"), ("project", "projects")):
+            if key in self.ids:
+                self.admin.delete(f"/{kind}/{self.ids[key]}")
         self.admin.close()
         self.member.close()
 

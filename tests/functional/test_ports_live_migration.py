@@ -257,7 +257,7 @@ def test_a_server_deleted_while_copying_leaves_no_binding(cloud: Cloud,
     world.assert_gone()
     # No binding with a host is left (read from the table: the ports are no server's).
     b = network_tables.port_bindings
-    with cloud.plane.db.read() as conn:
+    with cloud.live.db.read() as conn:
         left = conn.execute(sa.select(b.c.port_id, b.c.host, b.c.status)
                             .where(b.c.port_id.in_([world.normal, world.direct]))).all()
     assert sorted((r.port_id, r.host, r.status) for r in left) == sorted(

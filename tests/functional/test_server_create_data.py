@@ -154,7 +154,8 @@ def test_tags_on_create_from_2_52(cloud: Cloud, booting: dict[str, str]) -> None
 
 def test_rebuild_values_check_as_create_does(cloud: Cloud) -> None:
     """The helper the rebuild handler calls: access IPs, disk config, key pair."""
-    caller: Any = SimpleNamespace(context=SimpleNamespace(user_id="demo"))
+    caller: Any = SimpleNamespace(context=SimpleNamespace(user_id="demo"),
+                                  app=SimpleNamespace(db=cloud.live.db))
     with member(cloud) as alice:
         assert alice.post("/os-keypairs", json={"keypair": {
             "name": "mine", "public_key": _PUBLIC}}).status_code == 201

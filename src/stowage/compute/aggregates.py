@@ -22,9 +22,10 @@ aggregates) is mirrored by the caller after the transaction commits.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import uuid as uuidlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -35,7 +36,8 @@ from stowage.compute import tables as t
 from stowage.errors import Conflict, Invalid, NotFound
 from stowage.timeutil import utcnow
 
-__all__ = ["Aggregate", "AZ_KEY", "HostNotFound", "list_aggregates", "get", "locked", "create",
+__all__ = ["Aggregate", "AZ_KEY", "host_zones", "with_zones", "zone_of", "HostNotFound",
+           "list_aggregates", "get", "locked", "create", "hosts_occupied",
            "rename", "check_zone_change", "set_metadata", "add_host", "remove_host", "delete",
            "compute_host", "metadata_by_host", "zone_aggregates", "tenant_aggregates",
            "TENANT_KEY"]
@@ -104,6 +106,41 @@ def metadata_by_host(conn: Connection) -> dict[str, dict[str, frozenset[str]]]:
     return {host: {k: frozenset(v) for k, v in keys.items()} for host, keys in found.items()}
 
 
+# Past this many hosts one read of every zoned host beats an IN list.
+_ZONES_IN_LIST = 500
+
+
+def host_zones(conn: Connection, hosts: Collection[str] | None = None) -> dict[str, str]:
+    """host -> the zone its aggregates give it (the least, should two disagree; the
+    API refuses that). Hosts in no zoned aggregate are left out."""
+    # SELECT h.host, min(m.value) FROM aggregate_hosts h JOIN aggregate_metadata m
+    #   ON m.aggregate_id = h.aggregate_id WHERE m.key = 'availability_zone' GROUP BY h.host
+    query = (sa.select(_H.c.host, sa.func.min(_M.c.value))
+             .join(_M, _M.c.aggregate_id == _H.c.aggregate_id)
+             .where(_M.c.key == AZ_KEY).group_by(_H.c.host))
+    if hosts is not None:
+        if not hosts:
+            return {}
+        if len(hosts) <= _ZONES_IN_LIST:
+            query = query.where(_H.c.host.in_(sorted(hosts)))
+    return {str(host): str(zone) for host, zone in conn.execute(query)}
+
+
+def with_zones(conn: Connection, found: Sequence[services.Service]) -> list[services.Service]:
+    """`found` with each service in its host's zone (services.py): the aggregates are
+    the API database's, `conn`, while the services came from a cell's."""
+    zones = host_zones(conn, {s.host for s in found})
+    return [dataclasses.replace(s, availability_zone=zones[s.host]) if s.host in zones else s
+            for s in found]
+
+
+def zone_of(conn: Connection, service: services.Service | None, default: str) -> str:
+    """The zone of one service's host, `default` when it has none (or no service)."""
+    if service is None:
+        return default
+    return with_zones(conn, [service])[0].availability_zone or default
+
+
 def zone_aggregates(conn: Connection, zone: str) -> list[str]:
     """Uuids of the aggregates that make `zone` (the AZ pre-filter's `member_of`)."""
     query = (sa.select(_A.c.uuid).join(_M, _M.c.aggregate_id == _A.c.id)
@@ -152,45 +189,56 @@ def rename(conn: Connection, aggregate: Aggregate, name: str) -> None:
         raise Conflict(f"Aggregate {name} already exists.") from None
 
 
-def locked(conn: Connection, aggregate_id: int) -> Aggregate:
-    """The aggregate, its row locked for this transaction (rule: aggregate, then hosts)."""
+def locked(conn: Connection, aggregate_id: int, zones: bool = False) -> Aggregate:
+    """The aggregate, its row locked for this transaction (rule: aggregate, then hosts).
+
+    With `zones` (a change `check_zone_change` will judge), every zoned
+    aggregate is locked with it, all in id order: two changes that could put
+    one host in two zones wait for each other (rule 3), and never deadlock.
+    """
     if 0 < aggregate_id <= 0x7FFFFFFF:
-        conn.execute(sa.select(_A.c.id).where(_A.c.id == aggregate_id).with_for_update())
+        # SELECT id FROM aggregates WHERE id = :id [OR id IN (SELECT aggregate_id
+        #   FROM aggregate_metadata WHERE key = 'availability_zone')] ORDER BY id FOR UPDATE
+        wanted = _A.c.id == aggregate_id
+        if zones:
+            wanted = sa.or_(wanted, _A.c.id.in_(
+                sa.select(_M.c.aggregate_id).where(_M.c.key == AZ_KEY)))
+        conn.execute(sa.select(_A.c.id).where(wanted).order_by(_A.c.id).with_for_update())
     return get(conn, aggregate_id)
 
 
 def check_zone_change(conn: Connection, aggregate: Aggregate, metadata: Mapping[str, object],
-                      hosts: Sequence[str] | None = None, instances_matter: bool = False,
-                      ) -> str | None:
+                      hosts: Sequence[str] | None = None,
+                      occupied: Callable[[Sequence[str]], bool] | None = None) -> str | None:
     """Why `metadata` (new keys of `aggregate`, or its zone for joining `hosts`) would break
-    rule 3 or 4; None when it is safe (Nova's is_safe_to_update_az)."""
+    rule 3 or 4; None when it is safe (Nova's is_safe_to_update_az). The caller
+    holds `locked(..., zones=True)`.
+
+    `occupied` (given when instances matter) says whether servers live on some of
+    the hosts: they are a cell's, so it reads outside this transaction, as Nova does.
+    """
     if AZ_KEY not in metadata:
         return None
     zone = metadata[AZ_KEY]
     if not zone:
         return f"Aggregate {aggregate.name} does not support empty named availability zone"
     checked = list(hosts if hosts is not None else aggregate.hosts)
-    _lock_hosts(conn, checked)
     others = [a for a in _zone_aggregates_of(conn, checked) if a.id != aggregate.id]
     conflicting = [a.availability_zone for a in others if a.availability_zone != zone]
     if conflicting:
         return f"One or more hosts already in availability zone(s) {conflicting!r}"
-    if instances_matter and zone != aggregate.availability_zone and checked:
-        i = t.instances
-        # SELECT count(*) FROM instances WHERE deleted = 0 AND host IN (:hosts)
-        count = conn.execute(sa.select(sa.func.count()).select_from(i).where(
-            i.c.deleted == 0, i.c.host.in_(checked))).scalar_one()
-        if count:
-            return "One or more hosts contain instances in this zone"
+    if occupied is not None and zone != aggregate.availability_zone and checked \
+            and occupied(checked):
+        return "One or more hosts contain instances in this zone"
     return None
 
 
-def _lock_hosts(conn: Connection, hosts: Sequence[str]) -> None:
-    s = t.services
-    if hosts:
-        conn.execute(sa.select(s.c.id).where(s.c.host.in_(sorted(set(hosts))),
-                                             s.c.deleted == 0)
-                     .order_by(s.c.host).with_for_update())
+def hosts_occupied(conn: Connection, hosts: Sequence[str]) -> bool:
+    """Whether a live server is on one of `hosts` (a cell database's `conn`)."""
+    i = t.instances
+    # SELECT count(*) FROM instances WHERE deleted = 0 AND host IN (:hosts)
+    return bool(conn.execute(sa.select(sa.func.count()).select_from(i).where(
+        i.c.deleted == 0, i.c.host.in_(list(hosts)))).scalar_one())
 
 
 def _zone_aggregates_of(conn: Connection, hosts: Sequence[str]) -> list[Aggregate]:

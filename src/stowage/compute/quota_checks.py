@@ -22,7 +22,8 @@ and the server create counts again after its records are written (Nova's
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Connection
@@ -30,6 +31,7 @@ from sqlalchemy.engine import Connection
 from stowage.compute import quota_limits as limits
 from stowage.compute import quota_usage as usage
 from stowage.config import QuotaSettings
+from stowage.db import Database
 from stowage.placement.client import PlacementClient
 
 __all__ = ["OverQuota", "Owner", "check_deltas", "instances_that_fit", "check_resize",
@@ -56,6 +58,42 @@ class Owner:
     settings: QuotaSettings
     placement: PlacementClient | None = None
     count_keypairs: usage.KeypairCounter | None = field(default=None, repr=False)
+    # Where limits, groups and key pairs live, and where servers do (None: the
+    # connection a check is given is both).
+    api_db: Database | None = field(default=None, repr=False)
+    cell_db: Database | None = field(default=None, repr=False)
+
+    @contextmanager
+    def api(self, conn: Connection) -> Iterator[Connection]:
+        """The API database: `conn` when it is one, else a read of its own."""
+        if self.api_db is None:
+            yield conn
+            return
+        with self.api_db.using(conn) as api:
+            yield api
+
+    def used(self, conn: Connection, resources: Collection[str], user_id: str | None = None,
+             ) -> usage.Usage:
+        """The project's (or user's) usage of `resources`, each side counted where it lives."""
+        on_api = [r for r in resources if r in usage.API_COUNTED]
+        with self.api(conn) as api:
+            found = usage.count(api, None, self.project_id, user_id, on_api,
+                                self.count_keypairs) if on_api else {}
+        on_cell = [r for r in resources if r not in usage.API_COUNTED]
+        if on_cell:
+            with self.cell(conn) as cell:
+                found.update(usage.count(cell, self.placement, self.project_id, user_id,
+                                         on_cell))
+        return found
+
+    @contextmanager
+    def cell(self, conn: Connection) -> Iterator[Connection]:
+        """The servers' cell database: `conn` when it is one, else a read of its own."""
+        if self.cell_db is None:
+            yield conn
+            return
+        with self.cell_db.using(conn) as cell:
+            yield cell
 
 
 @dataclass
@@ -89,17 +127,15 @@ def _find_over(conn: Connection, owner: Owner, deltas: Mapping[str, int]) -> _Ov
     (their usage is part of the project's), so they are not counted again.
     """
     counted = [r for r in deltas if r in ("instances", "cores", "ram", "server_groups")]
-    project_caps = limits.project_limits(conn, owner.settings, owner.project_id)
-    project_used = usage.count(conn, owner.placement, owner.project_id, resources=counted)
-    project = _compare(deltas, project_caps, project_used)
+    with owner.api(conn) as api:
+        project_caps = limits.project_limits(api, owner.settings, owner.project_id)
+        user_caps = limits.user_limits(api, owner.settings, owner.project_id, owner.user_id)
+    project = _compare(deltas, project_caps, owner.used(conn, counted))
     if project.overs:
         return project
-    user_caps = limits.user_limits(conn, owner.settings, owner.project_id, owner.user_id)
     if all(user_caps[r] == project_caps[r] for r in deltas):
         return None
-    user_used = usage.count(conn, owner.placement, owner.project_id, owner.user_id,
-                            resources=counted)
-    user = _compare(deltas, user_caps, user_used)
+    user = _compare(deltas, user_caps, owner.used(conn, counted, owner.user_id))
     return user if user.overs else None
 
 
@@ -183,11 +219,14 @@ def check_server_groups(conn: Connection, owner: Owner, adding: int = 1) -> None
 
 def check_group_members(conn: Connection, owner: Owner, group_uuid: str, adding: int) -> None:
     """The user's live members of the group plus `adding` within server_group_members."""
-    cap = limits.user_limits(conn, owner.settings, owner.project_id,
-                             owner.user_id)["server_group_members"]
-    if cap == limits.UNLIMITED:
-        return
-    used = usage.group_members(conn, group_uuid, owner.user_id)
+    with owner.api(conn) as api:
+        cap = limits.user_limits(api, owner.settings, owner.project_id,
+                                 owner.user_id)["server_group_members"]
+        if cap == limits.UNLIMITED:
+            return
+        members = usage.group_member_uuids(api, group_uuid)
+    with owner.cell(conn) as cell:
+        used = usage.members_of_user(cell, members, owner.user_id)
     if used + adding > cap:
         raise OverQuota("Quota exceeded, too many servers in group",
                         ["server_group_members"], {"server_group_members": cap - used})
@@ -195,8 +234,9 @@ def check_group_members(conn: Connection, owner: Owner, group_uuid: str, adding:
 
 def check_metadata_items(conn: Connection, owner: Owner, count: int) -> None:
     """A server's (or image's) metadata: at most metadata_items items in all."""
-    cap = limits.user_limits(conn, owner.settings, owner.project_id,
-                             owner.user_id)["metadata_items"]
+    with owner.api(conn) as api:
+        cap = limits.user_limits(api, owner.settings, owner.project_id,
+                                 owner.user_id)["metadata_items"]
     if cap != limits.UNLIMITED and count > cap:
         raise OverQuota(f"Maximum number of metadata items exceeds {cap}",
                         ["metadata_items"], {"metadata_items": cap})

@@ -40,7 +40,8 @@ from stowage.compute.migrations import FINAL_STATUSES
 from stowage.placement.client import PlacementClient
 
 __all__ = ["Usage", "KeypairCounter", "PLACEMENT_CLASSES", "count", "instances",
-           "server_groups", "group_members", "cores_and_ram"]
+           "server_groups", "group_member_uuids", "members_of_user", "cores_and_ram",
+           "COUNTED", "API_COUNTED"]
 
 # key_pairs of one user: (connection, user_id) -> how many.
 KeypairCounter = Callable[[Connection, str], int]
@@ -75,16 +76,30 @@ def server_groups(conn: Connection, project_id: str, user_id: str | None = None)
     return int(conn.execute(query).scalar() or 0)
 
 
-def group_members(conn: Connection, group_uuid: str, user_id: str) -> int:
-    """Live members of the group that `user_id` owns (Nova's members-by-user count)."""
-    # SELECT COUNT(*) FROM server_group_members m JOIN server_groups g ON g.id = m.group_id
-    #   JOIN instances i ON i.uuid = m.instance_uuid AND i.deleted = 0
-    #  WHERE g.uuid = :group AND i.user_id = :user
-    joined = _M.join(_G, _G.c.id == _M.c.group_id).join(
-        _I, sa.and_(_I.c.uuid == _M.c.instance_uuid, _I.c.deleted == 0))
-    query = (sa.select(sa.func.count()).select_from(joined)
-             .where(_G.c.uuid == group_uuid, _I.c.user_id == user_id))
-    return int(conn.execute(query).scalar() or 0)
+# Members counted per statement (a bounded IN list on every database).
+_MEMBERS_CHUNK = 500
+
+
+def group_member_uuids(api: Connection, group_uuid: str) -> list[str]:
+    """The group's members (the API database's), live or not."""
+    # SELECT m.instance_uuid FROM server_group_members m
+    #   JOIN server_groups g ON g.id = m.group_id WHERE g.uuid = :group
+    return [str(u) for u in api.execute(sa.select(_M.c.instance_uuid)
+                                        .join(_G, _G.c.id == _M.c.group_id)
+                                        .where(_G.c.uuid == group_uuid)).scalars()]
+
+
+def members_of_user(cell: Connection, members: list[str], user_id: str) -> int:
+    """Of the group's `members`, the live ones `user_id` owns (Nova's members-by-user
+    count), read in their cell."""
+    counted = 0
+    for start in range(0, len(members), _MEMBERS_CHUNK):
+        # SELECT COUNT(*) FROM instances WHERE uuid IN (:members) AND deleted = 0
+        #   AND user_id = :user
+        counted += int(cell.execute(sa.select(sa.func.count()).select_from(_I).where(
+            _I.c.uuid.in_(members[start:start + _MEMBERS_CHUNK]), _I.c.deleted == 0,
+            _I.c.user_id == user_id)).scalar() or 0)
+    return counted
 
 
 def _as_quota(by_class: Mapping[str, int]) -> Usage:
@@ -166,12 +181,21 @@ def cores_and_ram(conn: Connection, placement: PlacementClient | None, project_i
     return _from_placement(conn, placement, project_id, user_id)
 
 
+# What is counted (the other resources are absolute); of them, what is counted in the
+# API database -- the rest (servers, cores, ram) in a cell's.
+COUNTED = ("instances", "cores", "ram", "server_groups", "key_pairs")
+API_COUNTED = frozenset({"server_groups", "key_pairs"})
+
+
 def count(conn: Connection, placement: PlacementClient | None, project_id: str,
           user_id: str | None = None, resources: Iterable[str] | None = None,
           count_keypairs: KeypairCounter | None = None) -> Usage:
-    """Usage of the countable `resources` (all by default); absolute ones are 0."""
-    wanted = set(resources) if resources is not None else {
-        "instances", "cores", "ram", "server_groups", "key_pairs"}
+    """Usage of the countable `resources` (all by default); absolute ones are 0.
+
+    `API_COUNTED` resources are counted in the API database, the others in
+    a cell's: with cells, each side is counted on its own connection.
+    """
+    wanted = set(resources) if resources is not None else set(COUNTED)
     used: Usage = {}
     if "instances" in wanted:
         used["instances"] = instances(conn, project_id, user_id)

@@ -37,6 +37,7 @@ from stowage.compute.hosts import SIM_BRIDGE, HostConfig, load_hosts_file, sim_h
 from stowage.compute.scheduler.manager import Scheduler
 from stowage.config import ComputeSettings
 from stowage.db import Database
+from stowage.db.engine import API, CELL
 from stowage.messaging import Transport
 from stowage.messaging.local import LocalTransport
 from stowage.network.client import NetworkClient
@@ -74,7 +75,8 @@ class ControlPlane:
         if unknown:
             raise ValueError(f"unknown control plane role(s) {sorted(unknown)}")
         self.settings = settings
-        self.db = db
+        self.db = db.view(CELL)
+        self.api_db = db.view(API)
         self.placement = placement
         # The Network service, for servers with ports (None: none is configured).
         self.network = network

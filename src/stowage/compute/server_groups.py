@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import datetime
 import uuid as uuidlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,7 @@ from sqlalchemy.engine import Connection
 
 from stowage.compute import tables as t
 from stowage.compute.migrations import FINAL_STATUSES
+from stowage.db import Database
 from stowage.db.statements import Sql
 from stowage.errors import NotFound
 from stowage.timeutil import utcnow
@@ -89,20 +91,45 @@ def _from_row(row: Any, member_uuids: list[str]) -> ServerGroup:
                        created_at=row.created_at, members=member_uuids)
 
 
-def _live_members(conn: Connection, group_ids: list[int]) -> dict[int, list[str]]:
+def _cell(conn: Connection, cell_db: Database | None) -> AbstractContextManager[Connection]:
+    """The servers' cell for a block: `cell_db` (a group's members live in the API
+    database, their servers in a cell's), or `conn` itself when that holds both."""
+    return nullcontext(conn) if cell_db is None else cell_db.using(conn)
+
+
+# Instance uuids per statement (a bounded IN list on every database).
+_CHUNK = 500
+
+
+def _live(cell: Connection, uuids: Sequence[str], host: str | None = None) -> dict[str, str]:
+    """Of `uuids`, the live instances (on `host` when given): uuid -> host ('' for none)."""
+    found: dict[str, str] = {}
+    for start in range(0, len(uuids), _CHUNK):
+        # SELECT uuid, host FROM instances WHERE uuid IN (:uuids) AND deleted = 0
+        #   [AND host = :host]
+        query = sa.select(_I.c.uuid, _I.c.host).where(
+            _I.c.uuid.in_(uuids[start:start + _CHUNK]), _I.c.deleted == 0)
+        if host is not None:
+            query = query.where(_I.c.host == host)
+        found.update((str(u), str(h or "")) for u, h in cell.execute(query))
+    return found
+
+
+def _live_members(conn: Connection, group_ids: list[int], cell_db: Database | None = None
+                  ) -> dict[int, list[str]]:
     """group id -> uuids of its members that are live instances, in joining order."""
     if not group_ids:
         return {}
-    # SELECT m.group_id, m.instance_uuid FROM server_group_members m
-    #   JOIN instances i ON i.uuid = m.instance_uuid AND i.deleted = 0
-    #  WHERE m.group_id IN (...) ORDER BY m.id
-    query = (sa.select(_M.c.group_id, _M.c.instance_uuid)
-             .select_from(_M.join(_I, sa.and_(_I.c.uuid == _M.c.instance_uuid,
-                                              _I.c.deleted == 0)))
-             .where(_M.c.group_id.in_(group_ids)).order_by(_M.c.id))
+    # SELECT group_id, instance_uuid FROM server_group_members
+    #  WHERE group_id IN (...) ORDER BY id
+    rows = conn.execute(sa.select(_M.c.group_id, _M.c.instance_uuid)
+                        .where(_M.c.group_id.in_(group_ids)).order_by(_M.c.id)).all()
+    with _cell(conn, cell_db) as cell:
+        live = _live(cell, [str(row.instance_uuid) for row in rows])
     found: dict[int, list[str]] = {gid: [] for gid in group_ids}
-    for row in conn.execute(query):
-        found[row.group_id].append(row.instance_uuid)
+    for row in rows:
+        if row.instance_uuid in live:
+            found[row.group_id].append(row.instance_uuid)
     return found
 
 
@@ -122,7 +149,8 @@ def create(conn: Connection, name: str, policy: str, project_id: str, user_id: s
                        created_at=now)
 
 
-def get(conn: Connection, group_uuid: str, project_id: str | None = None) -> ServerGroup:
+def get(conn: Connection, group_uuid: str, project_id: str | None = None,
+        cell_db: Database | None = None) -> ServerGroup:
     """The group with its live members; NotFound when missing (or in another project if given)."""
     query = sa.select(_G).where(_G.c.uuid == group_uuid)
     if project_id is not None:
@@ -130,11 +158,12 @@ def get(conn: Connection, group_uuid: str, project_id: str | None = None) -> Ser
     row = conn.execute(query).first()
     if row is None:
         raise _not_found(group_uuid)
-    return _from_row(row, _live_members(conn, [row.id])[row.id])
+    return _from_row(row, _live_members(conn, [row.id], cell_db)[row.id])
 
 
 def list_groups(conn: Connection, project_id: str | None = None, offset: int = 0,
-                limit: int | None = None) -> list[ServerGroup]:
+                limit: int | None = None, cell_db: Database | None = None
+                ) -> list[ServerGroup]:
     """Groups oldest first, of one project or (None) of all projects."""
     query = sa.select(_G).order_by(_G.c.id).offset(offset)
     if project_id is not None:
@@ -142,7 +171,7 @@ def list_groups(conn: Connection, project_id: str | None = None, offset: int = 0
     if limit is not None:
         query = query.limit(limit)
     rows = conn.execute(query).all()
-    by_group = _live_members(conn, [row.id for row in rows])
+    by_group = _live_members(conn, [row.id for row in rows], cell_db)
     return [_from_row(row, by_group[row.id]) for row in rows]
 
 
@@ -170,18 +199,19 @@ def remove_member(conn: Connection, instance_uuid: str) -> None:
     conn.execute(_M.delete().where(_M.c.instance_uuid == instance_uuid))
 
 
-def members(conn: Connection, group_uuid: str) -> list[str]:
-    return get(conn, group_uuid).members
+def members(conn: Connection, group_uuid: str, cell_db: Database | None = None) -> list[str]:
+    return get(conn, group_uuid, cell_db=cell_db).members
 
 
-def group_of_instance(conn: Connection, instance_uuid: str) -> ServerGroup | None:
+def group_of_instance(conn: Connection, instance_uuid: str, cell_db: Database | None = None
+                      ) -> ServerGroup | None:
     # SELECT g.* FROM server_groups g JOIN server_group_members m ON m.group_id = g.id
     #  WHERE m.instance_uuid = :instance_uuid
     row = conn.execute(sa.select(_G).select_from(_G.join(_M, _M.c.group_id == _G.c.id))
                        .where(_M.c.instance_uuid == instance_uuid)).first()
     if row is None:
         return None
-    return _from_row(row, _live_members(conn, [row.id])[row.id])
+    return _from_row(row, _live_members(conn, [row.id], cell_db)[row.id])
 
 
 # Every server view (2.71) asks this: hand-written.
@@ -194,38 +224,39 @@ def group_uuids_of(conn: Connection, instance_uuid: str) -> list[str]:
     return [str(row[0]) for row in _GROUP_UUIDS.rows(conn, uuid=instance_uuid)]
 
 
-def member_hosts(conn: Connection, group_uuid: str) -> dict[str, str]:
+def member_hosts(conn: Connection, group_uuid: str, cell_db: Database | None = None
+                 ) -> dict[str, str]:
     """Live members that have a host: instance uuid -> host."""
-    # SELECT i.uuid, i.host FROM server_groups g
-    #   JOIN server_group_members m ON m.group_id = g.id
-    #   JOIN instances i ON i.uuid = m.instance_uuid AND i.deleted = 0
-    #  WHERE g.uuid = :group_uuid AND i.host IS NOT NULL
-    query = (sa.select(_I.c.uuid, _I.c.host)
-             .select_from(_G.join(_M, _M.c.group_id == _G.c.id)
-                          .join(_I, sa.and_(_I.c.uuid == _M.c.instance_uuid,
-                                            _I.c.deleted == 0)))
-             .where(_G.c.uuid == group_uuid, _I.c.host.is_not(None)))
-    return {row.uuid: row.host for row in conn.execute(query)}
+    # SELECT m.instance_uuid FROM server_groups g
+    #   JOIN server_group_members m ON m.group_id = g.id WHERE g.uuid = :group_uuid
+    uuids = [str(u) for u in conn.execute(
+        sa.select(_M.c.instance_uuid).select_from(_G.join(_M, _M.c.group_id == _G.c.id))
+        .where(_G.c.uuid == group_uuid)).scalars()]
+    with _cell(conn, cell_db) as cell:
+        return {uuid: host for uuid, host in _live(cell, uuids).items() if host}
 
 
-def check_host(conn: Connection, instance_uuid: str, host: str) -> None:
+def check_host(conn: Connection, instance_uuid: str, host: str, api_db: Database) -> None:
     """Raise PolicyViolated unless the instance may run on `host` under its group's hard policy.
 
-    Call it inside the write transaction that records the instance on the
-    host: it locks the group's row until that transaction ends. Soft
+    Call it inside the (cell's) write transaction that records the instance on
+    the host, `conn`: the group's row (`api_db`) stays locked until it ends
+    when one database holds both; with two, for the group's own transaction. Soft
     policies only weigh hosts, so they are not checked. As Nova counts:
     anti-affinity sees the other members on the host and those with a move
     in progress from or to it; affinity sees the hosts the other members run on.
     """
-    group = _lock_group_of(conn, instance_uuid)
-    if group is None:
-        return
+    with api_db.using(conn, write=True) as api:
+        group = _lock_group_of(api, instance_uuid)
+        if group is None:
+            return
+        others = [str(u) for u in api.execute(sa.select(_M.c.instance_uuid).where(
+            _M.c.group_id == group.id, _M.c.instance_uuid != instance_uuid)).scalars()]
     if group.policy == "anti-affinity":
-        here = _members_on_host(conn, group.id, host) - {instance_uuid}
-        if len(here) >= max_server_per_host(group):
+        if len(_members_on_host(conn, others, host)) >= max_server_per_host(group):
             raise PolicyViolated(ANTI_AFFINITY_VIOLATED)
     elif group.policy == "affinity":
-        hosts = {h for uuid, h in member_hosts(conn, group.uuid).items() if uuid != instance_uuid}
+        hosts = {h for h in _live(conn, others).values() if h}
         if hosts and host not in hosts:
             raise PolicyViolated(AFFINITY_VIOLATED)
 
@@ -243,22 +274,19 @@ def _lock_group_of(conn: Connection, instance_uuid: str) -> ServerGroup | None:
     return _from_row(row, [])
 
 
-def _members_on_host(conn: Connection, group_id: int, host: str) -> set[str]:
-    """Live members running on `host`, or moving from or to it (a migration not yet final)."""
-    live_member = sa.and_(_M.c.group_id == group_id, _I.c.deleted == 0)
-    # SELECT i.uuid FROM server_group_members m JOIN instances i ON i.uuid = m.instance_uuid
-    #  WHERE m.group_id = :group_id AND i.deleted = 0 AND i.host = :host
-    running = (sa.select(_I.c.uuid)
-               .select_from(_M.join(_I, _I.c.uuid == _M.c.instance_uuid))
-               .where(live_member, _I.c.host == host))
-    # SELECT mg.instance_uuid FROM migrations mg JOIN server_group_members m ... JOIN instances i
-    #  WHERE m.group_id = :group_id AND i.deleted = 0 AND mg.status NOT IN (<final>)
-    #    AND (mg.source_compute = :host OR mg.dest_compute = :host)
-    moving = (sa.select(_MIG.c.instance_uuid)
-              .select_from(_MIG.join(_M, _M.c.instance_uuid == _MIG.c.instance_uuid)
-                           .join(_I, _I.c.uuid == _MIG.c.instance_uuid))
-              .where(live_member, _MIG.c.status.not_in(FINAL_STATUSES),
-                     sa.or_(_MIG.c.source_compute == host, _MIG.c.dest_compute == host)))
-    found = {row[0] for row in conn.execute(running)}
-    found.update(row[0] for row in conn.execute(moving))
+def _members_on_host(cell: Connection, members: Sequence[str], host: str) -> set[str]:
+    """Of `members`, the live ones running on `host`, or moving from or to it (a
+    migration not yet final)."""
+    found = set(_live(cell, members, host))
+    for start in range(0, len(members), _CHUNK):
+        # SELECT mg.instance_uuid FROM migrations mg JOIN instances i ON i.uuid = mg.instance_uuid
+        #  WHERE mg.instance_uuid IN (:members) AND i.deleted = 0
+        #    AND mg.status NOT IN (<final>)
+        #    AND (mg.source_compute = :host OR mg.dest_compute = :host)
+        moving = (sa.select(_MIG.c.instance_uuid)
+                  .select_from(_MIG.join(_I, _I.c.uuid == _MIG.c.instance_uuid))
+                  .where(_MIG.c.instance_uuid.in_(members[start:start + _CHUNK]),
+                         _I.c.deleted == 0, _MIG.c.status.not_in(FINAL_STATUSES),
+                         sa.or_(_MIG.c.source_compute == host, _MIG.c.dest_compute == host)))
+        found.update(str(row[0]) for row in cell.execute(moving))
     return found

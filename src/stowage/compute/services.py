@@ -8,11 +8,13 @@ nova-compute service; its uuid is its resource provider's uuid. Both are
 soft-deleted (`deleted` = id) like Nova's, so a re-registered host gets a
 fresh row while old references still resolve.
 
-A service's `availability_zone`, as read here, is its host's zone: the
-`availability_zone` metadata of a host aggregate the host is in (Nova's only
-source of zones), else the zone the host's configuration gave it (the
-column, which the agent writes from the hosts file), else None (the default
-zone). Every read computes it in SQL, so an aggregate change shows at once.
+A service's `availability_zone`, as read here, is the zone its own row names
+(the zone the host's configuration gave it, which the agent writes from the
+hosts file), else None. Its host's zone -- the `availability_zone` metadata of
+a host aggregate the host is in, Nova's only source of zones, else that
+column -- needs the aggregates, which live in the API database while services
+live in a cell's: `aggregates.with_zones` applies them, as Nova's
+`availability_zones.set_availability_zones` does.
 """
 
 from __future__ import annotations
@@ -51,7 +53,6 @@ INTERNAL_ZONE = "internal"
 _TOPICS = {COMPUTE: "compute", CONDUCTOR: "conductor", SCHEDULER: "scheduler"}
 
 _S = t.services
-_AH, _AM = t.aggregate_hosts, t.aggregate_metadata
 # The largest id of an INTEGER column (services.id).
 _MAX_ID = 0x7FFFFFFF
 _N = t.compute_nodes
@@ -99,28 +100,10 @@ class ComputeNode:
     updated_at: datetime.datetime | None
 
 
-# The zone of a service's host (module docstring), as a column of SELECT ... FROM services.
-# COALESCE((SELECT min(m.value) FROM aggregate_hosts h JOIN aggregate_metadata m
-#            ON m.aggregate_id = h.aggregate_id
-#           WHERE h.host = services.host AND m.key = 'availability_zone'),
-#          services.availability_zone)
-_ZONE = sa.func.coalesce(
-    sa.select(sa.func.min(_AM.c.value)).select_from(
-        _AH.join(_AM, _AM.c.aggregate_id == _AH.c.aggregate_id))
-    .where(_AH.c.host == _S.c.host, _AM.c.key == "availability_zone").scalar_subquery(),
-    _S.c.availability_zone).label("availability_zone")
-_COLUMNS = [_ZONE if c.name == "availability_zone" else c for c in _S.c]
-
-
 def select_list(dialect: Any, alias: str) -> str:
-    """`SERVICE`'s columns of `services` aliased `alias`, for hand-written SQL: the zone
-    computed as the Core reads compute it."""
+    """`SERVICE`'s columns of `services` aliased `alias`, for hand-written SQL."""
     quote = dialect.identifier_preparer.quote
-    zone = ("COALESCE((SELECT min(am.value) FROM aggregate_hosts ah JOIN aggregate_metadata "
-            f"am ON am.aggregate_id = ah.aggregate_id WHERE ah.host = {alias}.host AND "
-            f"am.{quote('key')} = 'availability_zone'), {alias}.availability_zone)")
-    return ", ".join(zone if name == "availability_zone" else f"{alias}.{quote(name)}"
-                     for name in _SERVICE.names)
+    return ", ".join(f"{alias}.{quote(name)}" for name in _SERVICE.names)
 
 
 def _service(row: Any) -> Service:
@@ -192,7 +175,7 @@ def is_up(service: Service, settings: ComputeSettings,
 
 def list_services(conn: Connection, host: str | None = None,
                   binary: str | None = None) -> list[Service]:
-    query = sa.select(*_COLUMNS).where(_S.c.deleted == 0).order_by(_S.c.id)
+    query = sa.select(_S).where(_S.c.deleted == 0).order_by(_S.c.id)
     if host is not None:
         query = query.where(_S.c.host == host)
     if binary is not None:
@@ -209,14 +192,14 @@ def get_service(conn: Connection, ident: int | str) -> Service:
     if isinstance(ident, int) and not 0 < ident <= _MAX_ID:
         raise NotFound(f"Service {ident} could not be found.")
     column = _S.c.id if isinstance(ident, int) else _S.c.uuid
-    row = conn.execute(sa.select(*_COLUMNS).where(column == ident, _S.c.deleted == 0)).first()
+    row = conn.execute(sa.select(_S).where(column == ident, _S.c.deleted == 0)).first()
     if row is None:
         raise NotFound(f"Service {ident} could not be found.")
     return _service(row)
 
 
 def service_by_host(conn: Connection, host: str, binary: str) -> Service:
-    row = conn.execute(sa.select(*_COLUMNS).where(_S.c.host == host, _S.c.binary == binary,
+    row = conn.execute(sa.select(_S).where(_S.c.host == host, _S.c.binary == binary,
                                                   _S.c.deleted == 0)).first()
     if row is None:
         raise NotFound(f"Service {binary} on host {host} could not be found.")

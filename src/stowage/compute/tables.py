@@ -17,7 +17,7 @@ __all__ = ["metadata", "flavors", "flavor_extra_specs", "flavor_projects", "serv
            "instance_actions", "instance_action_events", "server_groups",
            "server_group_members", "operation_steps", "simulated_guests", "instance_ports",
            "key_pairs", "tags", "quotas", "quota_classes", "aggregates", "aggregate_hosts",
-           "aggregate_metadata"]
+           "aggregate_metadata", "CELL_TABLES"]
 
 metadata = sa.MetaData()
 
@@ -419,3 +419,10 @@ aggregate_metadata = sa.Table(
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.UniqueConstraint("aggregate_id", "key", name="uniq_aggregate_metadata_aggregate_key"),
 )
+
+# The tables a cell database holds (Nova's "main" database); every other table,
+# Compute's and the other services', is the API database's. docs/cells.md.
+CELL_TABLES = frozenset({
+    "services", "compute_nodes", "instances", "instance_faults", "migrations",
+    "instance_actions", "instance_action_events", "operation_steps", "simulated_guests",
+    "instance_ports", "tags"})

@@ -8,6 +8,7 @@ PostgreSQL and MySQL rely on row locks and generation compare-and-swap.
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections.abc import Iterator
@@ -18,9 +19,15 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-__all__ = ["Database", "create_engine"]
+__all__ = ["Database", "create_engine", "API", "CELL"]
 
 _WRITE = "stowage_write"
+# The execution option that names which database a connection was opened for.
+_ROLE = "stowage_role"
+# The roles of a cells deployment's databases: the API (global) one and a cell's. A
+# handle without a role (the services outside Compute, tests) is held to neither.
+API = "api"
+CELL = "cell"
 
 
 def _sqlite_engine(url: sa.URL) -> Engine:
@@ -90,28 +97,73 @@ def create_engine(url: str) -> Engine:
 
 
 class Database:
-    """Engine plus `read()` / `write()` transactions; constructed without I/O."""
+    """Engine plus `read()` / `write()` transactions; constructed without I/O.
+
+    `role` says which database of a cells deployment a handle stands for:
+    `API` for the API (global) database, `CELL` for a cell's, None for a
+    handle that stands for no one side (the other services, tests). `view()` gives
+    a handle of another role on the same engine and write lock, so code can
+    say which database each transaction belongs to before the data is split
+    (db/roles.py can then refuse a statement that crosses the line).
+    """
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.engine = create_engine(url)
         self.backend = self.engine.dialect.name
         self._write_lock = threading.RLock() if self.backend == "sqlite" else None
+        self.role: str | None = None
+        self._options: dict[str, Any] = {}
+
+    def view(self, role: str | None) -> Database:
+        """This database seen as `role`: same engine, same lock (no I/O)."""
+        if role == self.role:
+            return self
+        other = copy.copy(self)
+        other.role = role
+        other._options = {_ROLE: role} if role else {}
+        return other
+
+    @contextmanager
+    def using(self, conn: Connection | None, write: bool = False) -> Iterator[Connection]:
+        """A connection of this database for a block inside another's transaction.
+
+        When `conn` is on this same database (one database serves the API and
+        the cell), it is `conn` itself, its transaction going on, tagged with
+        this handle's role for the block; otherwise a new transaction here,
+        a write when `write`: no transaction spans two databases.
+        """
+        if conn is None or conn.engine is not self.engine:
+            with self.write() if write else self.read() as other:
+                yield other
+            return
+        before = conn.get_execution_options().get(_ROLE)
+        conn.execution_options(**{_ROLE: self.role})
+        try:
+            yield conn
+        finally:
+            conn.execution_options(**{_ROLE: before})
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        with self.engine.connect() as conn, conn.begin():
-            yield conn
+        with self.engine.connect() as conn:
+            if self._options:
+                conn = conn.execution_options(**self._options)
+            with conn.begin():
+                yield conn
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """One transaction: commits on success, rolls back on any exception."""
         if self._write_lock is None:
-            with self.engine.connect() as conn, conn.begin():
-                yield conn
+            with self.engine.connect() as conn:
+                if self._options:
+                    conn = conn.execution_options(**self._options)
+                with conn.begin():
+                    yield conn
             return
         with self._write_lock, self.engine.connect() as conn:
-            conn = conn.execution_options(**{_WRITE: True})
+            conn = conn.execution_options(**{_WRITE: True}, **self._options)
             with conn.begin():
                 yield conn
 

@@ -67,6 +67,7 @@ class EvacuationSteps:
 
     host: HostConfig
     db: Database
+    api_db: Database
     placement: PlacementClient
     driver: Driver
     pci: PciTracker
@@ -121,7 +122,7 @@ class EvacuationSteps:
         try:
             with self._pci_claim((instance_uuid, migration_uuid), flavor, vf_ports) as vfs:
                 with self.db.write() as conn:
-                    server_groups.check_host(conn, instance_uuid, self.host.name)
+                    server_groups.check_host(conn, instance_uuid, self.host.name, self.api_db)
                     migrations.save(conn, migration_uuid, status="pre-migrating",
                                     dest_compute=self.host.name, dest_node=self.host.name,
                                     dest_host=self.host.name)

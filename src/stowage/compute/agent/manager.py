@@ -51,6 +51,7 @@ from stowage.compute.hosts import HostConfig
 from stowage.compute.resources import pci_requests
 from stowage.config import ComputeSettings
 from stowage.db import Database
+from stowage.db.engine import API, CELL
 from stowage.errors import NotFound
 from stowage.placement.client import PlacementClient
 
@@ -71,10 +72,12 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
                  placement: PlacementClient, driver: Driver | None = None) -> None:
         self.host = host
         self.settings = settings
-        self.db = db
+        self.db = db.view(CELL)
+        # The API database: flavors, request specs, server groups (the late group check).
+        self.api_db = db.view(API)
         self.placement = placement
         self.driver: Driver = (driver if driver is not None else
-                               SimulatedDriver(host.name, store=GuestStore(db, host.name)))
+                               SimulatedDriver(host.name, store=GuestStore(self.db, host.name)))
         self.pci = PciTracker(host.name, host.pci, vfs=sriov_vfs(host))
         # The compute node's uuid (= its resource provider's); known once start() returns.
         self.node_uuid = ""
@@ -363,14 +366,14 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
         deleted meanwhile (task_state no longer spawning) refuses the claim.
         """
         with self.db.write() as conn:
-            server_groups.check_host(conn, instance_uuid, self.host.name)
+            server_groups.check_host(conn, instance_uuid, self.host.name, self.api_db)
             instances.update(conn, instance_uuid, expected_task_state=states.TASK.SPAWNING,
                              host=self.host.name, node=self.host.name)
 
     def _claim_destination(self, instance_uuid: str, migration_uuid: str) -> None:
         """A move's claim becomes real: the migration's destination is this host, if allowed."""
         with self.db.write() as conn:
-            server_groups.check_host(conn, instance_uuid, self.host.name)
+            server_groups.check_host(conn, instance_uuid, self.host.name, self.api_db)
             migrations.save(conn, migration_uuid, dest_compute=self.host.name,
                             dest_node=self.host.name, dest_host=self.host.name)
 

@@ -58,7 +58,7 @@ def cast_after_commit(req: Request, instance: inst.Instance, cast: Cast, undo: d
         cast(conductor(req))
     except Exception:
         LOG.exception("could not cast for instance %s", instance.uuid)
-        with req.app.db.write() as conn:
+        with req.app.cell_db.write() as conn:
             inst.update(conn, instance.uuid, **undo)
             actions.finish_action(conn, instance.uuid, req.context.request_id, "Error")
             if operation is not None:
@@ -69,8 +69,7 @@ def cast_after_commit(req: Request, instance: inst.Instance, cast: Cast, undo: d
 def moving_server(req: Request, conn: Connection) -> tuple[inst.Instance, Service | None]:
     """The server to move and its host's compute service, read in one statement."""
     project = None if req.context.is_admin else req.context.project_id
-    instance, service, _ = queries.server_with_host(conn, req.params["server_id"], project)
-    return instance, service
+    return queries.server_with_host(conn, req.params["server_id"], project)
 
 
 def check_host_up(req: Request, instance: inst.Instance, service: Service | None) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from stowage.compute import aggregates as aggs
@@ -148,11 +148,11 @@ def update_aggregate(req: Request) -> Response:
     ident = _aggregate_id(req)
     try:
         with req.app.db.write() as conn:
-            agg = aggs.locked(conn, ident)
+            agg = aggs.locked(conn, ident, zones=True)
             if "name" in body:
                 aggs.rename(conn, agg, body["name"])
             zone = {k: v for k, v in body.items() if k == aggs.AZ_KEY}
-            why = aggs.check_zone_change(conn, agg, zone, instances_matter=True)
+            why = aggs.check_zone_change(conn, agg, zone, occupied=_occupied(req))
             if why is not None:
                 raise HTTPError(400, f"Cannot update aggregate {ident}. Reason: {why}.")
             if zone:
@@ -178,14 +178,28 @@ def delete_aggregate(req: Request) -> Response:
     return empty_response(200)
 
 
+def _occupied(req: Request) -> Callable[[Sequence[str]], bool]:
+    """Whether servers live on some of the hosts (the cell database's instances)."""
+    def occupied(hosts: Sequence[str]) -> bool:
+        with req.app.cell_db.read() as conn:
+            return aggs.hosts_occupied(conn, hosts)
+    return occupied
+
+
+def _compute_host(req: Request, host: str) -> None:
+    """404 unless `host` runs a compute service (a cell's services)."""
+    with req.app.cell_db.read() as conn:
+        aggs.compute_host(conn, host)
+
+
 # --- actions ---------------------------------------------------------------------------
 def _add_host(req: Request, ident: int, body: Any) -> aggs.Aggregate:
     host = validate_body(body, ADD_HOST_SCHEMA)["add_host"]["host"]
     authorize(req, _POLICY + "add_host", {})
     try:
+        _compute_host(req, host)
         with req.app.db.write() as conn:
-            aggs.compute_host(conn, host)
-            agg = aggs.locked(conn, ident)
+            agg = aggs.locked(conn, ident, zones=True)
             why = aggs.check_zone_change(conn, agg, agg.metadata, hosts=[host])
             if why is not None:
                 raise HTTPError(409, f"Cannot add host to aggregate {ident}. Reason: {why}.")
@@ -203,8 +217,8 @@ def _remove_host(req: Request, ident: int, body: Any) -> aggs.Aggregate:
     host = validate_body(body, REMOVE_HOST_SCHEMA)["remove_host"]["host"]
     authorize(req, _POLICY + "remove_host", {})
     try:
+        _compute_host(req, host)
         with req.app.db.write() as conn:
-            aggs.compute_host(conn, host)
             agg = aggs.locked(conn, ident)
             aggs.remove_host(conn, agg, host)
             agg = aggs.get(conn, ident)
@@ -219,8 +233,8 @@ def _set_metadata(req: Request, ident: int, body: Any) -> aggs.Aggregate:
     authorize(req, _POLICY + "set_metadata", {})
     try:
         with req.app.db.write() as conn:
-            agg = aggs.locked(conn, ident)
-            why = aggs.check_zone_change(conn, agg, metadata, instances_matter=True)
+            agg = aggs.locked(conn, ident, zones=True)
+            why = aggs.check_zone_change(conn, agg, metadata, occupied=_occupied(req))
             if why is not None:
                 raise HTTPError(400, f"Cannot update metadata of aggregate {ident}. "
                                      f"Reason: {why}.")
@@ -252,7 +266,7 @@ def _mirror(req: Request, host: str, aggregate_uuid: str, add: bool) -> None:
     plane = req.app.plane
     if plane is None:
         return
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         nodes = svc.compute_nodes_of_host(conn, host)
     for node in nodes:
         try:

@@ -8,6 +8,7 @@ whose key names the kind of fault; the openstack CLI prints `message`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from stowage.compute.policy import COMPUTE_RULES
 from stowage.compute.versions import VERSIONS
 from stowage.config import Settings
 from stowage.db import Database
+from stowage.db.engine import API, CELL
 from stowage.identity.middleware import authenticator_for, challenge_for
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
@@ -47,6 +49,12 @@ class ComputeState:
     enforcer: Enforcer
     # Conductor, scheduler and agents; None only for an API that serves no servers.
     plane: ControlPlane | None = None
+    # `db` is the API database, `cell_db` the cell's: docs/cells.md.
+    cell_db: Database = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.db = self.db.view(API)
+        self.cell_db = self.db.view(CELL)
 
 
 def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:

@@ -17,7 +17,7 @@ from typing import Any
 
 from stowage.compute import services as svc
 from stowage.compute.api.common import API_PREFIX, authorize
-from stowage.compute.api.services import zone_of
+from stowage.compute.api.services import in_zones, zone_of
 from stowage.timeutil import utcnow
 from stowage.web.http import Request, Response, json_response
 from stowage.web.routing import Route
@@ -38,8 +38,9 @@ def _entry(zone: str, available: bool, hosts: dict[str, Any] | None) -> dict[str
 
 def list_zones(req: Request) -> Response:
     authorize(req, "os_compute_api:os-availability-zone:list", {})
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         found = svc.list_services(conn)
+    found = in_zones(req, found)
     available, others = _zones(req, found)
     result = [_entry(z, True, None) for z in available if z != svc.INTERNAL_ZONE]
     result += [_entry(z, False, None) for z in others if z != svc.INTERNAL_ZONE]
@@ -52,8 +53,9 @@ def _timestamp(value: datetime.datetime | None) -> str | None:
 
 def list_zones_detail(req: Request) -> Response:
     authorize(req, "os_compute_api:os-availability-zone:detail", {})
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         found = svc.list_services(conn)
+    found = in_zones(req, found)
     available, others = _zones(req, found)
     now = utcnow()
     hosts: dict[str, dict[str, dict[str, Any]]] = {}

@@ -70,7 +70,7 @@ def _start(req: Request, policy: str) -> None:
 def list_hosts(req: Request) -> Response:
     _start(req, "list")
     zone = query_param(req, "zone")
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         found = svc.list_services(conn)
     hosts = [{"host_name": s.host, "service": s.topic, "zone": zone_of(req, s)}
              for s in found if not s.disabled and s.binary not in _API_BINARIES]
@@ -94,7 +94,7 @@ def _row(host: str, project: str, cpu: int, memory_mb: int, disk_gb: int) -> dic
 def show_host(req: Request) -> Response:
     _start(req, "show")
     host = req.params["host_name"]
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         node = svc.compute_node_of_host(conn, host)
         if node is None:
             raise HTTPError(404, f"Compute host {host} could not be found.")
@@ -120,13 +120,13 @@ def update_host(req: Request) -> Response:
     _start(req, "update")
     host = req.params["host_name"]
     body = validate_body(read_body(req), UPDATE_SCHEMA)
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         _compute_service(conn, host)
     if "maintenance_mode" in body:
         raise HTTPError(501, _NOT_SUPPORTED)
     enabled = body["status"].strip().lower() == "enable"
     LOG.info("%s host %s", "Enabling" if enabled else "Disabling", host)
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         service = _compute_service(conn, host)
         changes: dict[str, Any] = {"disabled": not enabled}
         if enabled:
@@ -138,7 +138,7 @@ def update_host(req: Request) -> Response:
 
 def _power_action(req: Request, policy: str) -> Response:
     _start(req, policy)
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         _compute_service(conn, req.params["host_name"])
     raise HTTPError(501, _NOT_SUPPORTED)
 

@@ -161,7 +161,7 @@ def _list(req: Request, detail: bool) -> Response:
     with_servers = at_least(req, UUIDS) and as_bool(query_param(req, "with_servers"))
     limit = min(int(query_param(req, "limit") or MAX_LIMIT), MAX_LIMIT) if paging else None
     marker = query_param(req, "marker") if paging else None
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         if pattern is not None:
             if query_param(req, "limit") is not None or marker:
                 raise HTTPError(400, "Paging over hypervisors with the "
@@ -232,7 +232,7 @@ def show_hypervisor(req: Request) -> Response:
     if at_least(req, UUIDS):
         validate_query(req, SHOW_QUERY_2_53)
         with_servers = as_bool(query_param(req, "with_servers"))
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         item = _one(req, conn, req.params["hypervisor_id"], with_servers)
     return json_response({"hypervisor": _view(req, item, True, with_servers)})
 
@@ -246,7 +246,7 @@ def _before(req: Request, minor: int) -> None:
 def hypervisor_uptime(req: Request) -> Response:
     _before(req, NO_USAGE)
     authorize(req, "os_compute_api:os-hypervisors:uptime", {})
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         item = _one(req, conn, req.params["hypervisor_id"])
     if not svc.is_up(item.service, req.app.settings.compute):
         raise HTTPError(400, f"Compute service of {item.node.host} is unavailable at this "
@@ -260,7 +260,7 @@ def statistics(req: Request) -> Response:
     """Sums over the nodes whose compute service is enabled, as Nova's statistics."""
     _before(req, NO_USAGE)
     authorize(req, "os_compute_api:os-hypervisors:statistics", {})
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         items = [i for i in _gather(conn, svc.list_compute_nodes(conn))
                  if not i.service.disabled]
     stats = dict.fromkeys(_USAGE, 0)
@@ -273,7 +273,7 @@ def statistics(req: Request) -> Response:
 def search(req: Request) -> Response:
     _before(req, UUIDS)
     authorize(req, "os_compute_api:os-hypervisors:search", {})
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         items = _gather(conn, _matching(conn, req.params["pattern"]))
     return json_response({"hypervisors": [_view(req, item, False) for item in items]})
 
@@ -281,7 +281,7 @@ def search(req: Request) -> Response:
 def servers(req: Request) -> Response:
     _before(req, UUIDS)
     authorize(req, "os_compute_api:os-hypervisors:servers", {})
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         items = _gather(conn, _matching(conn, req.params["pattern"]), with_servers=True)
     return json_response({"hypervisors": [_view(req, item, False) for item in items]})
 

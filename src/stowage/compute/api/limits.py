@@ -92,7 +92,7 @@ def show_limits(req: Request) -> Response:
     who = owner(req, project_id)
     with req.app.db.read() as conn:
         cap = limits.project_limits(conn, who.settings, project_id)
-        used = usage.count(conn, who.placement, project_id)
+        used = who.used(conn, usage.COUNTED)
     return json_response({"limits": {"rate": [],
                                      "absolute": _absolute(req.version.minor, cap, used)}})
 

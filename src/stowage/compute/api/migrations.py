@@ -133,7 +133,7 @@ def view(req: Request, mig: migs.Migration) -> dict[str, Any]:
 def list_migrations(req: Request) -> Response:
     authorize(req, "os_compute_api:os-migrations:index")
     validate_query(req, _query_schema(req))
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         found = migs.list_migrations(conn, _where(req))
     body: dict[str, Any] = {}
     if at_least(req, PAGING):

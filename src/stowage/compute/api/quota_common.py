@@ -29,7 +29,8 @@ def owner(req: Request, project_id: str | None = None, user_id: str | None = Non
                  user_id=user_id or req.context.user_id or "",
                  settings=req.app.settings.quota,
                  placement=None if plane is None else plane.placement,
-                 count_keypairs=keypairs.count_keypairs)
+                 count_keypairs=keypairs.count_keypairs,
+                 api_db=req.app.db, cell_db=req.app.cell_db)
 
 
 def over_quota(exc: OverQuota) -> HTTPError:

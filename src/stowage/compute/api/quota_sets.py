@@ -87,8 +87,7 @@ def _in_use(conn: Connection, req: Request, project_id: str,
             user_id: str | None) -> dict[str, int]:
     """Per resource what is used now; 0 for the absolute (uncounted) ones."""
     who = owner(req, project_id, user_id)
-    counted = usage.count(conn, who.placement, project_id, user_id,
-                          count_keypairs=who.count_keypairs)
+    counted = who.used(conn, usage.COUNTED, user_id)
     return {r: counted.get(r, 0) for r in limits.RESOURCES}
 
 

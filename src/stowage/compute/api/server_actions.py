@@ -127,7 +127,7 @@ Cast = Callable[[ConductorAPI], None]
 def _resize(req: Request, body: Any) -> Response:
     resize = validate_body(body, _RESIZE_SCHEMA)["resize"]
     flavorid = str(resize["flavorRef"]).rstrip("/").split("/")[-1]
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance, service = moving_server(req, conn)
         authorize(req, "os_compute_api:servers:resize", target(instance))
         check_unlocked(req, instance)
@@ -135,7 +135,8 @@ def _resize(req: Request, body: Any) -> Response:
         check_host_up(req, instance, service)
         refuse_old_computes(conn, instance, "resize")
         try:
-            flavor = flv.get(conn, flavorid, req.context)
+            with req.app.db.using(conn) as api:
+                flavor = flv.get(api, flavorid, req.context)
         except NotFound:
             raise HTTPError(400, f"Flavor {flavorid} could not be found.") from None
         current = instance.flavor
@@ -147,7 +148,7 @@ def _resize(req: Request, body: Any) -> Response:
         if not instance.volume_backed and flavor.root_gb == 0 and current.get("root_gb"):
             raise HTTPError(400, "Resize to zero disk flavor is not allowed.")
         _check_upsize_quota(req, conn, instance, flavor)
-        disk = extras.moved_disk_config(conn, instance, resize.get("OS-DCF:diskConfig"))
+        disk = extras.moved_disk_config(req, conn, instance, resize.get("OS-DCF:diskConfig"))
         start_action(conn, req, instance, "resize")
         move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0,
                    auto_disk_config=disk)
@@ -177,7 +178,7 @@ def _migrate(req: Request, body: Any) -> Response:
     if req.version.minor >= MIGRATE_WITH_HOST:
         migrate = validate_body(body, _MIGRATE_SCHEMA_2_56)["migrate"]
         host = (migrate or {}).get("host")
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance, service = moving_server(req, conn)
         rule = "os_compute_api:os-migrate-server:migrate" + (":host" if host else "")
         authorize(req, rule, {"project_id": instance.project_id})
@@ -210,7 +211,7 @@ def _finished_migration(conn: Connection, instance: inst.Instance) -> migs.Migra
 
 
 def _confirm_resize(req: Request, body: Any) -> Response:
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:confirm_resize",
                   {"project_id": instance.project_id})
@@ -230,7 +231,7 @@ def _confirm_resize(req: Request, body: Any) -> Response:
 
 
 def _revert_resize(req: Request, body: Any) -> Response:
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:revert_resize",
                   {"project_id": instance.project_id})
@@ -250,7 +251,7 @@ def _revert_resize(req: Request, body: Any) -> Response:
 def _power(req: Request, on: bool) -> Response:
     action, rule = ("start", "start") if on else ("stop", "stop")
     allowed_states = (states.STOPPED,) if on else (states.ACTIVE, states.ERROR)
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, f"os_compute_api:servers:{rule}", target(instance))
         check_unlocked(req, instance)
@@ -274,7 +275,7 @@ def _power(req: Request, on: bool) -> Response:
 def _reset_state(req: Request, body: Any) -> Response:
     """Nova's admin action: vm_state := active|error, task_state := None."""
     state = _RESET_TO[validate_body(body, _RESET_STATE_SCHEMA)["os-resetState"]["state"]]
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:os-admin-actions:reset_state",
                   {"project_id": instance.project_id})

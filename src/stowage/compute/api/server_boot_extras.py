@@ -46,7 +46,8 @@ def key_data(conn: Connection, req: Request, key_name: str | None) -> str | None
     if key_name is None:
         return None
     try:
-        return keypairs.get(conn, req.context.user_id or "", key_name).public_key
+        with req.app.db.using(conn) as api:
+            return keypairs.get(api, req.context.user_id or "", key_name).public_key
     except NotFound:
         raise HTTPError(400, "Invalid key_name provided.") from None
 
@@ -84,13 +85,15 @@ def rebuild_values(conn: Connection, req: Request, body: Mapping[str, Any],
     return values
 
 
-def moved_disk_config(conn: Connection, instance: inst.Instance, requested: str | None) -> bool:
+def moved_disk_config(req: Request, conn: Connection, instance: inst.Instance,
+                      requested: str | None) -> bool:
     """auto_disk_config after a resize or cold migration (Nova's `resize` stores
     `auto_disk_config or False`), checked against the image the server was built from."""
     if requested is None:
         return False
     try:
-        image = inst.request_spec(conn, instance.uuid).get("image") or {}
+        with req.app.db.using(conn) as api:
+            image = inst.request_spec(api, instance.uuid).get("image") or {}
     except NotFound:
         image = {}
     return auto_disk_config(requested, instance.image_ref, image.get("properties") or {})

@@ -281,15 +281,16 @@ def _check_placement_hints(req: Request, conn: Connection, boot: Boot,
         raise HTTPError(403, "Only volume-backed servers are allowed for flavors with zero "
                              "disk.")
     default_zone = req.app.settings.compute.default_availability_zone
-    if boot.zone and boot.destination is None and \
-            boot.zone not in queries.known_zones(conn, default_zone):
+    zones = queries.known_zones(conn, req.app.db, default_zone) if boot.zone else set()
+    if boot.zone and boot.destination is None and boot.zone not in zones:
         raise HTTPError(400, "The requested availability zone is not available")
     if boot.destination is not None:
         _check_destination(conn, boot.destination)
     if boot.group is not None:
         project = None if req.context.is_admin else req.context.project_id
         try:
-            server_groups.get(conn, boot.group, project)
+            with req.app.db.using(conn) as api:
+                server_groups.get(api, boot.group, project, cell_db=req.app.cell_db)
         except NotFound:
             raise HTTPError(400, f"Instance group {boot.group} could not be found.") from None
 
@@ -356,14 +357,14 @@ def _recheck_quotas(req: Request, build: _Build) -> None:
         return
     who, boot = owner(req), build.boot
     try:
-        with req.app.db.read() as conn:
+        with req.app.cell_db.read() as conn:
             quota_checks.recheck_instances(conn, who, build.snapshot, len(build.made))
             if boot.group is not None:
                 quota_checks.check_group_members(conn, who, boot.group, 0)
     except quota_checks.OverQuota as exc:
         _undo(req, build.made)
         if build.operation is not None:
-            with req.app.db.write() as conn:
+            with req.app.cell_db.write() as conn:
                 tasks.end_accepted(conn, build.operation, "build")
         raise over_quota(exc) from None
 
@@ -431,14 +432,15 @@ def _write_batch(req: Request, conn: Connection, build: _Build) -> None:
             config_drive="True" if boot.config_drive else "",
             display_description=boot.description, progress=0,
             reservation_id=build.reservation, launch_index=index))
-        inst.save_request_spec(conn, instance.uuid,
-                               _spec(req, boot, instance.uuid, build.snapshot))
+        with req.app.db.using(conn, write=True) as api:
+            inst.save_request_spec(api, instance.uuid,
+                                   _spec(req, boot, instance.uuid, build.snapshot))
+            if boot.group is not None:
+                server_groups.add_member(api, boot.group, instance.uuid)
         try:
             instance_ports.record_requested(conn, instance.uuid, build.requested)
         except instance_ports.PortTaken as exc:
             raise port_in_use(exc.port_id) from None
-        if boot.group is not None:
-            server_groups.add_member(conn, boot.group, instance.uuid)
         if boot.tags:
             tag_records.replace(conn, instance.uuid, boot.tags)
         actions.start_action(conn, instance.uuid, "create", ctx.request_id, ctx.user_id,
@@ -457,7 +459,7 @@ def _write_rest(req: Request, build: _Build) -> None:
     try:
         while build.left() > 0:
             committed = len(build.made)
-            with req.app.db.write() as conn:
+            with req.app.cell_db.write() as conn:
                 _write_batch(req, conn, build)
     except Exception:
         del build.made[committed:]  # written in the transaction that rolled back
@@ -468,10 +470,10 @@ def _write_rest(req: Request, build: _Build) -> None:
 def _undo(req: Request, made: list[inst.Instance]) -> None:
     """Delete the servers of the committed batches (nothing was cast for them yet)."""
     try:
-        with req.app.db.write() as conn:
+        with req.app.cell_db.write() as conn:
             for instance in made:
                 inst.soft_delete(conn, instance.uuid)
-                queries.forget_instance(conn, instance.uuid)
+                queries.forget_instance(conn, req.app.db, instance.uuid)
     except Exception:  # logged, never raised over the error that brought us here
         LOG.exception("could not delete the %d servers of a failed multi-create", len(made))
 
@@ -482,10 +484,11 @@ def create_server(req: Request) -> Response:
     boot = _parse(req, data)
     requested = requested_networks(req, boot.networks, boot.count[1])
     boot.security_group_ids = server_security_groups.resolve(req, boot.security_groups)
-    with req.app.db.write() as conn:
-        flavor = _flavor(req, conn, boot)
-        _check_image(req, conn, boot, flavor)
-        _check_extras(req, conn, boot)
+    with req.app.cell_db.write() as conn:
+        with req.app.db.using(conn) as api:
+            flavor = _flavor(req, api, boot)
+            _check_image(req, api, boot, flavor)
+            _check_extras(req, api, boot)
         _check_placement_hints(req, conn, boot, flavor)
         _check_limits(req, boot)
         _check_quotas(req, conn, boot, flavor)

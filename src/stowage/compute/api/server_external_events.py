@@ -123,7 +123,7 @@ def create_events(req: Request) -> Response:
     by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
     detaches: list[tuple[instances.Instance, str, str]] = []
     result = 200
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         found: dict[str, instances.Instance | None] = {}
         hosts: dict[str, list[str]] = {}
         for event in events:

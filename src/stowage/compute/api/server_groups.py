@@ -159,7 +159,8 @@ def _find(req: Request, action: str) -> groups.ServerGroup:
     ctx = req.context
     project = None if ctx.is_admin else ctx.project_id
     with req.app.db.read() as conn:
-        group = groups.get(conn, req.params["group_id"], project_id=project)
+        group = groups.get(conn, req.params["group_id"], project_id=project,
+                           cell_db=req.app.cell_db)
     authorize(req, _RULE + action, {"project_id": group.project_id})
     return group
 
@@ -189,7 +190,8 @@ def list_groups(req: Request) -> Response:
     everyone = (query_param(req, "all_projects") is not None
                 and allowed(req, _RULE + "index:all_projects"))
     with req.app.db.read() as conn:
-        found = groups.list_groups(conn, None if everyone else ctx.project_id, offset, limit)
+        found = groups.list_groups(conn, None if everyone else ctx.project_id, offset, limit,
+                                   cell_db=req.app.cell_db)
     return json_response({"server_groups": [_view(req, g) for g in found]})
 
 

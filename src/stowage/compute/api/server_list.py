@@ -276,10 +276,11 @@ def _list(req: Request, detailed: bool) -> Response:
     limit = _limit(req)
     if query is None or limit == 0:
         return json_response({"servers": []})
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         found = queries.list_servers(conn, query)
         extras = views.load_extras(conn, found) if detailed else None
     if extras is not None:
+        views.finish_extras(req, extras, found)
         server_security_groups.fill(req, extras)
     shown = views.Shown.for_request(req) if detailed else None
     return json_response(views.collection(req, found, detailed, limit, shown, extras))

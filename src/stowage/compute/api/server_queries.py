@@ -26,11 +26,13 @@ import re2
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from stowage.compute import aggregates as aggs
 from stowage.compute import instance_ports, server_groups, services, states
 from stowage.compute import instances as inst
 from stowage.compute import tables as t
 from stowage.compute import tags as tag_records
 from stowage.config import ComputeSettings
+from stowage.db import Database
 from stowage.db.statements import Sql
 from stowage.errors import Invalid, NotFound
 
@@ -204,9 +206,12 @@ def _after_marker(conn: Connection, found: list[inst.Instance],
     return merged[[i.uuid for i in merged].index(marker.uuid) + 1:]
 
 
-def known_zones(conn: Connection, default_zone: str) -> set[str]:
-    """Availability zones of the compute services, plus the default zone."""
+def known_zones(conn: Connection, api_db: Database, default_zone: str) -> set[str]:
+    """Availability zones of the compute services (`conn`: their cell), plus the default
+    zone; the aggregates that make zones are `api_db`'s."""
     found = services.list_services(conn, binary=services.COMPUTE)
+    with api_db.using(conn) as api:
+        found = aggs.with_zones(api, found)
     return {s.availability_zone for s in found if s.availability_zone} | {default_zone}
 
 
@@ -262,50 +267,49 @@ _WITH_HOST: dict[tuple[str, bool, bool], Sql] = {}
 
 
 def _with_host_sql(dialect: Any, read_deleted: bool, project: bool) -> Sql:
-    """The instance, its host's compute service and its groups, in one statement."""
+    """The instance and its host's compute service, in one statement of its cell."""
     key = (dialect.name, read_deleted, project)
     statement = _WITH_HOST.get(key)
     if statement is None:
         quote = dialect.identifier_preparer.quote
         service = services.select_list(dialect, "s")
         record = ", ".join(f"i.{name}" for name in inst.RECORD.names)
-        # SELECT i.<instance>, s.<service>, g.uuid FROM instances i
+        # SELECT i.<instance>, s.<service> FROM instances i
         #   LEFT JOIN services s ON s.host = i.host AND s.binary = 'nova-compute'
         #                           AND s.deleted = 0
-        #   LEFT JOIN server_group_members m ON m.instance_uuid = i.uuid
-        #   LEFT JOIN server_groups g ON g.id = m.group_id
         #  WHERE i.uuid = :uuid [AND i.deleted = 0] [AND i.project_id = :project_id]
         statement = _WITH_HOST[key] = Sql(
-            f"SELECT {record}, {service}, g.uuid FROM instances i "
+            f"SELECT {record}, {service} FROM instances i "
             f"LEFT JOIN services s ON s.host = i.host AND s.{quote('binary')} = :binary "
-            "AND s.deleted = 0 "
-            "LEFT JOIN server_group_members m ON m.instance_uuid = i.uuid "
-            "LEFT JOIN server_groups g ON g.id = m.group_id WHERE i.uuid = :uuid"
+            "AND s.deleted = 0 WHERE i.uuid = :uuid"
             + ("" if read_deleted else " AND i.deleted = 0")
-            + (" AND i.project_id = :project_id" if project else "") + " ORDER BY g.id")
+            + (" AND i.project_id = :project_id" if project else ""))
     return statement
 
 
 def server_with_host(conn: Connection, uuid: str, project_id: str | None = None,
                      read_deleted: bool = False
-                     ) -> tuple[inst.Instance, services.Service | None, list[str]]:
-    """What a server's view needs in one statement (every status poll asks for it):
-    the instance as `instances.get` finds it, its host's compute service, its groups."""
-    rows = _with_host_sql(conn.dialect, read_deleted, project_id is not None).rows(
+                     ) -> tuple[inst.Instance, services.Service | None]:
+    """What a server's view needs from its cell in one statement (every status poll asks
+    for it): the instance as `instances.get` finds it and its host's compute service
+    (in its own zone: `aggregates.with_zones` puts it in its host's)."""
+    row = _with_host_sql(conn.dialect, read_deleted, project_id is not None).first(
         conn, uuid=uuid, project_id=project_id, binary=services.COMPUTE)
-    if not rows:
+    if row is None:
         raise NotFound(f"Instance {uuid} could not be found.")
     width = len(inst.RECORD.names)
-    service_row = rows[0][width:width + len(services.SERVICE.names)]
+    service_row = row[width:width + len(services.SERVICE.names)]
     service = None if service_row[0] is None else services.service_from_raw(conn, service_row)
-    groups = [str(row[-1]) for row in rows if row[-1] is not None]
-    return inst.from_raw(conn, rows[0]), service, groups
+    return inst.from_raw(conn, row), service
 
 
-def forget_instance(conn: Connection, instance_uuid: str) -> None:
-    """Drop what a deleted instance leaves behind: its request spec, group membership and
-    the ports it was given (none of them bound yet: it was never built)."""
-    conn.execute(t.request_specs.delete().where(t.request_specs.c.instance_uuid == instance_uuid))
-    server_groups.remove_member(conn, instance_uuid)
+def forget_instance(conn: Connection, api_db: Database, instance_uuid: str) -> None:
+    """Drop what a deleted instance leaves behind: the ports it was given (none of them
+    bound yet: it was never built; `conn`, its cell), then its request spec and group
+    membership (the API database)."""
     conn.execute(t.instance_ports.delete().where(
         t.instance_ports.c.instance_uuid == instance_uuid))
+    with api_db.using(conn, write=True) as api:
+        api.execute(t.request_specs.delete().where(
+            t.request_specs.c.instance_uuid == instance_uuid))
+        server_groups.remove_member(api, instance_uuid)

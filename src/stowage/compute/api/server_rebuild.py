@@ -112,7 +112,8 @@ def _image(req: Request, conn: Connection, image_id: str, instance: inst.Instanc
            ) -> images.Image:
     """The new image, usable with the server's flavor (Nova's `_check_requested_image`)."""
     try:
-        image = images.get(conn, image_id, req.context)
+        with req.app.db.using(conn) as api:
+            image = images.get(api, image_id, req.context)
     except NotFound:
         raise HTTPError(400, "Cannot find image for rebuild") from None
     if instance.volume_backed and image.id != instance.image_ref:
@@ -154,7 +155,7 @@ def _new_values(req: Request, conn: Connection, data: dict[str, Any],
 def _rebuild(req: Request, body: Any) -> Response:
     data = _read_body(req, body)
     password = data.get("adminPass") or _password()
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:rebuild", target(instance))
         if data.get("trusted_image_certificates"):
@@ -174,7 +175,8 @@ def _rebuild(req: Request, body: Any) -> Response:
         move_state(conn, instance, "rebuild", **_new_values(req, conn, data, image))
         op = accept(conn, req, instance, "rebuild", **args)
         rebuilt = inst.get(conn, instance.uuid)
-        loaded = views.load_extras(conn, [rebuilt], with_groups=True)
+        loaded = views.load_extras(conn, [rebuilt])
+    views.finish_extras(req, loaded, [rebuilt], with_groups=True)
     cast_after_commit(
         req, instance,
         lambda c: c.rebuild_server(instance.uuid, req.context.request_id, args, op),

@@ -34,6 +34,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from stowage.compute import aggregates as aggs
 from stowage.compute import instances as inst
 from stowage.compute import quota_checks, states
 from stowage.compute.api import server_queries as queries
@@ -89,7 +90,7 @@ _UNSET = object()
 
 
 def _shelve(req: Request, body: Any) -> Response:
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "shelve", target(instance))
         check_unlocked(req, instance)
@@ -118,11 +119,12 @@ def _snapshot_record(req: Request, conn: Connection, instance: inst.Instance) ->
         "image_type": "snapshot", "base_image_ref": instance.image_ref or ""}
     if foreign:
         values["instance_owner"] = instance.project_id
-    return images.create(conn, ctx, values).id
+    with req.app.db.using(conn, write=True) as api:
+        return images.create(api, ctx, values).id
 
 
 def _shelve_offload(req: Request, body: Any) -> Response:
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "shelve_offload", target(instance))
         check_unlocked(req, instance)
@@ -150,16 +152,18 @@ def _unshelve_args(req: Request, body: Any) -> tuple[Any, str | None]:
 
 def _unshelve(req: Request, body: Any) -> Response:
     zone, host = _unshelve_args(req, body)
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "unshelve", {"project_id": instance.project_id})
         check_unlocked(req, instance)
         check_state(instance, "unshelve", (states.SHELVED, states.SHELVED_OFFLOADED))
-        spec = inst.request_spec(conn, instance.uuid)
+        with req.app.db.using(conn) as api:
+            spec = inst.request_spec(api, instance.uuid)
         _check_destination(req, conn, instance, spec, zone, host)
         if zone is not _UNSET:
             spec["availability_zone"] = zone
-            inst.save_request_spec(conn, instance.uuid, spec)
+            with req.app.db.using(conn, write=True) as api:
+                inst.save_request_spec(api, instance.uuid, spec)
         offloaded = instance.vm_state == states.SHELVED_OFFLOADED
         if offloaded:  # a shelved server still on its host does not move
             refuse_old_computes(conn, instance, "unshelve")
@@ -192,7 +196,8 @@ def _check_destination(req: Request, conn: Connection, instance: inst.Instance,
                              f"\"{instance.uuid}\" with status \"{instance.vm_state}\" is not "
                              "supported. The server status must be SHELVED_OFFLOADED.")
     default_zone = req.app.settings.compute.default_availability_zone
-    if isinstance(zone, str) and zone not in queries.known_zones(conn, default_zone):
+    if isinstance(zone, str) and zone not in queries.known_zones(conn, req.app.db,
+                                                                 default_zone):
         raise HTTPError(400, "The requested availability zone is not available")
     if not host:
         return
@@ -201,15 +206,16 @@ def _check_destination(req: Request, conn: Connection, instance: inst.Instance,
     if host not in found:
         raise HTTPError(400, f"Compute host {host} could not be found.")
     expected = spec.get("availability_zone") if zone is _UNSET else zone
-    host_zone = found[host].availability_zone or default_zone
+    with req.app.db.using(conn) as api:
+        host_zone = aggs.zone_of(api, found[host], default_zone)
     if expected is not None and host_zone != expected:
         raise HTTPError(409, f'Host "{host}" is not in the availability zone "{expected}".')
 
 
-def forget_snapshot(conn: Connection, instance: inst.Instance) -> None:
+def forget_snapshot(req: Request, conn: Connection, instance: inst.Instance) -> None:
     """A shelved server being deleted takes its snapshot image along (as Nova's delete)."""
     if instance.vm_state in (states.SHELVED, states.SHELVED_OFFLOADED):
-        forget_image(conn, (instance.system_metadata or {}).get("shelved_image_id"))
+        forget_image(req.app.db, conn, (instance.system_metadata or {}).get("shelved_image_id"))
 
 
 # action name -> handler, merged into POST /servers/{id}/action (server_actions.py)

@@ -36,6 +36,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from stowage.compute import aggregates as aggs
 from stowage.compute import instance_ports, states
 from stowage.compute import instances as inst
 from stowage.compute import tags as tag_records
@@ -45,8 +46,8 @@ from stowage.compute.services import Service
 from stowage.web.http import Request
 
 __all__ = ["Shown", "isotime", "primitive_time", "host_id", "status", "basic", "show",
-           "updated", "collection", "created", "load_extras", "Extras", "FAULT_STATUSES",
-           "disk_config"]
+           "updated", "collection", "created", "load_extras", "finish_extras", "Extras",
+           "FAULT_STATUSES", "disk_config"]
 
 EXTENDED_ATTRS_2_3 = 3
 LOCKED = 9
@@ -126,15 +127,25 @@ class Extras:
     security_groups: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
 
-def load_extras(conn: Connection, instances: Sequence[inst.Instance],
-                with_groups: bool = False) -> Extras:
+def load_extras(conn: Connection, instances: Sequence[inst.Instance]) -> Extras:
+    """What the views need from the instances' cell (`finish_extras` adds the rest)."""
     failed = [i.uuid for i in instances if status(i) in _FAULT_STATUSES]
-    extras = Extras(faults=inst.latest_faults(conn, failed) if failed else {},
-                    services=queries.host_services(conn, (i.host for i in instances)),
-                    ports=instance_ports.of_instances(conn, [i.uuid for i in instances]),
-                    tags=tag_records.of_instances(conn, [i.uuid for i in instances]))
-    if with_groups:
-        extras.groups = {i.uuid: queries.groups_of(conn, i.uuid) for i in instances}
+    return Extras(faults=inst.latest_faults(conn, failed) if failed else {},
+                  services=queries.host_services(conn, (i.host for i in instances)),
+                  ports=instance_ports.of_instances(conn, [i.uuid for i in instances]),
+                  tags=tag_records.of_instances(conn, [i.uuid for i in instances]))
+
+
+def finish_extras(req: Request, extras: Extras, instances: Sequence[inst.Instance],
+                  with_groups: bool = False) -> Extras:
+    """The API database's part: the hosts' zones (aggregates) and, when asked, groups."""
+    if not extras.services and not with_groups:
+        return extras
+    with req.app.db.read() as conn:
+        zoned = aggs.with_zones(conn, list(extras.services.values()))
+        extras.services = {s.host: s for s in zoned}
+        if with_groups:
+            extras.groups = {i.uuid: queries.groups_of(conn, i.uuid) for i in instances}
     return extras
 
 

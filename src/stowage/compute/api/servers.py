@@ -83,19 +83,20 @@ def _update_schema(req: Request) -> dict[str, Any]:
 
 
 def show_server(req: Request) -> Response:
-    """What clients poll: the server, its host's service and its groups in one statement."""
+    """What clients poll: the server and its host's service in one statement of its cell,
+    then its host's zone and its groups from the API database."""
     project = None if req.context.is_admin else req.context.project_id
-    with req.app.db.read() as conn:
-        instance, service, groups = queries.server_with_host(conn, req.params["server_id"],
-                                                             project)
+    with req.app.cell_db.read() as conn:
+        instance, service = queries.server_with_host(conn, req.params["server_id"], project)
         authorize(req, "os_compute_api:servers:show", target(instance))
         extras = views.Extras(
             services={instance.host: service} if service is not None and instance.host
-            else {}, groups={instance.uuid: groups},
+            else {},
             ports=instance_ports.of_instances(conn, [instance.uuid]),
             tags=tag_records.of_instances(conn, [instance.uuid]))
         if views.status(instance) in views.FAULT_STATUSES:
             extras.faults = inst.latest_faults(conn, [instance.uuid])
+    views.finish_extras(req, extras, [instance], with_groups=True)
     server_security_groups.fill(req, extras)
     view = views.show(req, instance, views.Shown.for_request(req), extras, with_groups=True)
     return json_response({"server": view})
@@ -115,12 +116,13 @@ def update_server(req: Request) -> Response:
     values.update(access_ips(body))
     if "OS-DCF:diskConfig" in body:
         values["auto_disk_config"] = body["OS-DCF:diskConfig"] == "AUTO"
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:update", target(instance))
         if values:
             instance = inst.update(conn, instance.uuid, **values)
-        extras = views.load_extras(conn, [instance], with_groups=True)
+        extras = views.load_extras(conn, [instance])
+    views.finish_extras(req, extras, [instance], with_groups=True)
     server_security_groups.fill(req, extras)
     return json_response({"server": views.updated(req, instance, views.Shown.for_request(req),
                                                   extras)})
@@ -129,7 +131,7 @@ def update_server(req: Request) -> Response:
 def delete_server(req: Request) -> Response:
     """Delete at once, or (`reclaim_instance_interval` > 0) soft delete: Nova's choice."""
     ctx = req.context
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:delete", target(instance))
         check_unlocked(req, instance)
@@ -155,9 +157,9 @@ def delete_now(req: Request, conn: Connection, instance: inst.Instance) -> str |
     ctx = req.context
     actions.start_action(conn, instance.uuid, "delete", ctx.request_id, ctx.user_id,
                          ctx.project_id)
-    server_shelve.forget_snapshot(conn, instance)
+    server_shelve.forget_snapshot(req, conn, instance)
     if instance.host is None and instance.vm_state == states.ERROR:
-        _delete_here(conn, instance, ctx.request_id)
+        _delete_here(req, conn, instance, ctx.request_id)
         return None
     # Whatever runs now (a build, a move, a power change) notices and stops.
     inst.update(conn, instance.uuid, task_state=TASK.DELETING, progress=0)
@@ -193,10 +195,10 @@ def _soft_delete(req: Request, conn: Connection, instance: inst.Instance) -> str
     return accept(conn, req, instance, "soft_delete")
 
 
-def _delete_here(conn: Any, instance: inst.Instance, request_id: str) -> None:
+def _delete_here(req: Request, conn: Any, instance: inst.Instance, request_id: str) -> None:
     """A server without a host: nothing to free but its records."""
     inst.soft_delete(conn, instance.uuid)
-    queries.forget_instance(conn, instance.uuid)
+    queries.forget_instance(conn, req.app.db, instance.uuid)
     actions.finish_action(conn, instance.uuid, request_id)
 
 

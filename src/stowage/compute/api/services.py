@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from stowage.compute import aggregates as aggs
 from stowage.compute import instances, migrations
 from stowage.compute import services as svc
 from stowage.compute import tables as t
@@ -85,6 +86,12 @@ def _timestamp(value: datetime.datetime | None) -> str | None:
     return None if value is None else value.isoformat(timespec="microseconds")
 
 
+def in_zones(req: Request, found: list[svc.Service]) -> list[svc.Service]:
+    """The services (a cell's) with their hosts' zones (the API database's aggregates)."""
+    with req.app.db.read() as conn:
+        return aggs.with_zones(conn, found)
+
+
 def zone_of(req: Request, service: svc.Service) -> str:
     """Compute services live in their host's AZ; the others in Nova's internal zone."""
     if service.binary != svc.COMPUTE:
@@ -112,11 +119,12 @@ def service_view(req: Request, service: svc.Service,
 def list_services(req: Request) -> Response:
     authorize(req, "os_compute_api:os-services:list", {})
     validate_query(req, INDEX_QUERY_2_75 if at_least(req, STRICT_QUERY) else INDEX_QUERY)
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         found = svc.list_services(conn, host=query_param(req, "host") or None,
                                   binary=query_param(req, "binary") or None)
     now = utcnow()
-    return json_response({"services": [service_view(req, s, now) for s in found]})
+    shown = [service_view(req, s, now) for s in in_zones(req, found)]
+    return json_response({"services": shown})
 
 
 # --- updates ------------------------------------------------------------------------
@@ -160,7 +168,7 @@ def _update_by_action(req: Request, action: str) -> Response:
         if reason:
             shown["disabled_reason"] = reason
     _only_compute(binary)
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         try:
             service = svc.service_by_host(conn, host, binary)
         except NotFound:
@@ -176,7 +184,7 @@ def _update_by_uuid(req: Request, service_id: str) -> Response:
     if not is_uuid(service_id):
         raise HTTPError(400, f"Invalid uuid {service_id}")
     body = validate_body(read_body(req), UPDATE_SCHEMA_2_53)
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         try:
             service = svc.get_service(conn, service_id)
         except NotFound:
@@ -199,7 +207,7 @@ def _update_by_uuid(req: Request, service_id: str) -> Response:
                                  "'forced_down' should be specified.")
         service = svc.update_service(conn, service.id, **changes)
     sync_status_trait(req, service)
-    return json_response({"service": service_view(req, service)})
+    return json_response({"service": service_view(req, in_zones(req, [service])[0])})
 
 
 def _check_for_evacuations(conn: Connection, host: str) -> None:
@@ -220,7 +228,7 @@ def sync_status_trait(req: Request, service: svc.Service) -> None:
     plane = req.app.plane
     if plane is None or service.binary != svc.COMPUTE:
         return
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         nodes = svc.compute_nodes_of_host(conn, service.host)
     for node in nodes:
         try:
@@ -233,7 +241,7 @@ def sync_status_trait(req: Request, service: svc.Service) -> None:
 def delete_service(req: Request) -> Response:
     authorize(req, "os_compute_api:os-services:delete", {})
     ident = _parse_id(req, req.params["service_id"])
-    with req.app.db.write() as conn:
+    with req.app.cell_db.write() as conn:
         try:
             service = svc.get_service(conn, ident)
         except NotFound:
@@ -244,7 +252,7 @@ def delete_service(req: Request) -> Response:
     plane = req.app.plane
     if plane is not None and service.binary == svc.COMPUTE:
         # Its agent will not come back to release what its evacuations still hold.
-        evacuation.release_deleted_source(req.app.db, plane.placement, service.host)
+        evacuation.release_deleted_source(req.app.cell_db, plane.placement, service.host)
     for node in nodes if plane is not None else ():
         try:
             rt.delete_tree(plane.placement, node.uuid)  # with its network device providers

@@ -123,7 +123,7 @@ def _usages(req: Request, project_id: str | None, detailed: bool
     validate_query(req, _query_schema(req, detailed=project_id is None))
     start, stop = _window(req)
     limit, marker = _page(req)
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         try:
             found = tenant_usage.in_window(conn, start, stop, project_id, limit, marker)
         except NotFound as exc:

@@ -52,7 +52,7 @@ def _parse(value: str) -> datetime.datetime:
 
 def _audit(req: Request, before: datetime.datetime) -> dict[str, Any]:
     begin, end = last_completed_month(before)
-    with req.app.db.read() as conn:
+    with req.app.cell_db.read() as conn:
         hosts = sorted({s.host for s in svc.list_services(conn, binary=svc.COMPUTE)})
     # No task log: nothing done, running or errored; every host not run.
     status = "ALL" if not hosts else f"0 of {len(hosts)}"

@@ -52,7 +52,7 @@ STEPS = ("schedule", "spawn")
 
 
 def build_instances(ops: Ops, instance_uuids: list[str], journal: Journal) -> None:
-    with ops.db.read() as conn:
+    with ops.api_db.read() as conn:
         spec = instances.request_spec(conn, instance_uuids[0])
     spec["num_instances"] = len(instance_uuids)
     # Ports belong to one server (a request naming ports creates one server).

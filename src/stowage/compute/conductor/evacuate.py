@@ -145,7 +145,8 @@ class ClaimDestination(Step):
     def before(self, conn: Connection) -> None:
         e = self.evac
         e.stop_if_deleted(conn)
-        spec = instances.request_spec(conn, e.instance.uuid)
+        with e.ops.api_db.using(conn) as api:
+            spec = instances.request_spec(api, e.instance.uuid)
         spec.update(flavor=e.instance.flavor, move=True, ignore_hosts=[e.source_host],
                     requested_destination=({"host": e.requested_host, "node": None}
                                            if e.requested_host else None))

@@ -149,7 +149,8 @@ class ClaimDestination(Step):
         m.stop_if_deleted(conn)
         m.advance(conn, "queued", "preparing")
         _check_up(m.ops, conn, m.source_host)
-        spec = instances.request_spec(conn, m.instance.uuid)
+        with m.ops.api_db.using(conn) as api:
+            spec = instances.request_spec(api, m.instance.uuid)
         spec.update(flavor=m.instance.flavor, move=True, ignore_hosts=[m.source_host],
                     requested_destination=({"host": m.requested_host, "node": None}
                                            if m.requested_host else None))

@@ -79,6 +79,7 @@ from stowage.compute.rpc import AgentAPI, ConductorAPI, SchedulerAPI
 from stowage.config import ComputeSettings
 from stowage.context import new_request_id
 from stowage.db import Database
+from stowage.db.engine import API, CELL
 from stowage.errors import NotFound
 from stowage.messaging import Transport
 from stowage.network.client import NetworkClient
@@ -117,14 +118,16 @@ class Conductor:
     def __init__(self, settings: ComputeSettings, db: Database, placement: PlacementClient,
                  transport: Transport, network: NetworkClient | None = None) -> None:
         self.settings = settings
-        self.db = db
+        self.db = db.view(CELL)
+        # Request specs, flavors, groups, quotas and aggregates: the API database.
+        self.api_db = db.view(API)
         self.placement = placement
         self.network = network
         self.agents = AgentAPI(transport)
         self.scheduler = SchedulerAPI(transport)
         self.api = ConductorAPI(transport)
         # This conductor's leases on the operations it runs (owner: host:pid:random).
-        self.leases = Leases(db, lambda: self.settings.conductor_lease_seconds)
+        self.leases = Leases(self.db, lambda: self.settings.conductor_lease_seconds)
 
     def _ops(self, request_id: str) -> Ops:
         return Ops(self.settings, self.db, self.placement, self.agents, self.scheduler,

@@ -146,7 +146,8 @@ class ClaimDestination(Step):
     def before(self, conn: Connection) -> None:
         m = self.move
         m.stop_if_deleted(conn)
-        spec = instances.request_spec(conn, m.instance.uuid)
+        with m.ops.api_db.using(conn) as api:
+            spec = instances.request_spec(api, m.instance.uuid)
         resize = m.migration.migration_type == "resize"
         same_host_ok = resize and m.ops.settings.allow_resize_to_same_host
         spec.update(flavor=m.new_flavor, move=True,

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from stowage.compute import instance_ports, instances, services
+from stowage.compute import aggregates, instance_ports, instances, services
 from stowage.compute.conductor.common import Ops
 from stowage.compute.instance_ports import InstancePort
 from stowage.compute.port_requests import (
@@ -168,7 +168,7 @@ def create(ops: Ops, ports: ServerPorts, project_id: str,
 def boot_groups(ops: Ops, uuid: str) -> list[str] | None:
     """The security groups POST /servers resolved for the server (ids, and "default"),
     kept in its request spec; None for a spec without them (the default group)."""
-    with ops.db.read() as conn:
+    with ops.api_db.read() as conn:
         try:
             groups = instances.request_spec(conn, uuid).get("security_groups")
         except NotFound:
@@ -250,8 +250,8 @@ def vf_ports(requests: Sequence[PortRequest], group_map: Mapping[str, str]) -> d
 def _zone(ops: Ops, host: str) -> str:
     with ops.db.read() as conn:
         service = services.compute_service(conn, host)
-    zone = service.availability_zone if service is not None else None
-    return zone or ops.settings.default_availability_zone
+    with ops.api_db.read() as conn:
+        return aggregates.zone_of(conn, service, ops.settings.default_availability_zone)
 
 
 def owner_on(ops: Ops, host: str) -> str:

@@ -123,7 +123,7 @@ def _refused(ops: Ops, uuid: str, args: dict[str, Any], exc: NoValidHost) -> Non
 
 def _remember_image(ops: Ops, uuid: str, image: dict[str, Any]) -> None:
     """The request spec follows the new image, so later moves ask for its traits."""
-    with ops.db.write() as conn:
+    with ops.api_db.write() as conn:
         try:
             spec = instances.request_spec(conn, uuid)
         except NotFound:

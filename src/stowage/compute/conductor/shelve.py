@@ -40,7 +40,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import actions, instances, services, states
+from stowage.compute import actions, aggregates, instances, services, states
 from stowage.compute.conductor import port_homes, ports
 from stowage.compute.conductor.common import OnServer, Ops
 from stowage.compute.conductor.tasks import Interrupted, Journal, Step, StepFailed, run_steps
@@ -72,11 +72,12 @@ _SHELVING = (TASK.SHELVING, TASK.SHELVING_IMAGE_PENDING_UPLOAD,
              TASK.SHELVING_IMAGE_UPLOADING)
 
 
-def forget_image(conn: Connection, image_id: str | None) -> None:
-    """Delete the shelved snapshot's record; one already gone is fine (as Nova's warning)."""
+def forget_image(api_db: Database, conn: Connection, image_id: str | None) -> None:
+    """Delete the shelved snapshot's record; one already gone is fine (as Nova's warning).
+    Images are the API database's (`api_db`), `conn` may be a cell's."""
     if image_id:
-        with contextlib.suppress(NotFound):
-            images.delete(conn, image_id, IMAGE_SERVICE)
+        with api_db.using(conn, write=True) as api, contextlib.suppress(NotFound):
+            images.delete(api, image_id, IMAGE_SERVICE)
 
 
 @dataclass
@@ -149,7 +150,8 @@ class Snapshot(Step):
                        task_state=TASK.SHELVING_IMAGE_UPLOADING)
         assert sh.image_id is not None
         size = int(sh.instance.flavor.get("root_gb") or 0) * 1024 ** 3
-        images.record_upload(conn, sh.image_id, IMAGE_SERVICE, size)
+        with sh.ops.api_db.using(conn, write=True) as api:
+            images.record_upload(api, sh.image_id, IMAGE_SERVICE, size)
 
 
 class Settle(Step):
@@ -226,8 +228,8 @@ class SettleOffloaded(Step):
     def before(self, conn: Connection) -> None:
         sh = self.sh
         service = services.compute_service(conn, sh.host)
-        zone = (service.availability_zone if service is not None else None) or \
-            sh.ops.settings.default_availability_zone
+        with sh.ops.api_db.using(conn) as api:
+            zone = aggregates.zone_of(api, service, sh.ops.settings.default_availability_zone)
         instances.save(conn, sh.instance.uuid, expected_task_state=TASK.SHELVING_OFFLOADING,
                        vm_state=states.SHELVED_OFFLOADED, task_state=None, host=None,
                        node=None, power_state=states.SHUTDOWN, availability_zone=zone)
@@ -270,8 +272,8 @@ def offload_server(ops: Ops, instance_uuid: str, journal: Journal) -> None:
 
 
 def _drop_image(ops: Ops, image_id: str | None) -> None:
-    with ops.db.write() as conn:
-        forget_image(conn, image_id)
+    with ops.api_db.write() as conn:
+        forget_image(ops.api_db, conn, image_id)
 
 
 def _shelve_failed(sh: Shelving, failure: StepFailed) -> None:

@@ -100,7 +100,7 @@ class Unshelving(OnServer):
         instances.save(conn, self.instance.uuid, expected_task_state=expected,
                        vm_state=states.ACTIVE, task_state=None, power_state=states.RUNNING,
                        system_metadata=facts, **values)
-        forget_image(conn, self.image_id)
+        forget_image(self.ops.api_db, conn, self.image_id)
 
 
 class Schedule(Step):
@@ -117,7 +117,8 @@ class Schedule(Step):
         un = self.un
         if instances.task_state(conn, un.instance.uuid) != TASK.UNSHELVING:
             raise UnexpectedTaskState(f"Instance {un.instance.uuid} is no longer unshelving.")
-        spec = instances.request_spec(conn, un.instance.uuid)
+        with un.ops.api_db.using(conn) as api:
+            spec = instances.request_spec(api, un.instance.uuid)
         spec.update(move=False, ignore_hosts=[], num_instances=1,
                     requested_destination={"host": un.host, "node": None} if un.host else None)
         self.spec = spec

@@ -56,13 +56,20 @@ class NodeRecord:
     aggregate_metadata: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
-def load_nodes(conn: Connection, settings: ComputeSettings,
-               now: datetime.datetime) -> dict[str, NodeRecord]:
-    """node uuid -> record, for every live compute node and its nova-compute service."""
+def _zone(metadata: Mapping[str, frozenset[str]], svc: services.Service) -> str | None:
+    """The host's zone: its aggregates' (the least, as `aggregates.host_zones`), else its own."""
+    zones = metadata.get(aggregates.AZ_KEY)
+    return min(zones) if zones else svc.availability_zone
+
+
+def load_nodes(conn: Connection, settings: ComputeSettings, now: datetime.datetime,
+               metadata: Mapping[str, Mapping[str, frozenset[str]]]) -> dict[str, NodeRecord]:
+    """node uuid -> record, for every live compute node and its nova-compute service;
+    `metadata` is `aggregates.metadata_by_host` (the API database's), which also gives
+    a host its zone."""
     compute = services.list_services(conn, binary=services.COMPUTE)
     by_id = {svc.id: svc for svc in compute}
     by_host = {svc.host: svc for svc in compute}
-    metadata = aggregates.metadata_by_host(conn)
     nodes: dict[str, NodeRecord] = {}
     for node in services.list_compute_nodes(conn):
         svc = (by_id.get(node.service_id) if node.service_id is not None else None
@@ -73,7 +80,8 @@ def load_nodes(conn: Connection, settings: ComputeSettings,
                             aggregate_metadata=metadata.get(node.host, {}))
         if svc is not None:
             record = dataclasses.replace(
-                record, availability_zone=svc.availability_zone or record.availability_zone,
+                record, availability_zone=_zone(metadata.get(node.host, {}), svc)
+                or record.availability_zone,
                 service_up=services.is_up(svc, settings, now), service_disabled=svc.disabled,
                 disabled_reason=svc.disabled_reason, forced_down=svc.forced_down)
         nodes[node.uuid] = record

@@ -64,6 +64,7 @@ from stowage.compute.scheduler.request import (
 from stowage.compute.scheduler.weighers import WeighedHost, Weigher, weigh, weighers_for
 from stowage.config import ComputeSettings
 from stowage.db import Database
+from stowage.db.engine import API, CELL
 from stowage.errors import NotFound
 from stowage.placement.client import MICROVERSION, Holding, PlacementConflict
 from stowage.timeutil import utcnow
@@ -102,7 +103,10 @@ class Scheduler:
                  filters: Sequence[Filter] | None = None,
                  weighers: Sequence[Weigher] | None = None) -> None:
         self.settings = settings
-        self.db = db
+        # Aggregates, server groups and request specs live in the API database (unit
+        # tests that never read give no database).
+        self.db = db.view(CELL) if db is not None else db
+        self.api_db = db.view(API) if db is not None else db
         self.placement = placement
         # None: the stack of `settings.enabled_filters`, read per request (checked now,
         # so that an unknown name stops the service from starting).
@@ -155,10 +159,12 @@ class Scheduler:
     # --- pipeline ---------------------------------------------------------------
     def _host_states(self, req: SchedulingRequest) -> list[HostState]:
         s = self.settings
+        with self.api_db.read() as api:
+            req.group = _group_state(api, req, self.db)
+            metadata = aggregates.metadata_by_host(api)
+            member_of = _prefilters(api, s, req)
         with self.db.read() as conn:
-            req.group = _group_state(conn, req)
-            nodes = load_nodes(conn, s, utcnow())
-            member_of = _prefilters(conn, s, req)
+            nodes = load_nodes(conn, s, utcnow(), metadata)
         in_tree = _destination_node(req, nodes)
         query = candidate_query(req, s.max_placement_results, in_tree, member_of)
         candidates = self.placement.allocation_candidates(query)
@@ -309,17 +315,18 @@ def _selection(host: HostState, ar: Mapping[str, Any]) -> dict[str, Any]:
             "allocation_request_version": MICROVERSION}
 
 
-def _group_state(conn: Connection, req: SchedulingRequest) -> GroupState | None:
+def _group_state(conn: Connection, req: SchedulingRequest, cell_db: Database
+                 ) -> GroupState | None:
     """The request's server group and its members per host, not counting these instances."""
     if req.group_uuid is None:
         return None
     try:
-        group = server_groups.get(conn, req.group_uuid)
+        group = server_groups.get(conn, req.group_uuid, cell_db=cell_db)
     except NotFound:
         raise NoValidHost(f"Instance group {req.group_uuid} could not be found.") from None
     scheduling = set(req.instance_uuids)
     per_host = Counter(host for inst, host in
-                       server_groups.member_hosts(conn, group.uuid).items()
+                       server_groups.member_hosts(conn, group.uuid, cell_db).items()
                        if inst not in scheduling)
     return GroupState(group.uuid, group.policy, server_groups.max_server_per_host(group),
                       per_host)
