@@ -15,10 +15,13 @@ import os
 import socket
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from stowage import config
 from stowage.db import Database, schema
+
+if TYPE_CHECKING:
+    from stowage.compute.cells import Cells
 
 __all__ = ["main", "asgi_from_env", "build_asgi", "plane_of"]
 
@@ -54,9 +57,11 @@ def _parser() -> argparse.ArgumentParser:
     identity = manage_sub.add_parser("identity", help="built-in identity service")
     identity.add_argument("action", choices=["hash-password"],
                           help="print the password_hash of a password read from stdin")
+    from stowage.manage_cells import add_parser as add_cells
     from stowage.manage_placement import add_parser
 
     add_parser(manage_sub)
+    add_cells(manage_sub)
     return p
 
 
@@ -87,8 +92,10 @@ def _worker_parsers(sub: Any) -> None:
                             help="TOML or YAML file describing simulated hosts one by one")
 
 
-def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
-    """One ASGI app: a single service at `/` when `at_root`, else each under `/<name>`."""
+def build_asgi(settings: config.Settings, db: Database, at_root: bool,
+               cells: Cells | None = None) -> Any:
+    """One ASGI app: a single service at `/` when `at_root`, else each under `/<name>`.
+    `cells` (the deployment's, `cells.bootstrap`) is read from `db` when not given."""
     from stowage.compute.api.app import build_app as compute_app
     from stowage.image.app import build_app as image_app
     from stowage.network.app import build_app as network_app
@@ -103,8 +110,12 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool) -> Any:
                          f"choose from {', '.join(ALL_SERVICES)}")
     apps = {name: builders[name](settings, db) for name in settings.services}
     if "compute" in apps:
+        from stowage.compute.cells import Cells
+
+        cells = cells if cells is not None else Cells(db)
+        apps["compute"].state.cells = cells
         apps["compute"].state.plane = _control_plane(settings, db, apps.get("placement"),
-                                                     apps.get("network"))
+                                                     apps.get("network"), cells)
     if "network" in apps:
         apps["network"].state.notify = _compute_notifier(settings, db, apps.get("compute"))
     if at_root and len(apps) == 1:
@@ -143,7 +154,7 @@ def _identity(settings: config.Settings, db: Database) -> Any:
 
 
 def _control_plane(settings: config.Settings, db: Database, placement_app: Any,
-                   network_app: Any) -> Any:
+                   network_app: Any, cells: Cells) -> Any:
     """What the Compute API needs to hand work on, started.
 
     In-process (no `transport_url`), or with simulated hosts in this process,
@@ -161,7 +172,8 @@ def _control_plane(settings: config.Settings, db: Database, placement_app: Any,
     has_hosts = bool(settings.compute.sim_hosts or settings.compute.hosts_file)
     everything = isinstance(transport, LocalTransport) or has_hosts
     plane = ControlPlane(settings.compute, db, placement, network, transport=transport,
-                         roles=ALL_ROLES if everything else ())
+                         roles=ALL_ROLES if everything else (),
+                         cell_db=cells.database(cells.default()), cells=cells)
     plane.start()
     return plane
 
@@ -251,6 +263,7 @@ def _serve(args: argparse.Namespace) -> int:
     db = Database(settings.database)
     print(f"stowage: upgrading schema on {db.backend} ...", file=sys.stderr, flush=True)
     schema.upgrade(db)
+    cells = _cells(settings, db) if "compute" in settings.services else None
     host, _, port = settings.bind.rpartition(":")
     # Every worker gets the same keep-alive timeout: uvicorn's own (5 s) is
     # shorter than pooled clients keep idle connections.
@@ -274,9 +287,21 @@ def _serve(args: argparse.Namespace) -> int:
         Multiprocess(workers, sockets=[_listen(run["host"], run["port"])]).run()
         return 0
     # An explicit single service is a drop-in for the upstream one, at `/`.
-    app = build_asgi(settings, db, at_root=bool(args.services))
+    app = build_asgi(settings, db, at_root=bool(args.services), cells=cells)
     uvicorn.run(app, **run)
     return 0
+
+
+def _cells(settings: config.Settings, db: Database) -> Cells:
+    """The deployment's cells: cell1 made on a fresh database, each cell's schema at head."""
+    from stowage.compute.cells import bootstrap
+
+    cells = bootstrap(db, settings.compute.cell1_database)
+    for cell in cells.all():
+        where = ("the API database" if cell.database_connection == "@api"
+                 else cells.database(cell).engine.url.render_as_string(hide_password=True))
+        print(f"stowage: {cell.name} keeps its records in {where}", file=sys.stderr, flush=True)
+    return cells
 
 
 def _check_workers(settings: config.Settings) -> None:
@@ -312,8 +337,15 @@ def _worker(args: argparse.Namespace) -> int:
     if not schema.is_current(db):
         raise SystemExit(f"stowage {args.command}: the database schema is not at head; run "
                          "`stowage manage db upgrade` (or start `stowage serve`) first")
+    from stowage.compute.cells import Cells
+
+    cells = Cells(db)
+    if not cells.all():
+        raise SystemExit(f"stowage {args.command}: the deployment has no cell yet; run "
+                         "`stowage manage db upgrade` (or start `stowage serve`) first")
     placement, network = _clients(settings, db, None, None)
     plane = ControlPlane(settings.compute, db, placement, network,
+                         cell_db=cells.database(cells.default()), cells=cells,
                          transport=get_transport(settings.transport_url,
                                                  namespace=settings.control_exchange),
                          roles=(WORKERS[args.command],),
@@ -348,8 +380,13 @@ def _manage(args: argparse.Namespace) -> int:
         from stowage.manage_placement import run
 
         return run(args, settings, db)
+    if args.area == "cell":
+        from stowage.manage_cells import run as run_cells
+
+        return run_cells(args, settings, db)
     print(f"stowage: upgrading schema of {db.backend} database ...", file=sys.stderr)
     schema.upgrade(db)
+    _cells(settings, db)
     print("stowage: schema is at head", file=sys.stderr)
     return 0
 

@@ -106,6 +106,12 @@ class ComputeSettings:
     # without either, servers can only be booted without networks.
     network_url: str | None = None
     allow_resize_to_same_host: bool = False
+    # Where a new deployment's first cell, cell1, keeps its records (docs/cells.md):
+    # "beside", in a SQLite file next to a SQLite API database's (stowage.db ->
+    # stowage_cell1.db); "@api", in the API database itself; any other value is its
+    # database URL. "" (the default) is "beside" for a SQLite API database in a file,
+    # else "@api". Read once, when the service first starts on an empty API database.
+    cell1_database: str = ""
     # `[upgrade_levels] compute`: the compute RPC version the conductor may send, "auto"
     # or e.g. "5.1" (see compute/upgrade.py).
     upgrade_levels_compute: str = "auto"

@@ -17,6 +17,7 @@ from typing import TextIO
 from stowage import config
 from stowage.compute import heal
 from stowage.compute.audit import audit, delete_orphans
+from stowage.compute.cells import bootstrap
 from stowage.compute.heal import Verdict as V
 from stowage.db import Database, schema
 from stowage.network.client import NetworkClient
@@ -55,9 +56,12 @@ def run(args: argparse.Namespace, settings: config.Settings, db: Database) -> in
 
     schema.upgrade(db)
     client = PlacementClient.local(build_app(settings, db))
+    # Servers and hosts are the cell's records (docs/cells.md).
+    cells = bootstrap(db, settings.compute.cell1_database)
+    cell_db = cells.database(cells.default())
     if args.action == "heal-allocations":
-        return _heal(args, db, client, _network(settings, db))
-    return _audit(args, db, client)
+        return _heal(args, cell_db, client, _network(settings, db))
+    return _audit(args, cell_db, client)
 
 
 def _audit(args: argparse.Namespace, db: Database, client: PlacementClient) -> int:

@@ -6,6 +6,7 @@ test starts from empty tables (standard classes and traits re-synced).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
@@ -23,8 +24,9 @@ import uvicorn
 
 from stowage import config
 from stowage.cli import build_asgi, plane_of
-from stowage.compute import rpc
+from stowage.compute import cells, rpc
 from stowage.compute import tables as compute_tables
+from stowage.compute.cells import Cells
 from stowage.compute.hosts import HostConfig
 from stowage.compute.runtime import ControlPlane
 from stowage.db import Database, roles, schema
@@ -49,6 +51,14 @@ class LiveServer:
     server: uvicorn.Server
     thread: threading.Thread
     plane: ControlPlane | None = None
+    # The deployment's cells (None for a server without Compute).
+    cells: Cells | None = None
+
+    @property
+    def cell_db(self) -> Database:
+        """The (first) cell's database: where hosts, servers and the journal are."""
+        assert self.cells is not None
+        return self.cells.database(self.cells.default())
 
     def stop(self) -> None:
         self.server.should_exit = True
@@ -61,6 +71,12 @@ class LiveServer:
 # (db/roles.py): "strict" (the default) refuses one that does not, a file path
 # reports it there instead, "off" checks nothing.
 CELL_ROLES = os.environ.get("STOWAGE_CELL_ROLES", "strict")
+
+
+# STOWAGE_TEST_CELLS=apart: the shared server keeps cell1 in a database of its own
+# (test_cells.py always does) -- tests that read cell tables through `live.db`
+# then see an empty API side.
+CELLS_APART = os.environ.get("STOWAGE_TEST_CELLS") == "apart"
 
 
 def check_roles(db: Database) -> None:
@@ -82,8 +98,15 @@ def check_roles(db: Database) -> None:
 def start_server(settings: config.Settings, at_root: bool = True) -> LiveServer:
     db = Database(settings.database)
     schema.upgrade(db)
+    found = None
+    if "compute" in settings.services:
+        # cell1 where the settings say (docs/cells.md): the API database by default.
+        found = cells.bootstrap(db, settings.compute.cell1_database)
+        for _, cell_db in found.databases():
+            if cell_db.engine is not db.engine:
+                check_roles(cell_db)
     check_roles(db)
-    app = build_asgi(settings, db, at_root=at_root)
+    app = build_asgi(settings, db, at_root=at_root, cells=found)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="warning", lifespan="off"))
@@ -94,24 +117,31 @@ def start_server(settings: config.Settings, at_root: bool = True) -> LiveServer:
         if time.monotonic() > deadline:
             raise RuntimeError("test server did not start")
         time.sleep(0.02)
-    return LiveServer(f"http://127.0.0.1:{port}", db, server, thread, plane_of(app))
+    return LiveServer(f"http://127.0.0.1:{port}", db, server, thread, plane_of(app), found)
 
 
-def reset_tables(db: Database) -> None:
+# Kept across tests: the deployment's cells stay what the server started with.
+_KEPT = frozenset({"cell_mappings"})
+
+
+def reset_tables(db: Database, found: Cells | None = None) -> None:
     """Empty the tables, and tell every worker's snapshot to reload everything.
 
     The provider change log is kept (placement snapshots replay it); compute,
-    image and network tables are simply emptied, children first.
+    image and network tables are simply emptied, children first, the cell
+    tables in every cell's database.
     """
-    with db.view(CELL).write() as conn:
-        for table in reversed(compute_tables.metadata.sorted_tables):
-            if table.name in compute_tables.CELL_TABLES:
-                conn.execute(table.delete())
+    cell_dbs = [d for _, d in found.databases()] if found is not None else [db.view(CELL)]
+    for cell_db in cell_dbs:
+        with cell_db.write() as conn:
+            for table in reversed(compute_tables.metadata.sorted_tables):
+                if table.name in compute_tables.CELL_TABLES:
+                    conn.execute(table.delete())
     with db.write() as conn:
         for metadata in (compute_tables.metadata, image_tables.metadata,
                          network_tables.metadata):
             for table in reversed(metadata.sorted_tables):
-                if table.name not in compute_tables.CELL_TABLES:
+                if table.name not in compute_tables.CELL_TABLES | _KEPT:
                     conn.execute(table.delete())
         for table in reversed(tables.metadata.sorted_tables):
             if table is tables.provider_changes:
@@ -140,6 +170,8 @@ def serving(backend: str, services: tuple[str, ...] | None = None,
             yield live
         finally:
             live.stop()
+            if live.cells is not None:
+                live.cells.dispose()
             live.db.dispose()
 
 
@@ -170,8 +202,12 @@ def live_stowage(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
 
         http://127.0.0.1:PORT/placement   /compute   /image   /network   /identity
     """
-    with serving(request.param) as live:
-        yield live
+    with contextlib.ExitStack() as stack:
+        overrides: dict[str, Any] = {}
+        if CELLS_APART:
+            cell_url = stack.enter_context(throwaway_database(request.param))
+            overrides["compute"] = config.ComputeSettings(cell1_database=cell_url)
+        yield stack.enter_context(serving(request.param, **overrides))
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
@@ -242,7 +278,7 @@ def reset_cloud(live: LiveServer) -> ControlPlane:
     for name in list(plane.agents):
         plane.stop_host(name)
     plane.drain()
-    reset_tables(live.db)
+    reset_tables(live.db, live.cells)
     return plane
 
 

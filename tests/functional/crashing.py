@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 
 from stowage.compute.audit import audit
+from stowage.compute.cells import Cells
 from stowage.db import Database
 from stowage.placement.client import PlacementClient
 from tests.functional.conftest import free_port
@@ -34,6 +35,18 @@ TRANSIENT = {"BUILD", "RESIZE", "REVERT_RESIZE"}
 SMALL = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 5}
 LARGE = {"VCPU": 2, "MEMORY_MB": 1024, "DISK_GB": 10}
 
+
+
+@contextmanager
+def cell_database(db: Database) -> Iterator[Database]:
+    """The database of the deployment's cell1 (`db` itself, or a file beside a SQLite
+    `db`: docs/cells.md), once the service has started on `db`: where the servers,
+    their guests and the journal are. Closed at the end of the block."""
+    cells = Cells(db)
+    try:
+        yield cells.database(cells.default())
+    finally:
+        cells.dispose()
 
 class Stowage:
     """One run of the service on `url`; `crash_at` = "operation:step:state" or ""."""
@@ -131,9 +144,11 @@ class Stowage:
         return list(resp.json()["migrations"])
 
     def audit(self, db: Database) -> list[str]:
+        """The accounting audit over the API database `db` and its cell's."""
         client = PlacementClient.over_http(f"{self.base}/placement")
         try:
-            return audit(db, client)
+            with cell_database(db) as cell:
+                return audit(cell, client)
         finally:
             client.close()
 

@@ -157,8 +157,7 @@ class World:
         if guests:
             for name in list(plane.agents):
                 plane.stop_host(name)
-        with self.live.db.write() as conn:
-            _put_back(conn, self._rows)
+        put_back(self.live, self._rows)
         if guests:
             for name in ("host1", "host2"):
                 plane.add_host(HostConfig(name=name, vcpus=16, memory_mb=16384))
@@ -331,15 +330,46 @@ def _tables() -> list[sa.Table]:
             for table in metadata.sorted_tables if table.name not in _SKIPPED_TABLES]
 
 
+def _engine(live: LiveServer, table: sa.Table) -> sa.Engine:
+    """Where `table`'s rows are: the cell's database for a cell table, else the API's."""
+    in_cell = table.name in compute_tables.CELL_TABLES and live.cells is not None
+    return live.cell_db.engine if in_cell else live.db.engine
+
+
+def _read(live: LiveServer, tables: list[sa.Table]) -> dict[str, list[Any]]:
+    found: dict[str, list[Any]] = {}
+    for table in tables:
+        with _engine(live, table).connect() as conn:
+            found[table.name] = list(conn.execute(sa.select(table)))
+    return found
+
+
 def _rows(live: LiveServer, only: str | None = None) -> Rows:
-    with live.db.engine.connect() as conn:
-        return {table.name: [dict(row) for row in conn.execute(sa.select(table)).mappings()]
-                for table in _tables() if only in (None, table.name)}
+    tables = [table for table in _tables() if only in (None, table.name)]
+    return {name: [dict(row._mapping) for row in found]
+            for name, found in _read(live, tables).items()}
 
 
-def _put_back(conn: sa.Connection, rows: Rows) -> None:
+def put_back(live: LiveServer, rows: Rows) -> None:
+    """Replace every row by `rows`: the cell's tables in the cell's database, the rest
+    in the API database (the same one when cell1 shares it)."""
+    cell = [t for t in _tables() if t.name in compute_tables.CELL_TABLES]
+    with live.cell_db.view(None).write() as conn:
+        _replace(conn, cell, rows)
+    with live.db.write() as conn:
+        _put_back(conn, [t for t in _tables() if t not in cell], rows)
+
+
+def _replace(conn: sa.Connection, tables: list[sa.Table], rows: Rows) -> None:
+    for table in reversed(tables):
+        conn.execute(table.delete())
+    for table in tables:
+        if rows[table.name]:
+            conn.execute(table.insert(), rows[table.name])
+
+
+def _put_back(conn: sa.Connection, tables: list[sa.Table], rows: Rows) -> None:
     """Replace every row by `rows`; providers go in unlinked, then get their tree back."""
-    tables = _tables()
     providers = placement_tables.resource_providers
     conn.execute(providers.update().values(parent_provider_id=None, root_provider_id=None))
     for table in reversed(tables):
@@ -360,9 +390,8 @@ def _put_back(conn: sa.Connection, rows: Rows) -> None:
 
 def dump(live: LiveServer) -> Dump:
     """Every row of every table (but the change log), as sorted text, per table."""
-    with live.db.engine.connect() as conn:
-        return {table.name: sorted(repr(tuple(row)) for row in conn.execute(sa.select(table)))
-                for table in _tables()}
+    return {name: sorted(repr(tuple(row)) for row in found)
+            for name, found in _read(live, _tables()).items()}
 
 
 def difference(before: Dump, after: Dump, limit: int = 6) -> str:

@@ -48,12 +48,12 @@ def stored_server(cloud: Cloud, project: str = "p1", user: str = "demo",
         "reservation_id": "r-abcdefgh", "launched_at": utcnow(),
         "image_ref": str(uuidlib.uuid4())}
     values.update(fields)
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         return inst.create(conn, inst.Instance(**values)).uuid
 
 
 def instance(cloud: Cloud, uuid: str) -> inst.Instance:
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         return inst.get(conn, uuid, read_deleted=True)
 
 

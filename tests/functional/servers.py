@@ -124,7 +124,7 @@ EMPTY = {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
 def assert_invariants(cloud: Cloud) -> None:
     client = PlacementClient.over_http(f"{cloud.live.url}/placement")
     try:
-        problems = audit(cloud.live.db, client)
+        problems = audit(cloud.live.cell_db, client)
     finally:
         client.close()
     assert problems == []
@@ -150,7 +150,7 @@ def stop_agent(cloud: Cloud, host: str) -> HostConfig:
     config = cloud.plane.agent(host).host
     cloud.plane.stop_host(host)
     long_ago = utcnow() - datetime.timedelta(hours=1)
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         conn.execute(sa.update(compute_tables.services)
                      .where(compute_tables.services.c.host == host)
                      .values(last_seen_up=long_ago))
@@ -165,7 +165,7 @@ def start_agent(cloud: Cloud, config: HostConfig) -> None:
 def guests(cloud: Cloud, server_id: str) -> dict[tuple[str, str], int]:
     """(host, migration uuid or "") -> power state of what the hypervisors hold of the server."""
     g = compute_tables.simulated_guests
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         rows = conn.execute(sa.select(g.c.host, g.c.migration_uuid, g.c.power_state)
                             .where(g.c.instance_uuid == server_id)).all()
     return {(r.host, r.migration_uuid): r.power_state for r in rows}

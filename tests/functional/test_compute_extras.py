@@ -30,7 +30,7 @@ def _ip(address: str) -> dict[str, Any]:
 def _with_ports(cloud: Cloud, server: str, *vifs: tuple[str, list[str]]) -> None:
     """Give a stored server one port per (network name, addresses), in order."""
     ports = [str(uuidlib.uuid4()) for _ in vifs]
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         instance_ports.record_requested(conn, server, [Requested(port_id=p) for p in ports])
         for port, (network, addresses) in zip(ports, vifs, strict=True):
             instance_ports.set_vif(conn, server, port, {
@@ -120,7 +120,7 @@ def test_os_hosts(cloud: Cloud) -> None:
 
 
 def _disabled(cloud: Cloud, host: str) -> bool:
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         service = svc.compute_service(conn, host)
     assert service is not None
     return service.disabled

@@ -83,7 +83,8 @@ class Peers:
     def conductor(self) -> Conductor:
         plane = self.cloud.plane
         settings = dataclasses.replace(plane.settings, conductor_lease_seconds=LEASE)
-        return Conductor(settings, plane.db, plane.placement, plane.transport, plane.network)
+        return Conductor(settings, plane.api_db, plane.placement, plane.transport, plane.network,
+                         cell_db=plane.db)
 
     def resize_held(self) -> None:
         """POST resize; A runs it up to POINT and waits there."""
@@ -120,7 +121,7 @@ def peers(cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> Iterator[Peers]:
 
 def journal_rows(cloud: Cloud) -> list[tuple[Any, ...]]:
     j = t.operation_steps
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         return [tuple(r) for r in conn.execute(
             sa.select(j.c.operation_uuid, j.c.step, j.c.state, j.c.owner,
                       j.c.lease_expires.is_(None)).order_by(j.c.id))]

@@ -61,7 +61,7 @@ from stowage.compute.conductor.manager import RECOVERY
 from stowage.db import Database, schema
 from tests.conftest import BACKENDS
 from tests.dbs import throwaway_database
-from tests.functional.crashing import LARGE, SMALL, Stowage, running
+from tests.functional.crashing import LARGE, SMALL, Stowage, cell_database, running
 
 OPERATIONS: dict[str, tuple[str, ...]] = {
     "build": build.STEPS, "resize": migrate.STEPS, "migrate": migrate.STEPS,
@@ -236,7 +236,7 @@ def _set_up(w: World, s: Stowage, operation: str) -> None:
 # --- what must hold after the restart ----------------------------------------------------
 def _guests(db: Database, server: str) -> dict[tuple[str, str], int]:
     g = t.simulated_guests
-    with db.read() as conn:
+    with cell_database(db) as cell, cell.read() as conn:
         rows = conn.execute(sa.select(g.c.host, g.c.migration_uuid, g.c.power_state)
                             .where(g.c.instance_uuid == server)).all()
     return {(r.host, r.migration_uuid): r.power_state for r in rows}

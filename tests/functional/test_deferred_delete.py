@@ -82,7 +82,7 @@ def test_the_conductor_reclaims_what_stayed_soft_deleted(cloud: Cloud, vm: Vm) -
     settle(cloud)
     assert server(cloud, vm.id)["status"] == "SOFT_DELETED"
     i = t.instances
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         conn.execute(sa.update(i).where(i.c.uuid == vm.id).values(
             deleted_at=utcnow() - datetime.timedelta(seconds=3601)))
     cloud.plane.conductor.reclaim_soft_deleted()

@@ -71,7 +71,7 @@ def hold(cloud: Cloud, monkeypatch: pytest.MonkeyPatch, where: str, method: str,
 
 
 def migration_uuids(cloud: Cloud, server: str) -> list[str]:
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         return [m.uuid for m in migrations.for_instance(conn, server)]
 
 
@@ -87,7 +87,7 @@ def assert_nothing_left(cloud: Cloud, server: str, ended: frozenset[str] = froze
     moves = migration_uuids(cloud, server)
     for migration in moves:
         assert sv.held(cloud, migration) == {}, migration
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         assert {m.status for m in migrations.for_instance(conn, server)} <= ended
     for host in ("h1", "h2"):
         driver = cloud.plane.agent(host).driver

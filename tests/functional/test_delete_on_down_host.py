@@ -32,7 +32,7 @@ from tests.conftest import BACKENDS
 from tests.dbs import throwaway_database
 from tests.functional import servers as sv
 from tests.functional.conftest import Cloud
-from tests.functional.crashing import SMALL, Stowage, running
+from tests.functional.crashing import SMALL, Stowage, cell_database, running
 
 HOST = {"vcpus": 16, "memory_mb": 8192, "disk_gb": 100, "pci": {"gpu": 2}}
 EMPTY = {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
@@ -328,7 +328,7 @@ def _crash_deleting_on_a_forced_down_host(url: str, tmp_path: Path,
 
 def _guest_hosts(db: Database, server_id: str) -> set[str]:
     g = t.simulated_guests
-    with db.read() as conn:
+    with cell_database(db) as cell, cell.read() as conn:
         return {r.host for r in conn.execute(sa.select(g.c.host)
                                              .where(g.c.instance_uuid == server_id))}
 

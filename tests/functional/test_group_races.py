@@ -151,11 +151,12 @@ GPU_FLAVOR = {"id": 1, "flavorid": "1", "name": "g1", "vcpus": 1, "memory_mb": 5
 def spawning_member(cloud: Cloud, group_id: str) -> str:
     """A member as the conductor hands it to an agent: spawning, no host yet."""
     uuid = sv.new_uuid()
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         instances.create(conn, instances.Instance(
             uuid=uuid, project_id="admin", user_id="admin", display_name=uuid[:8],
             flavor=GPU_FLAVOR, vm_state=states.BUILDING, task_state=states.TASK.SPAWNING,
             reservation_id="r-1"))
+    with cloud.live.db.write() as conn:
         server_groups.add_member(conn, group_id, uuid)
     return uuid
 
@@ -176,7 +177,7 @@ def test_the_agent_refuses_a_member_the_policy_forbids_and_leaves_no_trace(
         agent.build_and_run_instance(second, GPU_FLAVOR)
     assert second not in agent.driver.list_instances()
     assert agent.pci.stats()["gpu"]["free"] == (2 if second_host == "h2" else 1)
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         assert instances.get(conn, first).host == "h1"
         assert instances.get(conn, second).host is None
     # Over the RPC seam the conductor sees Nova's reason, and reschedules on it.

@@ -89,7 +89,7 @@ def test_bad_bodies_and_policy(cloud: Cloud, vm: Vm) -> None:
 
 
 def last_fault(cloud: Cloud, server_id: str) -> str:
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         return str(latest_faults(conn, [server_id])[server_id]["details"])
 
 

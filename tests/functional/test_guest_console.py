@@ -28,7 +28,7 @@ def _server(cloud: Cloud) -> str:
     flavor_id = str(resp.json()["flavor"]["id"])
     server = boot(cloud, "vm", flavor_id, image(cloud, visibility="public"), client=member(cloud))
     port = str(uuidlib.uuid4())
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         instance_ports.record_requested(conn, server, [Requested(port_id=port)])
         instance_ports.set_vif(conn, server, port, {
             "network": "net0", "mac": MAC, "ips": [{"address": "10.0.0.9", "version": 4}]})

@@ -127,7 +127,7 @@ def test_bad_input_and_unknown_instance_are_exit_127(cloud: Cloud) -> None:
 def test_instances_in_a_task_are_left_to_their_operation(cloud: Cloud) -> None:
     ids, _, _ = _two_servers(cloud)
     _drop(cloud, ids[0])
-    with cloud.live.db.write() as conn:  # as if a move of it were under way
+    with cloud.live.cell_db.write() as conn:  # as if a move of it were under way
         conn.execute(sa.update(t.instances).where(t.instances.c.uuid == ids[0])
                      .values(task_state="resize_prep"))
     result = manage(cloud, "heal-allocations", "--instance", ids[0])

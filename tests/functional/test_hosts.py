@@ -61,7 +61,7 @@ def add_instance(cloud: Cloud, host: str | None, flavor: dict[str, Any] = SMALL,
                  vm_state: str = states.ACTIVE, volume_backed: bool = False,
                  task_state: str | None = None) -> str:
     uuid = new_uuid()
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         instances.create(conn, instances.Instance(
             uuid=uuid, project_id="proj", user_id="user", display_name=f"vm-{uuid[:8]}",
             flavor=flavor, vm_state=vm_state, host=host, node=host,
@@ -78,7 +78,7 @@ def spawning(cloud: Cloud, flavor: dict[str, Any] = SMALL) -> str:
 def add_migration(cloud: Cloud, instance_uuid: str, status: str, source: str,
                   dest: str) -> str:
     uuid = new_uuid()
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         migrations.create(conn, migrations.Migration(
             uuid=uuid, instance_uuid=instance_uuid, migration_type="resize", status=status,
             source_compute=source, dest_compute=dest))
@@ -239,7 +239,7 @@ def test_a_change_behind_the_agent_is_put_right_at_the_refresh_or_on_reset(
 def test_a_disabled_service_is_reported_at_once_despite_the_cache(cloud: Cloud) -> None:
     node = cloud.add_host("host1")
     agent = cloud.plane.agent("host1")
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         found = services.service_by_host(conn, "host1", services.COMPUTE)
         services.update_service(conn, found.id, disabled=True)
     agent.update_available_resource()
@@ -292,7 +292,7 @@ def test_reconcile_deletes_allocations_of_deleted_instances_and_finished_migrati
     node = cloud.add_host("host1")
     gone = add_instance(cloud, "host1")
     assert put(cloud.placement, gone, {node: {"VCPU": 2}}).status_code == 204
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         instances.soft_delete(conn, gone)
     live = add_instance(cloud, "host1")
     done = add_migration(cloud, live, "confirmed", "host1", "host2")
@@ -312,7 +312,7 @@ def test_reconcile_deletes_allocations_of_deleted_instances_and_finished_migrati
 
 # --- PCI claims and steps -------------------------------------------------------------
 def pci_stats(cloud: Cloud, host: str) -> dict[str, Any]:
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         node = services.compute_node_of_host(conn, host)
     assert node is not None
     return node.pci_stats
@@ -441,8 +441,8 @@ def test_a_stopped_agent_no_longer_heartbeats(cloud: Cloud) -> None:
     cloud.add_host("host1")
     agent = cloud.plane.agent("host1")
     cloud.plane.stop_host("host1")
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         before = services.service_by_host(conn, "host1", services.COMPUTE).report_count
     agent.heartbeat()
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         assert services.service_by_host(conn, "host1", services.COMPUTE).report_count == before

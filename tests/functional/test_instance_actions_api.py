@@ -30,7 +30,7 @@ def at(version: str) -> dict[str, str]:
 
 @pytest.fixture
 def vm(cloud: Cloud) -> str:
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         made = inst.create(conn, inst.Instance(
             uuid=str(uuidlib.uuid4()), project_id="p1", user_id="demo", display_name="vm",
             flavor={"id": 1, "flavorid": "1", "name": "small"}, vm_state="active",
@@ -117,7 +117,7 @@ def test_not_found_and_other_projects(cloud: Cloud, vm: str) -> None:
 
 
 def test_actions_of_a_deleted_server_stay_visible(cloud: Cloud, vm: str) -> None:
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         inst.soft_delete(conn, vm)
     assert request_ids(cloud.compute.get(f"/servers/{vm}/os-instance-actions")) == [
         "req-3", "req-2", "req-1"]

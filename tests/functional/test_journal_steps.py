@@ -61,7 +61,7 @@ def test_each_operation_journals_exactly_its_listed_steps(cloud: Cloud) -> None:
     assert cloud.compute.delete(f"/servers/{vm}").status_code == 204
     settle(cloud)
     j = t.operation_steps
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         rows = conn.execute(sa.select(j.c.operation, j.c.step, j.c.state)).all()
     journaled: dict[str, set[str]] = {}
     for row in rows:

@@ -337,7 +337,7 @@ def test_an_older_hypervisor_is_skipped_for_the_alternate(cloud: Cloud,
                                                           hosts: dict[str, str]) -> None:
     """Nova's rule: the destination's hypervisor version may not be older than the source's."""
     nodes = t.compute_nodes
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         conn.execute(sa.update(nodes).where(nodes.c.host == "host2")
                      .values(hypervisor_version=999))
     live_migrate(cloud, hosts["server"])

@@ -29,7 +29,7 @@ def at(version: str) -> dict[str, str]:
 
 
 def _instance(cloud: Cloud, project: str) -> str:
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         made = inst.create(conn, inst.Instance(
             uuid=str(uuidlib.uuid4()), project_id=project, user_id="u-" + project,
             display_name="vm", flavor={"id": 1, "flavorid": "1", "name": "small"},
@@ -39,7 +39,7 @@ def _instance(cloud: Cloud, project: str) -> str:
 
 def _migration(cloud: Cloud, instance_uuid: str, kind: str, status: str, source: str,
                dest: str, project: str, hidden: bool = False) -> migs.Migration:
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         return migs.create(conn, migs.Migration(
             uuid=str(uuidlib.uuid4()), instance_uuid=instance_uuid, migration_type=kind,
             status=status, source_compute=source, source_node=source, dest_compute=dest,

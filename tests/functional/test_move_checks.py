@@ -50,7 +50,7 @@ def stop_agent(cloud: Cloud, host: str) -> None:
     """The agent dies: no more heartbeats; its last one is older than service_down_time."""
     cloud.plane.stop_host(host)
     long_ago = utcnow() - datetime.timedelta(hours=1)
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         conn.execute(sa.update(t.services).where(t.services.c.host == host)
                      .values(last_seen_up=long_ago))
 

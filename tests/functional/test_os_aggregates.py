@@ -159,7 +159,7 @@ def test_hosts_zones_and_placement_mirror(cloud: Cloud, hosts: dict[str, str]) -
 
 
 def test_zone_listing(cloud: Cloud, hosts: dict[str, str]) -> None:
-    register_controller_services(cloud.live.db, "ctl")  # nova-conductor, nova-scheduler
+    register_controller_services(cloud.live.cell_db, "ctl")  # nova-conductor, nova-scheduler
     agg_id = create(cloud, "rack1", "az1")["id"]
     act(cloud, agg_id, {"add_host": {"host": "host1"}})
     resp = cloud.compute.put("/os-services/" + _service_id(cloud, "host3"),

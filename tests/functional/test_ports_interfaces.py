@@ -69,7 +69,7 @@ class World:
         settle(self.cloud)
 
     def rows(self) -> list[str | None]:
-        with self.cloud.live.db.read() as conn:
+        with self.cloud.live.cell_db.read() as conn:
             return [r.port_id for r in conn.execute(
                 sa.select(t.instance_ports).where(
                     t.instance_ports.c.instance_uuid == self.server)).all()]
@@ -395,13 +395,13 @@ def test_refusals(cloud: Cloud, world: World) -> None:
             assert message in resp.text
     resp = cloud.compute.delete(f"{url}/{port}")
     assert resp.status_code == 404, resp.text
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         conn.execute(t.instances.update().where(t.instances.c.uuid == world.server)
                      .values(task_state="powering-off"))
     resp = cloud.compute.post(url, json={"interfaceAttachment": {"port_id": port}})
     assert resp.status_code == 409, resp.text
     assert "while it is in task_state powering-off" in resp.text
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         conn.execute(t.instances.update().where(t.instances.c.uuid == world.server)
                      .values(task_state=None, locked=True))
     member = cloud.client("demo:" + server(cloud, world.server)["tenant_id"],
@@ -502,7 +502,7 @@ def test_an_attach_cut_off_is_undone_by_recovery(cloud: Cloud, world: World,
         raise _Crash()
 
     monkeypatch.setattr(step, "execute", crash_after)
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         row = instance_ports.record_attached(conn, world.server, Requested(port_id=port))
         op = tasks.accept(conn, "attach_interface", world.server, "req-crash", port_row=row)
     with pytest.raises(_Crash):

@@ -74,7 +74,7 @@ def _world(cloud: Cloud, host2_version: int | None) -> World:
 def _set_version(cloud: Cloud, host: str, version: int) -> None:
     """The host's compute restarted at an older (or newer) version."""
     agent = cloud.plane.agent(host)
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         from stowage.compute import services
         services.ensure_service(conn, host, services.COMPUTE, agent.host.availability_zone,
                                 version)
@@ -170,7 +170,7 @@ def test_an_agent_reports_its_service_version(cloud: Cloud) -> None:
     net_host(cloud, "old1", service_version=38)
     net_host(cloud, "new1")
     from stowage.compute import services
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         assert upgrade.host_version(conn, "old1") == 38
         assert upgrade.host_version(conn, "new1") == upgrade.SERVICE_VERSION
         assert upgrade.min_compute_version(conn) == 38

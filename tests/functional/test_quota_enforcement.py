@@ -172,7 +172,7 @@ def test_key_pairs_quota(cloud: Cloud) -> None:
 def _launched(cloud: Cloud, uuid: str, launched: datetime.datetime,
               terminated: datetime.datetime | None = None) -> None:
     table = compute_tables.instances
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         conn.execute(sa.update(table).where(table.c.uuid == uuid).values(
             launched_at=launched, terminated_at=terminated))
 

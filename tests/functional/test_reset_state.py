@@ -47,7 +47,7 @@ def test_reset_to_error_and_back_to_active(cloud: Cloud, vm: str) -> None:
 
 
 def test_reset_clears_a_task_state(cloud: Cloud, vm: str) -> None:
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         from stowage.compute import instances
 
         instances.update(conn, vm, task_state="resize_prep")

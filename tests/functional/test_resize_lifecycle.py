@@ -72,7 +72,7 @@ def test_a_move_cut_off_by_a_restart_gives_the_source_back(cloud: Cloud,
                           status="migrating", source_compute="host1", source_node="host1",
                           dest_compute="host2", dest_node="host2", project_id="admin",
                           user_id="admin")
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         migrations.create(conn, migration)
         instances.update(conn, server_id, task_state="resize_migrating")
     placement = cloud.plane.placement
@@ -81,7 +81,7 @@ def test_a_move_cut_off_by_a_restart_gives_the_source_back(cloud: Cloud,
         migration.uuid: Holding(source.allocations, None, "admin", "admin", "MIGRATION"),
         server_id: Holding({booted["host2"]: flavor_amounts(2, 1024, 10)}, source.generation,
                            "admin", "admin", "INSTANCE")})
-    journal = Journal(cloud.live.db, "resize", server_id)
+    journal = Journal(cloud.live.cell_db, "resize", server_id)
     journal.record("create_migration", "done", json.dumps({"migration_uuid": migration.uuid}))
     for step in ("claim_destination", "prep_resize"):
         journal.record(step, "done")

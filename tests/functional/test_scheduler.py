@@ -71,11 +71,12 @@ def place_instance(cloud: Cloud, host: str, group: str | None = None,
                    uuid: str | None = None) -> str:
     """An instance record already running on `host`, optionally in `group`."""
     uuid = uuid or new_uuid()
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         instances.create(conn, Instance(uuid=uuid, project_id="p1", user_id="u1",
                                         display_name=uuid[:8], flavor=dict(SMALL),
                                         vm_state="active", host=host, node=host))
-        if group is not None:
+    if group is not None:
+        with cloud.live.db.write() as conn:
             server_groups.add_member(conn, group, uuid)
     return uuid
 
@@ -153,7 +154,7 @@ def test_availability_zone_is_honoured(cloud: Cloud) -> None:
 
 def _service_values(cloud: Cloud, host: str, **values: Any) -> None:
     s = t.services
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         conn.execute(s.update().where(s.c.host == host, s.c.binary == services.COMPUTE)
                      .values(**values))
 
@@ -277,7 +278,7 @@ class Racing:
 
 def test_a_lost_claim_falls_back_to_the_next_host(cloud: Cloud, three: dict[str, str]) -> None:
     racing = Racing(cloud.plane.placement, three["host3"])
-    scheduler = Scheduler(cloud.plane.settings, cloud.live.db, racing)
+    scheduler = Scheduler(cloud.plane.settings, cloud.live.db, racing, cell_db=cloud.live.cell_db)
     uuid = new_uuid()
     [selections] = scheduler.select_destinations(spec(uuid), [uuid])
     assert racing.raced
@@ -298,9 +299,10 @@ def test_placement_query_carries_the_flavor_traits(cloud: Cloud) -> None:
 def test_group_members_are_live_instances(cloud: Cloud, three: dict[str, str]) -> None:
     group = make_group(cloud, "anti-affinity")
     gone = place_instance(cloud, "host3", group)
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         instances.soft_delete(conn, gone)
-        assert server_groups.members(conn, group) == []
+    with cloud.live.db.write() as conn:
+        assert server_groups.members(conn, group, cloud.live.cell_db) == []
         count = conn.execute(sa.select(sa.func.count()).select_from(t.server_group_members))
         assert count.scalar() == 1
     [selections] = select(cloud, [new_uuid()], instance_group=group)

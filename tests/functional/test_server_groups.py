@@ -160,16 +160,18 @@ def test_delete(cloud: Cloud) -> None:
 def test_members_are_live_instances(cloud: Cloud) -> None:
     made = create(cloud.compute)
     uuids = [new_uuid(), new_uuid()]
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         for uuid in uuids:
             instances.create(conn, Instance(uuid=uuid, project_id="admin", user_id="admin",
                                             display_name="s", flavor={}, vm_state="active"))
+    with cloud.live.db.write() as conn:
+        for uuid in uuids:
             server_groups.add_member(conn, made["id"], uuid)
         server_groups.add_member(conn, made["id"], uuids[0])  # idempotent
-        assert server_groups.group_of_instance(conn, uuids[1]) is not None
+        assert server_groups.group_of_instance(conn, uuids[1], cloud.live.cell_db) is not None
     shown = cloud.compute.get(f"/os-server-groups/{made['id']}").json()["server_group"]
     assert shown["members"] == uuids
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         instances.soft_delete(conn, uuids[0])
     shown = cloud.compute.get(f"/os-server-groups/{made['id']}").json()["server_group"]
     assert shown["members"] == [uuids[1]]

@@ -60,11 +60,11 @@ def test_policy_project_and_state(cloud: Cloud) -> None:
     with member(cloud, "eve:p2") as eve:
         assert eve.get(path).status_code == 404
         assert eve.delete(path + "/a").status_code == 404
-    with cloud.live.db.write() as conn:  # a running task does not matter, the vm_state does
+    with cloud.live.cell_db.write() as conn:  # a running task does not matter, the vm_state does
         inst.update(conn, server, task_state="resize_prep")
     with member(cloud) as alice:
         assert alice.put(path + "/a", json={"meta": {"a": "2"}}).status_code == 200
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         inst.update(conn, server, vm_state=states.ERROR)
     with member(cloud) as alice:
         broken = alice.put(path + "/a", json={"meta": {"a": "3"}})

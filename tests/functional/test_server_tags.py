@@ -10,7 +10,7 @@ from tests.functional.serverdata import at, member, reader, stored_server
 
 
 def _tags(cloud: Cloud, server: str) -> list[str]:
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         return tag_records.tags_of(conn, server)
 
 
@@ -104,7 +104,7 @@ def test_deleting_a_server_drops_its_tags(cloud: Cloud) -> None:
     assert cloud.compute.put(f"/servers/{server}/tags", json={"tags": ["a"]}).status_code == 409
     active = stored_server(cloud)
     assert cloud.compute.put(f"/servers/{active}/tags", json={"tags": ["a"]}).status_code == 200
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         inst.soft_delete(conn, active)
     assert _tags(cloud, active) == []
     assert cloud.compute.get("/servers/detail", params={"tags": "a"},

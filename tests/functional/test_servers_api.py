@@ -35,8 +35,9 @@ def at(version: str) -> dict[str, str]:
 
 def make_instance(cloud: Cloud, flavorid: str = "1", **fields: Any) -> inst.Instance:
     """An instance record as the conductor leaves a built server (ACTIVE on host1)."""
-    with cloud.live.db.write() as conn:
+    with cloud.live.db.read() as conn:
         snapshot = flv.snapshot(flv.get(conn, flavorid))
+    with cloud.live.cell_db.write() as conn:
         values: dict[str, Any] = {
             "uuid": str(uuidlib.uuid4()), "project_id": "admin", "user_id": "admin",
             "display_name": "vm", "flavor": snapshot, "vm_state": states.ACTIVE,
@@ -48,12 +49,12 @@ def make_instance(cloud: Cloud, flavorid: str = "1", **fields: Any) -> inst.Inst
 
 
 def set_state(cloud: Cloud, uuid: str, **values: Any) -> None:
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         inst.update(conn, uuid, **values)
 
 
 def instance(cloud: Cloud, uuid: str) -> inst.Instance:
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         return inst.get(conn, uuid, read_deleted=True)
 
 
@@ -294,7 +295,7 @@ def test_detailed_view_at_latest(cloud: Cloud, flavors: dict[str, str]) -> None:
 
 def test_error_server_shows_its_fault(cloud: Cloud, flavors: dict[str, str]) -> None:
     server = make_instance(cloud, vm_state=states.ERROR, project_id="p1")
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         inst.add_fault(conn, server.uuid, 500, "NoValidHost", details="trace")
     admin = cloud.compute.get(f"/servers/{server.uuid}").json()["server"]
     assert admin["status"] == "ERROR"
@@ -329,7 +330,7 @@ def test_list_filters(cloud: Cloud, flavors: dict[str, str]) -> None:
                          host="host2")
     db = make_instance(cloud, display_name="db", vm_state=states.RESIZED)
     gone = make_instance(cloud, display_name="gone")
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         inst.soft_delete(conn, gone.uuid)
     assert set(servers_of(cloud.compute, name="^web")) == {web1.uuid, web2.uuid}
     assert servers_of(cloud.compute, status="SHUTOFF") == [web2.uuid]
@@ -481,7 +482,7 @@ def test_migrate_is_for_admins(cloud: Cloud, flavors: dict[str, str],
     assert (method, args) == ("migrate_server", {
         "instance_uuid": server.uuid, "request_id": args["request_id"],
         "new_flavor": None, "host": None, "operation_uuid": args["operation_uuid"]})
-    [op] = tasks.interrupted(cloud.live.db)  # accepted, durably, with what to run
+    [op] = tasks.interrupted(cloud.live.cell_db)  # accepted, durably, with what to run
     assert (op.operation_uuid, op.operation, op.args) == (
         args["operation_uuid"], "migrate", {"new_flavor": None, "host": None})
 
@@ -517,7 +518,7 @@ def test_confirm_and_revert_need_a_finished_migration(
     for name in ("confirmResize", "revertResize"):
         resp = cloud.compute.post(url, json={name: None})
         assert fault_of(resp, 400) == "Instance has not been resized."
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         mig = migs.create(conn, migs.Migration(
             uuid=str(uuidlib.uuid4()), instance_uuid=resized.uuid, migration_type="resize",
             status="finished", source_compute="host1", dest_compute="host2"))

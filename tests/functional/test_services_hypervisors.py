@@ -33,7 +33,7 @@ def at(version: str) -> dict[str, str]:
 def hosts(cloud: Cloud) -> dict[str, str]:
     nodes = {"host1": cloud.add_host("host1", vcpus=8, availability_zone="az1"),
              "host2": cloud.add_host("host2")}
-    services.register_controller_services(cloud.live.db, "ctl")
+    services.register_controller_services(cloud.live.cell_db, "ctl")
     return nodes
 
 
@@ -62,7 +62,7 @@ def fault(resp: httpx.Response, status: int) -> str:
 def age_heartbeat(cloud: Cloud, host: str, seconds: float) -> None:
     old = datetime.datetime.now(datetime.UTC).replace(tzinfo=None) - datetime.timedelta(
         seconds=seconds)
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         conn.execute(t.services.update().where(t.services.c.host == host)
                      .values(last_seen_up=old))
 
@@ -124,7 +124,7 @@ def test_disable_and_enable_by_uuid_sync_the_status_trait(
 
 
 def test_the_agent_restores_the_status_trait(cloud: Cloud, hosts: dict[str, str]) -> None:
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         found = services.service_by_host(conn, "host2", services.COMPUTE)
         services.update_service(conn, found.id, disabled=True)
     assert "COMPUTE_STATUS_DISABLED" not in traits(cloud, hosts["host2"])
@@ -206,7 +206,7 @@ def test_update_by_uuid_errors(cloud: Cloud, hosts: dict[str, str]) -> None:
 
 
 def test_delete_refuses_a_host_with_instances(cloud: Cloud, hosts: dict[str, str]) -> None:
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         instances.create(conn, instances.Instance(
             uuid=str(uuidlib.uuid4()), project_id="p", user_id="u", display_name="vm",
             flavor=FLAVOR, vm_state=states.ACTIVE, host="host1", reservation_id="r"))
@@ -295,7 +295,7 @@ def test_hypervisor_paging(cloud: Cloud, hosts: dict[str, str]) -> None:
 
 def test_hostname_pattern_and_servers(cloud: Cloud, hosts: dict[str, str]) -> None:
     uuid = str(uuidlib.uuid4())
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         instances.create(conn, instances.Instance(
             uuid=uuid, project_id="p", user_id="u", display_name="web", flavor=FLAVOR,
             vm_state=states.ACTIVE, host="host1", reservation_id="r"))
@@ -391,7 +391,7 @@ def test_services_table_holds_one_live_row_per_host_and_binary(
         cloud: Cloud, hosts: dict[str, str]) -> None:
     cloud.plane.stop_host("host1")
     cloud.add_host("host1", availability_zone="az2")
-    with cloud.live.db.read() as conn:
+    with cloud.live.cell_db.read() as conn:
         rows = conn.execute(sa.select(t.services.c.availability_zone).where(
             t.services.c.host == "host1", t.services.c.deleted == 0)).all()
     assert [r.availability_zone for r in rows] == ["az2"]

@@ -30,7 +30,7 @@ def vm(cloud: Cloud) -> str:
 
 
 def _left(cloud: Cloud, vm: str, **values: Any) -> None:
-    with cloud.live.db.write() as conn:
+    with cloud.live.cell_db.write() as conn:
         instances.update(conn, vm, **values)
 
 

@@ -22,8 +22,8 @@ and the server create counts again after its records are written (Nova's
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Collection, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Connection
@@ -32,6 +32,7 @@ from stowage.compute import quota_limits as limits
 from stowage.compute import quota_usage as usage
 from stowage.config import QuotaSettings
 from stowage.db import Database
+from stowage.db.engine import side
 from stowage.placement.client import PlacementClient
 
 __all__ = ["OverQuota", "Owner", "check_deltas", "instances_that_fit", "check_resize",
@@ -63,14 +64,9 @@ class Owner:
     api_db: Database | None = field(default=None, repr=False)
     cell_db: Database | None = field(default=None, repr=False)
 
-    @contextmanager
-    def api(self, conn: Connection) -> Iterator[Connection]:
+    def api(self, conn: Connection) -> AbstractContextManager[Connection]:
         """The API database: `conn` when it is one, else a read of its own."""
-        if self.api_db is None:
-            yield conn
-            return
-        with self.api_db.using(conn) as api:
-            yield api
+        return side(self.api_db, conn)
 
     def used(self, conn: Connection, resources: Collection[str], user_id: str | None = None,
              ) -> usage.Usage:
@@ -86,14 +82,9 @@ class Owner:
                                          on_cell))
         return found
 
-    @contextmanager
-    def cell(self, conn: Connection) -> Iterator[Connection]:
+    def cell(self, conn: Connection) -> AbstractContextManager[Connection]:
         """The servers' cell database: `conn` when it is one, else a read of its own."""
-        if self.cell_db is None:
-            yield conn
-            return
-        with self.cell_db.using(conn) as cell:
-            yield cell
+        return side(self.cell_db, conn)
 
 
 @dataclass

@@ -29,8 +29,10 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from stowage.compute import cells as cell_records
 from stowage.compute import rpc, services
 from stowage.compute.agent.manager import ComputeAgent
+from stowage.compute.cells import Cells
 from stowage.compute.conductor import tasks
 from stowage.compute.conductor.manager import Conductor
 from stowage.compute.hosts import SIM_BRIDGE, HostConfig, load_hosts_file, sim_hosts
@@ -70,13 +72,19 @@ class ControlPlane:
     def __init__(self, settings: ComputeSettings, db: Database,
                  placement: PlacementClient, network: NetworkClient | None = None, *,
                  transport: Transport | None = None, roles: Collection[str] = ALL_ROLES,
-                 host_names: Sequence[str] = ()) -> None:
+                 host_names: Sequence[str] = (), cell_db: Database | None = None,
+                 cells: Cells | None = None) -> None:
         unknown = set(roles) - ALL_ROLES
         if unknown:
             raise ValueError(f"unknown control plane role(s) {sorted(unknown)}")
         self.settings = settings
-        self.db = db.view(CELL)
+        # The API database and the cell's (`db` itself when one database holds both):
+        # compute/cells.py.
+        self.db = (cell_db or db).view(CELL)
         self.api_db = db.view(API)
+        # The deployment's cells (None: `db` is the only database, as in unit tests):
+        # each host this plane starts is mapped to the cell it runs in.
+        self.cells = cells
         self.placement = placement
         # The Network service, for servers with ports (None: none is configured).
         self.network = network
@@ -84,9 +92,10 @@ class ControlPlane:
         self.roles = frozenset(roles)
         self.host_names = tuple(host_names)
         self.conductor_api = rpc.ConductorAPI(self.transport)
-        self.scheduler = (Scheduler(settings, db, placement)
+        self.scheduler = (Scheduler(settings, db, placement, cell_db=self.db)
                           if SCHEDULER_ROLE in self.roles else None)
-        self.conductor = (Conductor(settings, db, placement, self.transport, network)
+        self.conductor = (Conductor(settings, db, placement, self.transport, network,
+                                    cell_db=self.db)
                           if CONDUCTOR_ROLE in self.roles else None)
         self.agents: dict[str, ComputeAgent] = {}
         # Where the conductor and scheduler services of this process are listed.
@@ -150,8 +159,14 @@ class ControlPlane:
             [services.SCHEDULER] if self.scheduler is not None else [])
 
     def add_host(self, host: HostConfig) -> ComputeAgent:
-        """Start an agent for `host`: it registers its service, node and provider tree."""
-        agent = ComputeAgent(host, self.settings, self.db, self.placement)
+        """Start an agent for `host`: it registers its service, node and provider tree,
+        and the host is mapped to this plane's cell (a host mapped to another cell
+        does not start: its records are there)."""
+        if self.cells is not None:
+            with self.api_db.write() as conn:
+                cell_records.map_host(conn, host.name, self.cells.default())
+        agent = ComputeAgent(host, self.settings, self.api_db, self.placement,
+                             cell_db=self.db)
         agent.start()
         with self._lock:
             self.agents[host.name] = agent

@@ -25,7 +25,6 @@ from __future__ import annotations
 import datetime
 import uuid as uuidlib
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +34,7 @@ from sqlalchemy.engine import Connection
 from stowage.compute import tables as t
 from stowage.compute.migrations import FINAL_STATUSES
 from stowage.db import Database
+from stowage.db.engine import side
 from stowage.db.statements import Sql
 from stowage.errors import NotFound
 from stowage.timeutil import utcnow
@@ -91,12 +91,6 @@ def _from_row(row: Any, member_uuids: list[str]) -> ServerGroup:
                        created_at=row.created_at, members=member_uuids)
 
 
-def _cell(conn: Connection, cell_db: Database | None) -> AbstractContextManager[Connection]:
-    """The servers' cell for a block: `cell_db` (a group's members live in the API
-    database, their servers in a cell's), or `conn` itself when that holds both."""
-    return nullcontext(conn) if cell_db is None else cell_db.using(conn)
-
-
 # Instance uuids per statement (a bounded IN list on every database).
 _CHUNK = 500
 
@@ -124,7 +118,7 @@ def _live_members(conn: Connection, group_ids: list[int], cell_db: Database | No
     #  WHERE group_id IN (...) ORDER BY id
     rows = conn.execute(sa.select(_M.c.group_id, _M.c.instance_uuid)
                         .where(_M.c.group_id.in_(group_ids)).order_by(_M.c.id)).all()
-    with _cell(conn, cell_db) as cell:
+    with side(cell_db, conn) as cell:
         live = _live(cell, [str(row.instance_uuid) for row in rows])
     found: dict[int, list[str]] = {gid: [] for gid in group_ids}
     for row in rows:
@@ -232,7 +226,7 @@ def member_hosts(conn: Connection, group_uuid: str, cell_db: Database | None = N
     uuids = [str(u) for u in conn.execute(
         sa.select(_M.c.instance_uuid).select_from(_G.join(_M, _M.c.group_id == _G.c.id))
         .where(_G.c.uuid == group_uuid)).scalars()]
-    with _cell(conn, cell_db) as cell:
+    with side(cell_db, conn) as cell:
         return {uuid: host for uuid, host in _live(cell, uuids).items() if host}
 
 

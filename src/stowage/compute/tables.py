@@ -17,7 +17,8 @@ __all__ = ["metadata", "flavors", "flavor_extra_specs", "flavor_projects", "serv
            "instance_actions", "instance_action_events", "server_groups",
            "server_group_members", "operation_steps", "simulated_guests", "instance_ports",
            "key_pairs", "tags", "quotas", "quota_classes", "aggregates", "aggregate_hosts",
-           "aggregate_metadata", "CELL_TABLES"]
+           "aggregate_metadata", "cell_mappings", "host_mappings",
+           "instance_mappings", "CELL_TABLES"]
 
 metadata = sa.MetaData()
 
@@ -418,6 +419,38 @@ aggregate_metadata = sa.Table(
     sa.Column("value", sa.String(255), nullable=False),
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.UniqueConstraint("aggregate_id", "key", name="uniq_aggregate_metadata_aggregate_key"),
+)
+
+# Cells v2 (API database): which database each cell's records live in ("@api": this
+# one), and which cell holds each compute host and each server. compute/cells.py.
+cell_mappings = sa.Table(
+    "cell_mappings", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", exact_string(36), nullable=False, unique=True),
+    sa.Column("name", exact_string(255), nullable=False, unique=True),
+    sa.Column("database_connection", sa.Text, nullable=False),
+    sa.Column("disabled", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+)
+
+host_mappings = sa.Table(
+    "host_mappings", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("host", exact_string(255), nullable=False, unique=True),
+    sa.Column("cell_id", sa.Integer, sa.ForeignKey("cell_mappings.id"), nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+
+instance_mappings = sa.Table(
+    "instance_mappings", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("instance_uuid", exact_string(36), nullable=False, unique=True),
+    sa.Column("cell_id", sa.Integer, sa.ForeignKey("cell_mappings.id"), nullable=True),
+    sa.Column("project_id", sa.String(255), nullable=False, index=True),
+    sa.Column("user_id", sa.String(255), nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
 )
 
 # The tables a cell database holds (Nova's "main" database); every other table,

@@ -12,14 +12,14 @@ import copy
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-__all__ = ["Database", "create_engine", "API", "CELL"]
+__all__ = ["Database", "create_engine", "API", "CELL", "side"]
 
 _WRITE = "stowage_write"
 # The execution option that names which database a connection was opened for.
@@ -169,3 +169,9 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def side(db: Database | None, conn: Connection) -> AbstractContextManager[Connection]:
+    """`db.using(conn)`, or `conn` itself when no `db` is given (one database for both
+    sides, as callers that predate cells and unit tests pass)."""
+    return nullcontext(conn) if db is None else db.using(conn)

@@ -69,10 +69,12 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
     """One host's agent; `start()` does the I/O, the constructor none."""
 
     def __init__(self, host: HostConfig, settings: ComputeSettings, db: Database,
-                 placement: PlacementClient, driver: Driver | None = None) -> None:
+                 placement: PlacementClient, driver: Driver | None = None, *,
+                 cell_db: Database | None = None) -> None:
         self.host = host
         self.settings = settings
-        self.db = db.view(CELL)
+        # The host's cell's database (`db` itself when one database holds both).
+        self.db = (cell_db or db).view(CELL)
         # The API database: flavors, request specs, server groups (the late group check).
         self.api_db = db.view(API)
         self.placement = placement

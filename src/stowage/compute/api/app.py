@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING
 
 from stowage.compute.api import all_routes
 from stowage.compute.api.root import PUBLIC_PATHS
+from stowage.compute.cells import Cells
 from stowage.compute.policy import COMPUTE_RULES
 from stowage.compute.versions import VERSIONS
 from stowage.config import Settings
 from stowage.db import Database
-from stowage.db.engine import API, CELL
+from stowage.db.engine import API
+from stowage.errors import NotFound
 from stowage.identity.middleware import authenticator_for, challenge_for
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
@@ -49,12 +51,26 @@ class ComputeState:
     enforcer: Enforcer
     # Conductor, scheduler and agents; None only for an API that serves no servers.
     plane: ControlPlane | None = None
-    # `db` is the API database, `cell_db` the cell's: docs/cells.md.
-    cell_db: Database = dataclasses.field(init=False)
+    # `db` is the API database; the cells' come from `cells` (docs/cells.md).
+    cells: Cells = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         self.db = self.db.view(API)
-        self.cell_db = self.db.view(CELL)
+        self.cells = Cells(self.db)
+
+    @property
+    def cell_db(self) -> Database:
+        """The database of the deployment's (default) cell: what a request that names no
+        server reads hosts, services and servers from."""
+        return self.cells.database(self.cells.default())
+
+    def server_db(self, server_uuid: str) -> Database:
+        """The database of the cell that holds the server; the default cell's when none
+        does (where reading it answers 404 as for any unknown server)."""
+        try:
+            return self.cells.db_of_instance(server_uuid)
+        except NotFound:
+            return self.cell_db
 
 
 def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:

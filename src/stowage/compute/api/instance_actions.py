@@ -91,7 +91,7 @@ def _filtered(req: Request, rows: list[Any]) -> list[Any]:
 
 def list_actions(req: Request) -> Response:
     validate_query(req, _query_schema(req))
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, req.params["server_id"],
                               read_deleted=at_least(req, DELETED_VISIBLE))
         authorize(req, "os_compute_api:os-instance-actions:list",
@@ -124,7 +124,7 @@ def _event_view(req: Request, row: Any, project_id: str | None, full: bool,
 
 
 def show_action(req: Request) -> Response:
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, req.params["server_id"],
                               read_deleted=at_least(req, DELETED_VISIBLE))
         target = {"project_id": instance.project_id}

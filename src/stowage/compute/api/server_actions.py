@@ -127,7 +127,7 @@ Cast = Callable[[ConductorAPI], None]
 def _resize(req: Request, body: Any) -> Response:
     resize = validate_body(body, _RESIZE_SCHEMA)["resize"]
     flavorid = str(resize["flavorRef"]).rstrip("/").split("/")[-1]
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance, service = moving_server(req, conn)
         authorize(req, "os_compute_api:servers:resize", target(instance))
         check_unlocked(req, instance)
@@ -178,7 +178,7 @@ def _migrate(req: Request, body: Any) -> Response:
     if req.version.minor >= MIGRATE_WITH_HOST:
         migrate = validate_body(body, _MIGRATE_SCHEMA_2_56)["migrate"]
         host = (migrate or {}).get("host")
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance, service = moving_server(req, conn)
         rule = "os_compute_api:os-migrate-server:migrate" + (":host" if host else "")
         authorize(req, rule, {"project_id": instance.project_id})
@@ -211,7 +211,7 @@ def _finished_migration(conn: Connection, instance: inst.Instance) -> migs.Migra
 
 
 def _confirm_resize(req: Request, body: Any) -> Response:
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:confirm_resize",
                   {"project_id": instance.project_id})
@@ -231,7 +231,7 @@ def _confirm_resize(req: Request, body: Any) -> Response:
 
 
 def _revert_resize(req: Request, body: Any) -> Response:
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:revert_resize",
                   {"project_id": instance.project_id})
@@ -251,7 +251,7 @@ def _revert_resize(req: Request, body: Any) -> Response:
 def _power(req: Request, on: bool) -> Response:
     action, rule = ("start", "start") if on else ("stop", "stop")
     allowed_states = (states.STOPPED,) if on else (states.ACTIVE, states.ERROR)
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, f"os_compute_api:servers:{rule}", target(instance))
         check_unlocked(req, instance)
@@ -275,7 +275,7 @@ def _power(req: Request, on: bool) -> Response:
 def _reset_state(req: Request, body: Any) -> Response:
     """Nova's admin action: vm_state := active|error, task_state := None."""
     state = _RESET_TO[validate_body(body, _RESET_STATE_SCHEMA)["os-resetState"]["state"]]
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:os-admin-actions:reset_state",
                   {"project_id": instance.project_id})

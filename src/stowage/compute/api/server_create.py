@@ -44,6 +44,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, instance_ports, quota_checks, server_groups, states
+from stowage.compute import cells as cell_records
 from stowage.compute import flavors as flv
 from stowage.compute import instances as inst
 from stowage.compute import tags as tag_records
@@ -406,9 +407,17 @@ class _Build:
     requested: list[instance_ports.Requested] = field(default_factory=list)
     # The conductor's journal entry for the build, written with the last batch.
     operation: str | None = None
+    # Servers whose API records (mapping, request spec, membership) were written: with
+    # the cell in a database of its own they commit apart from the servers themselves.
+    api_written: list[str] = field(default_factory=list)
 
     def left(self) -> int:
         return self.boot.count[1] - len(self.made)
+
+    def unmade(self) -> list[str]:
+        """Servers with API records whose own transaction rolled back."""
+        made = {i.uuid for i in self.made}
+        return [uuid for uuid in self.api_written if uuid not in made]
 
 
 def _write_batch(req: Request, conn: Connection, build: _Build) -> None:
@@ -433,10 +442,13 @@ def _write_batch(req: Request, conn: Connection, build: _Build) -> None:
             display_description=boot.description, progress=0,
             reservation_id=build.reservation, launch_index=index))
         with req.app.db.using(conn, write=True) as api:
+            cell_records.map_instance(api, instance.uuid, req.app.cells.default(),
+                                      instance.project_id, instance.user_id)
             inst.save_request_spec(api, instance.uuid,
                                    _spec(req, boot, instance.uuid, build.snapshot))
             if boot.group is not None:
                 server_groups.add_member(api, boot.group, instance.uuid)
+        build.api_written.append(instance.uuid)
         try:
             instance_ports.record_requested(conn, instance.uuid, build.requested)
         except instance_ports.PortTaken as exc:
@@ -464,7 +476,21 @@ def _write_rest(req: Request, build: _Build) -> None:
     except Exception:
         del build.made[committed:]  # written in the transaction that rolled back
         _undo(req, build.made)
+        _forget_api_records(req, build.unmade())
         raise
+
+
+def _forget_api_records(req: Request, uuids: list[str]) -> None:
+    """The API records of servers whose cell transaction rolled back (none while one
+    database holds both: they rolled back with it)."""
+    if not uuids:
+        return
+    try:
+        with req.app.db.write() as conn:
+            for uuid in uuids:
+                queries.forget_api_records(conn, uuid)
+    except Exception:  # logged, never raised over the error that brought us here
+        LOG.exception("could not remove the API records of %d unbuilt servers", len(uuids))
 
 
 def _undo(req: Request, made: list[inst.Instance]) -> None:
@@ -484,16 +510,22 @@ def create_server(req: Request) -> Response:
     boot = _parse(req, data)
     requested = requested_networks(req, boot.networks, boot.count[1])
     boot.security_group_ids = server_security_groups.resolve(req, boot.security_groups)
-    with req.app.cell_db.write() as conn:
-        with req.app.db.using(conn) as api:
-            flavor = _flavor(req, api, boot)
-            _check_image(req, api, boot, flavor)
-            _check_extras(req, api, boot)
-        _check_placement_hints(req, conn, boot, flavor)
-        _check_limits(req, boot)
-        _check_quotas(req, conn, boot, flavor)
-        build = _Build(boot, flv.snapshot(flavor), requested=requested)
-        _write_batch(req, conn, build)
+    build: _Build | None = None
+    try:
+        with req.app.cell_db.write() as conn:
+            with req.app.db.using(conn) as api:
+                flavor = _flavor(req, api, boot)
+                _check_image(req, api, boot, flavor)
+                _check_extras(req, api, boot)
+            _check_placement_hints(req, conn, boot, flavor)
+            _check_limits(req, boot)
+            _check_quotas(req, conn, boot, flavor)
+            build = _Build(boot, flv.snapshot(flavor), requested=requested)
+            _write_batch(req, conn, build)
+    except Exception:
+        if build is not None:
+            _forget_api_records(req, build.unmade())
+        raise
     _write_rest(req, build)
     _recheck_quotas(req, build)
     conductor(req).build_instances([i.uuid for i in build.made], req.context.request_id,

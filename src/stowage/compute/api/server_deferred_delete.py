@@ -39,7 +39,7 @@ _POLICY = "os_compute_api:os-deferred-delete:"
 
 
 def _restore(req: Request, body: Any) -> Response:
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "restore", target(instance))
         check_unlocked(req, instance)
@@ -57,7 +57,7 @@ def _restore(req: Request, body: Any) -> Response:
 
 
 def _force_delete(req: Request, body: Any) -> Response:
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "force", target(instance))
         check_unlocked(req, instance)

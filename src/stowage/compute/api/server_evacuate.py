@@ -93,7 +93,7 @@ def _evacuate(req: Request, body: Any) -> Response:
     minor = req.version.minor
     evacuate = validate_body(body, _schema(minor))["evacuate"]
     host: str | None = evacuate.get("host")
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance, service = moving_server(req, conn)
         authorize(req, "os_compute_api:os-evacuate",
                   {"project_id": instance.project_id, "user_id": instance.user_id})
@@ -117,7 +117,7 @@ def _evacuate(req: Request, body: Any) -> Response:
                                         host, operation_uuid=op),
             {"task_state": None}, ("evacuate", op))
     except Exception:
-        with req.app.cell_db.write() as conn:
+        with req.app.server_db(req.params["server_id"]).write() as conn:
             migs.save(conn, migration.uuid, status="error")
         raise
     if minor < NO_SHARED_STORAGE:

@@ -57,7 +57,7 @@ _NO_CONSOLE = (404, "Guest does not have a console available.")
 
 def guest_server(req: Request, policy: str) -> inst.Instance:
     """The caller's server, authorized, on a host that is up (409s as the docstring says)."""
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance, service = moving_server(req, conn)
     authorize(req, policy, target(instance))
     check_host_up(req, instance, service)

@@ -78,7 +78,7 @@ def _guest_action(req: Request, action: str, operation: str, rule: str,
                   vm_states: tuple[str, ...], task: str,
                   task_states: tuple[str | None, ...] = (None,)) -> Response:
     """Policy, lock, state; then task state + instance action + journal, and the cast."""
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, rule, target(instance))
         check_unlocked(req, instance)
@@ -115,7 +115,7 @@ def _lock(req: Request, body: Any) -> Response:
     if at_least(req, LOCKED_REASON):
         reason = (validate_body(body, _LOCK_SCHEMA_2_73)["lock"] or {}).get("locked_reason")
     ctx = req.context
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:os-lock-server:lock", target(instance))
         owner = instance.project_id == ctx.project_id
@@ -129,7 +129,7 @@ def _lock(req: Request, body: Any) -> Response:
 
 def _unlock(req: Request, body: Any) -> Response:
     ctx = req.context
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:os-lock-server:unlock", target(instance))
         expected = "owner" if instance.project_id == ctx.project_id else "admin"

@@ -94,7 +94,7 @@ def _network(req: Request) -> NetworkClient | None:
 
 
 def _server(req: Request, policy: str) -> str:
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, req.params["server_id"])
     authorize(req, f"os_compute_api:os-attach-interfaces:{policy}", target(instance))
     return instance.uuid
@@ -212,17 +212,17 @@ def _refuse_old_compute(conn: Any, instance: Instance, network: NetworkClient | 
 
 def create_interface(req: Request) -> Response:
     body = read_body(req)
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         _attachable(req, conn, "attach_interface", "create")
     network = _network(req)
     entry = _requested(req, body, network)
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = _attachable(req, conn, "attach_interface", "create")
         _refuse_old_compute(conn, instance, network, entry)
         uuid = instance.uuid
     _answer(uuid, lambda: conductor(req).check_attach(uuid, entry.port_id, entry.network_id,
                                                       req.context.request_id))
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = _attachable(req, conn, "attach_interface", "create")
         try:
             row = instance_ports.record_attached(conn, instance.uuid, entry)
@@ -243,7 +243,7 @@ def create_interface(req: Request) -> Response:
 def delete_interface(req: Request) -> Response:
     port_id = req.params["port_id"]
     network = _network(req)
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = _attachable(req, conn, "detach_interface", "delete")
         port = network.show_port(port_id) if network is not None else None
         mine = any(r.port_id == port_id for r in instance_ports.of_instance(conn, instance.uuid))

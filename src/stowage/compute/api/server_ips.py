@@ -25,7 +25,7 @@ __all__ = ["ROUTES"]
 
 
 def _networks(req: Request, policy: str) -> dict[str, list[dict[str, Any]]]:
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, f"os_compute_api:ips:{policy}", target(instance))
         ports = instance_ports.of_instance(conn, instance.uuid)

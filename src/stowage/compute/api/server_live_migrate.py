@@ -94,7 +94,7 @@ def _migrate_live(req: Request, body: Any) -> Response:
     minor = req.version.minor
     host, force, block = _arguments(
         minor, validate_body(body, _schema(minor))["os-migrateLive"])
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance, service = moving_server(req, conn)
         target = {"project_id": instance.project_id}
         authorize(req, "os_compute_api:os-migrate-server:migrate_live", target)
@@ -121,7 +121,7 @@ def _migrate_live(req: Request, body: Any) -> Response:
                                               operation_uuid=op),
             {"task_state": None}, ("live_migrate", op))
     except Exception:
-        with req.app.cell_db.write() as conn:
+        with req.app.server_db(req.params["server_id"]).write() as conn:
             migs.save(conn, migration.uuid, status="error")
         raise
     return empty_response(202)

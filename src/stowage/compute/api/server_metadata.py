@@ -66,7 +66,7 @@ def check_count(req: Request, conn: Connection, metadata: dict[str, str]) -> Non
 
 
 def _read(req: Request, rule: str) -> dict[str, str]:
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, req.params["server_id"])
     authorize(req, _RULE + rule, target(instance))
     return dict(instance.metadata or {})
@@ -74,7 +74,7 @@ def _read(req: Request, rule: str) -> dict[str, str]:
 
 def _write(req: Request, rule: str, action: str, change: Any) -> dict[str, str]:
     """Apply `change(current) -> new` to the server's metadata under the row lock."""
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = locked_server(req, conn, req.params["server_id"])
         authorize(req, _RULE + rule, target(instance))
         check_unlocked(req, instance)

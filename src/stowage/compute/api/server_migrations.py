@@ -102,7 +102,7 @@ def _of_instance(conn: Connection, instance: inst.Instance, ident: str) -> migs.
 
 def list_server_migrations(req: Request) -> Response:
     require_version(req, SERVER_MIGRATIONS)
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:migrations:index",
                   {"project_id": instance.project_id})
@@ -114,7 +114,7 @@ def list_server_migrations(req: Request) -> Response:
 def show_server_migration(req: Request) -> Response:
     require_version(req, SERVER_MIGRATIONS)
     server_id, ident = req.params["server_id"], req.params["migration_id"]
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, server_id)
         authorize(req, "os_compute_api:servers:migrations:show",
                   {"project_id": instance.project_id})
@@ -145,7 +145,7 @@ def force_complete(req: Request) -> Response:
     require_version(req, FORCE_COMPLETE)
     validate_body(read_body(req), _FORCE_COMPLETE_SCHEMA)
     ident = req.params["migration_id"]
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:migrations:force_complete",
                   {"project_id": instance.project_id})
@@ -164,7 +164,7 @@ def abort(req: Request) -> Response:
     require_version(req, ABORT)
     ident = req.params["migration_id"]
     allowed = ("running", *_QUEUED) if at_least(req, ABORT_QUEUED) else ("running",)
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:migrations:delete",
                   {"project_id": instance.project_id})
@@ -177,7 +177,7 @@ def abort(req: Request) -> Response:
         _start_action(req, conn, instance, "live_migration_cancel")
         cancelled = mig.status in _QUEUED and _cancel_queued(conn, mig)
     if cancelled:  # the conductor stops at its next step and rolls back
-        with req.app.cell_db.write() as conn:
+        with req.app.server_db(req.params["server_id"]).write() as conn:
             actions.finish_action(conn, instance.uuid, req.context.request_id)
     else:
         _tell_source(req, instance, mig, "live_migration_abort")
@@ -210,7 +210,7 @@ def _tell_source(req: Request, instance: inst.Instance, mig: migs.Migration,
     """
     request_id, event = req.context.request_id, f"compute_{method}"
     host = mig.source_compute or instance.host or ""
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         actions.start_event(conn, instance.uuid, request_id, event, host)
     error = None
     plane = req.app.plane
@@ -221,7 +221,7 @@ def _tell_source(req: Request, instance: inst.Instance, mig: migs.Migration,
     except MessagingError as exc:
         LOG.warning("%s of migration %s on %s failed: %s", method, mig.uuid, host, exc)
         error = str(exc)[:255]
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         actions.finish_event(conn, instance.uuid, request_id, event, error)
         actions.finish_action(conn, instance.uuid, request_id, "Error" if error else None)
 

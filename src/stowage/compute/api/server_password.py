@@ -24,7 +24,7 @@ CHUNKS = tuple(f"password_{n}" for n in range(4))
 
 
 def show_password(req: Request) -> Response:
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, req.params["server_id"])
     authorize(req, "os_compute_api:os-server-password:show", target(instance))
     meta = instance.system_metadata or {}
@@ -32,10 +32,10 @@ def show_password(req: Request) -> Response:
 
 
 def clear_password(req: Request) -> Response:
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, req.params["server_id"])
     authorize(req, "os_compute_api:os-server-password:clear", target(instance))
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         # The row is held to the commit: a concurrent system_metadata write
         # (a shelve's image id) is not lost to this read-modify-write.
         instance = locked_server(req, conn, instance.uuid)

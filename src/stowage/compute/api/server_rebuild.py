@@ -155,7 +155,7 @@ def _new_values(req: Request, conn: Connection, data: dict[str, Any],
 def _rebuild(req: Request, body: Any) -> Response:
     data = _read_body(req, body)
     password = data.get("adminPass") or _password()
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:rebuild", target(instance))
         if data.get("trusted_image_certificates"):

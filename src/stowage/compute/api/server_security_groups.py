@@ -49,7 +49,7 @@ DEFAULT_GROUP = "default"
 
 
 def _server(req: Request, rule: str) -> str:
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, req.params["server_id"])
     authorize(req, RULE + rule, target(instance))
     return instance.uuid

@@ -90,7 +90,7 @@ _UNSET = object()
 
 
 def _shelve(req: Request, body: Any) -> Response:
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "shelve", target(instance))
         check_unlocked(req, instance)
@@ -124,7 +124,7 @@ def _snapshot_record(req: Request, conn: Connection, instance: inst.Instance) ->
 
 
 def _shelve_offload(req: Request, body: Any) -> Response:
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "shelve_offload", target(instance))
         check_unlocked(req, instance)
@@ -152,7 +152,7 @@ def _unshelve_args(req: Request, body: Any) -> tuple[Any, str | None]:
 
 def _unshelve(req: Request, body: Any) -> Response:
     zone, host = _unshelve_args(req, body)
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _POLICY + "unshelve", {"project_id": instance.project_id})
         check_unlocked(req, instance)

@@ -59,7 +59,7 @@ def _server_for_change(req: Request, conn: Any, rule: str, action: str) -> Insta
 
 def list_tags(req: Request) -> Response:
     require_version(req, TAGS_VERSION)
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _RULE + "index", target(instance))
         found = tag_records.tags_of(conn, instance.uuid)
@@ -69,7 +69,7 @@ def list_tags(req: Request) -> Response:
 def show_tag(req: Request) -> Response:
     require_version(req, TAGS_VERSION)
     tag = req.params["tag"]
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, _RULE + "show", target(instance))
         found = tag in tag_records.tags_of(conn, instance.uuid)
@@ -81,7 +81,7 @@ def show_tag(req: Request) -> Response:
 def replace_tags(req: Request) -> Response:
     require_version(req, TAGS_VERSION)
     wanted = validate_body(read_body(req), _ALL_SCHEMA)["tags"]
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = _server_for_change(req, conn, "update_all", "update tags")
         now = tag_records.replace(conn, instance.uuid, wanted)
     return json_response({"tags": now})
@@ -101,7 +101,7 @@ def add_tag(req: Request) -> Response:
     if req.body.strip():  # Nova's schema for this PUT: no body, or JSON null
         validate_body(read_body(req), {"type": "null"})
     tag = req.params["tag"]
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = _server_for_change(req, conn, "update", "update tag")
         _check_tag(tag)
         held = tag_records.tags_of(conn, instance.uuid)
@@ -119,7 +119,7 @@ def add_tag(req: Request) -> Response:
 def delete_tag(req: Request) -> Response:
     require_version(req, TAGS_VERSION)
     tag = req.params["tag"]
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = _server_for_change(req, conn, "delete", "delete tag")
         if not tag_records.remove(conn, instance.uuid, tag):
             raise HTTPError(404, f"Instance {instance.uuid} has no tag '{tag}'")
@@ -128,7 +128,7 @@ def delete_tag(req: Request) -> Response:
 
 def delete_tags(req: Request) -> Response:
     require_version(req, TAGS_VERSION)
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = _server_for_change(req, conn, "delete_all", "delete tags")
         tag_records.remove_all(conn, instance.uuid)
     return empty_response(204)

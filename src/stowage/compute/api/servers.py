@@ -86,7 +86,7 @@ def show_server(req: Request) -> Response:
     """What clients poll: the server and its host's service in one statement of its cell,
     then its host's zone and its groups from the API database."""
     project = None if req.context.is_admin else req.context.project_id
-    with req.app.cell_db.read() as conn:
+    with req.app.server_db(req.params["server_id"]).read() as conn:
         instance, service = queries.server_with_host(conn, req.params["server_id"], project)
         authorize(req, "os_compute_api:servers:show", target(instance))
         extras = views.Extras(
@@ -116,7 +116,7 @@ def update_server(req: Request) -> Response:
     values.update(access_ips(body))
     if "OS-DCF:diskConfig" in body:
         values["auto_disk_config"] = body["OS-DCF:diskConfig"] == "AUTO"
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:update", target(instance))
         if values:
@@ -131,7 +131,7 @@ def update_server(req: Request) -> Response:
 def delete_server(req: Request) -> Response:
     """Delete at once, or (`reclaim_instance_interval` > 0) soft delete: Nova's choice."""
     ctx = req.context
-    with req.app.cell_db.write() as conn:
+    with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:delete", target(instance))
         check_unlocked(req, instance)

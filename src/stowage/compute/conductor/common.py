@@ -35,7 +35,6 @@ from stowage.compute.migrations import Migration
 from stowage.compute.rpc import AgentAPI, SchedulerAPI
 from stowage.config import ComputeSettings
 from stowage.db import Database
-from stowage.db.engine import API
 from stowage.errors import NotFound
 from stowage.messaging import MessagingError, RemoteError
 from stowage.network.client import NetworkClient
@@ -118,7 +117,9 @@ class ActionEvents:
 @dataclass
 class Ops:
     settings: ComputeSettings
+    # The cell's database, and the API database (request specs, flavors, groups, images).
     db: Database
+    api_db: Database
     placement: PlacementClient
     agents: AgentAPI
     scheduler: SchedulerAPI
@@ -130,11 +131,6 @@ class Ops:
     # The conductor's leases: journals claim and confirm the operation under them.
     leases: Leases | None = None
     _events: dict[str, ActionEvents] = field(default_factory=dict, init=False, repr=False)
-
-    @property
-    def api_db(self) -> Database:
-        """The API database (request specs, flavors, groups, images); `db` is the cell's."""
-        return self.db.view(API)
 
     def journal(self, operation: str, instance_uuid: str | None, uuid: str | None = None,
                 existing: Collection[str] | None = None, claimed: bool = False) -> Journal:

@@ -116,9 +116,11 @@ RECOVERY: dict[str, Recover] = {
 
 class Conductor:
     def __init__(self, settings: ComputeSettings, db: Database, placement: PlacementClient,
-                 transport: Transport, network: NetworkClient | None = None) -> None:
+                 transport: Transport, network: NetworkClient | None = None, *,
+                 cell_db: Database | None = None) -> None:
         self.settings = settings
-        self.db = db.view(CELL)
+        # The cell's database (`db` itself when one database holds both).
+        self.db = (cell_db or db).view(CELL)
         # Request specs, flavors, groups, quotas and aggregates: the API database.
         self.api_db = db.view(API)
         self.placement = placement
@@ -130,7 +132,8 @@ class Conductor:
         self.leases = Leases(self.db, lambda: self.settings.conductor_lease_seconds)
 
     def _ops(self, request_id: str) -> Ops:
-        return Ops(self.settings, self.db, self.placement, self.agents, self.scheduler,
+        return Ops(self.settings, self.db, self.api_db, self.placement, self.agents,
+                   self.scheduler,
                    request_id, tasks.crash_hook(self.settings.crash_at), self.network,
                    self.leases)
 

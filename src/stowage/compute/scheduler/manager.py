@@ -101,11 +101,12 @@ class Scheduler:
     def __init__(self, settings: ComputeSettings, db: Database,
                  placement: SchedulerPlacement,
                  filters: Sequence[Filter] | None = None,
-                 weighers: Sequence[Weigher] | None = None) -> None:
+                 weighers: Sequence[Weigher] | None = None, *,
+                 cell_db: Database | None = None) -> None:
         self.settings = settings
         # Aggregates, server groups and request specs live in the API database (unit
         # tests that never read give no database).
-        self.db = db.view(CELL) if db is not None else db
+        self.db = (cell_db or db).view(CELL) if db is not None else db
         self.api_db = db.view(API) if db is not None else db
         self.placement = placement
         # None: the stack of `settings.enabled_filters`, read per request (checked now,

@@ -1,0 +1,166 @@
+"""Cells: the API database and cell1's database apart, as a cells deployment keeps them.
+
+Every other module runs with cell1 in the API database itself (one database,
+both roles checked statement by statement, db/roles.py). Here cell1 has a
+database of its own -- a second throw-away database on the same backend --
+and the main flows run across the two: records land on their side and no
+other, moves keep exact allocations, deletes leave nothing on either side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from stowage.compute import tables as t
+from stowage.compute.cells import CELL1, SAME_DATABASE
+from stowage.config import ComputeSettings
+from stowage.db import Database
+from tests.conftest import BACKENDS
+from tests.dbs import throwaway_database
+from tests.functional.conftest import Cloud, LiveServer, serving
+from tests.functional.servers import (
+    action,
+    assert_invariants,
+    boot,
+    flavor,
+    flavor_amounts,
+    held,
+    image,
+    migrations_of,
+    server,
+    settle,
+)
+
+SMALL = flavor_amounts(1, 512, 5)
+LARGE = flavor_amounts(2, 1024, 10)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def live_stowage(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
+    """This module's server (the conftest's `cloud` runs on it): cell1 in a database of
+    its own, a second throw-away one on the same backend."""
+    with throwaway_database(request.param) as cell_url, \
+            serving(request.param, compute=ComputeSettings(cell1_database=cell_url)) as live:
+        yield live
+
+
+@pytest.fixture
+def two_hosts(cloud: Cloud) -> dict[str, str]:
+    nodes = {name: cloud.add_host(name, vcpus=16, memory_mb=8192, disk_gb=100)
+             for name in ("host1", "host2")}
+    flavor(cloud, "small", 1, 512, 5)
+    flavor(cloud, "large", 2, 1024, 10)
+    return nodes
+
+
+def _count(db: Database, table: sa.Table, **where: object) -> int:
+    """Rows of `table` in `db`, whichever side it is for (read without a role)."""
+    with db.view(None).read() as conn:
+        query = sa.select(sa.func.count()).select_from(table)
+        for column, value in where.items():
+            query = query.where(table.c[column] == value)
+        return int(conn.execute(query).scalar_one())
+
+
+def _flavor_id(cloud: Cloud, name: str) -> str:
+    return str(next(f["id"] for f in cloud.compute.get("/flavors").json()["flavors"]
+                    if f["name"] == name))
+
+
+def _boot(cloud: Cloud) -> str:
+    server_id = boot(cloud, "vm", _flavor_id(cloud, "small"), image(cloud))
+    assert server(cloud, server_id)["status"] == "ACTIVE"
+    return server_id
+
+
+def test_cell1_has_a_database_of_its_own(cloud: Cloud) -> None:
+    [cell] = cloud.live.cells.all()  # type: ignore[union-attr]
+    assert cell.name == CELL1 and cell.database_connection != SAME_DATABASE
+    assert cloud.live.cell_db.engine.url != cloud.live.db.engine.url
+
+
+def test_a_server_lives_in_its_cell_and_is_mapped_in_the_api_database(
+        cloud: Cloud, two_hosts: dict[str, str]) -> None:
+    server_id = _boot(cloud)
+    api, cell = cloud.live.db, cloud.live.cell_db
+    # The cell side: the server, its action, its host's service and node, the journal.
+    assert _count(cell, t.instances, uuid=server_id) == 1
+    assert _count(cell, t.instance_actions, instance_uuid=server_id) == 1
+    assert _count(cell, t.services, host="host1", binary="nova-compute") == 1
+    assert _count(cell, t.operation_steps, instance_uuid=server_id) > 0
+    # The API side: its request spec and mapping, the hosts' mappings; no cell records.
+    assert _count(api, t.request_specs, instance_uuid=server_id) == 1
+    assert _count(api, t.instance_mappings, instance_uuid=server_id) == 1
+    assert _count(api, t.host_mappings) == 2
+    for table in (t.instances, t.services, t.compute_nodes, t.operation_steps,
+                  t.instance_actions):
+        assert _count(api, table) == 0, table.name
+    for table in (t.request_specs, t.instance_mappings, t.host_mappings, t.flavors):
+        assert _count(cell, table) == 0, table.name
+    view = server(cloud, server_id)
+    assert (view["status"], view["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", "host1")
+    assert [s["id"] for s in cloud.compute.get("/servers").json()["servers"]] == [server_id]
+    assert_invariants(cloud)
+
+
+def test_resize_confirm_and_revert_across_the_two_databases(
+        cloud: Cloud, two_hosts: dict[str, str]) -> None:
+    first, second = _boot(cloud), _boot(cloud)
+    for server_id in (first, second):
+        action(cloud, server_id, {"resize": {"flavorRef": _flavor_id(cloud, "large")}})
+        assert server(cloud, server_id)["status"] == "VERIFY_RESIZE"
+        [mig] = migrations_of(cloud, server_id)
+        assert held(cloud, str(mig["uuid"])) == {two_hosts[mig["source_compute"]]: SMALL}
+        assert held(cloud, server_id) == {two_hosts[mig["dest_compute"]]: LARGE}
+    action(cloud, first, {"confirmResize": None}, status=204)
+    action(cloud, second, {"revertResize": None})
+    settle(cloud)
+    assert server(cloud, first)["flavor"]["original_name"] == "large"
+    assert server(cloud, second)["flavor"]["original_name"] == "small"
+    assert [m["status"] for m in migrations_of(cloud, first)] == ["confirmed"]
+    assert [m["status"] for m in migrations_of(cloud, second)] == ["reverted"]
+    assert _count(cloud.live.db, t.migrations) == 0
+    assert_invariants(cloud)
+
+
+def test_group_policy_and_zones_read_from_both_sides(
+        cloud: Cloud, two_hosts: dict[str, str]) -> None:
+    """Anti-affinity: members (API database) on hosts (cell database); a zone made by an
+    aggregate (API database) shows on the services and servers (cell database)."""
+    group = cloud.compute.post("/os-server-groups", json={"server_group": {
+        "name": "g", "policy": "anti-affinity"}}).json()["server_group"]["id"]
+    ids = [boot(cloud, f"vm{i}", _flavor_id(cloud, "small"), image(cloud),
+                hints={"group": group}) for i in range(2)]
+    hosts = {server(cloud, i)["OS-EXT-SRV-ATTR:host"] for i in ids}
+    assert hosts == {"host1", "host2"}
+    members = cloud.compute.get(f"/os-server-groups/{group}").json()["server_group"]
+    assert sorted(members["members"]) == sorted(ids)
+    agg = cloud.compute.post("/os-aggregates", json={"aggregate": {
+        "name": "rack", "availability_zone": "az1"}}).json()["aggregate"]["id"]
+    assert cloud.compute.post(f"/os-aggregates/{agg}/action",
+                              json={"add_host": {"host": "host1"}}).status_code == 200
+    zones = {s["host"]: s["zone"] for s in cloud.compute.get("/os-services").json()["services"]
+             if s["binary"] == "nova-compute"}
+    assert zones == {"host1": "az1", "host2": "nova"}
+    on_host1 = next(i for i in ids if server(cloud, i)["OS-EXT-SRV-ATTR:host"] == "host1")
+    assert server(cloud, on_host1)["OS-EXT-AZ:availability_zone"] == "az1"
+    assert_invariants(cloud)
+
+
+def test_delete_leaves_nothing_claimed_and_the_records_in_place(
+        cloud: Cloud, two_hosts: dict[str, str]) -> None:
+    server_id = _boot(cloud)
+    assert cloud.compute.delete(f"/servers/{server_id}").status_code == 204
+    settle(cloud)
+    assert cloud.compute.get(f"/servers/{server_id}").status_code == 404
+    assert held(cloud, server_id) == {}
+    # As Nova until an archive: the mapping and request spec stay with the soft-deleted
+    # record (whose instance actions are still shown).
+    assert _count(cloud.live.db, t.instance_mappings, instance_uuid=server_id) == 1
+    assert _count(cloud.live.cell_db, t.instances, uuid=server_id) == 1
+    actions = cloud.compute.get(f"/servers/{server_id}/os-instance-actions")
+    assert actions.status_code == 200
+    assert_invariants(cloud)

@@ -1,0 +1,76 @@
+"""Where a deployment's cell1 goes the first time the service starts (compute/cells.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from stowage.compute import cells, instances, services
+from stowage.compute import tables as t
+from stowage.db import Database, schema
+from stowage.errors import Conflict
+
+
+def _api(tmp_path: Path, name: str = "api.db") -> Database:
+    db = Database(f"sqlite:///{tmp_path / name}")
+    schema.upgrade(db)
+    return db
+
+
+def test_a_sqlite_file_gets_its_cell_in_a_file_beside_it(tmp_path: Path) -> None:
+    found = cells.bootstrap(_api(tmp_path))
+    [cell1] = found.all()
+    assert cell1.name == cells.CELL1
+    assert cell1.database_connection == f"sqlite:///{tmp_path / 'api_cell1.db'}"
+    assert schema.is_current(found.database(cell1))  # upgraded to head with the API's
+    found.dispose()
+
+
+def test_the_setting_names_the_cell_database(tmp_path: Path) -> None:
+    shared = cells.bootstrap(_api(tmp_path, "a.db"), cells.SAME_DATABASE)
+    assert shared.default().database_connection == cells.SAME_DATABASE
+    assert shared.database(shared.default()).engine is shared.api.engine
+    own = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    apart = cells.bootstrap(_api(tmp_path, "b.db"), own)
+    assert apart.default().database_connection == own
+    apart.dispose()
+
+
+def test_beside_needs_a_sqlite_file() -> None:
+    db = Database("sqlite://")
+    schema.upgrade(db)
+    with pytest.raises(ValueError, match="SQLite API database in a file"):
+        cells.bootstrap(db, cells.BESIDE)
+
+
+def test_a_deployment_from_before_cells_keeps_its_records_where_they_are(
+        tmp_path: Path) -> None:
+    api = _api(tmp_path)
+    with api.write() as conn:
+        services.ensure_service(conn, "host1", services.COMPUTE)
+        instances.create(conn, instances.Instance(
+            uuid="11111111-2222-3333-4444-555555555555", project_id="p", user_id="u",
+            display_name="vm", flavor={}, vm_state="active", host="host1"))
+    found = cells.bootstrap(api)
+    cell1 = found.default()
+    assert cell1.database_connection == cells.SAME_DATABASE
+    assert found.of_host("host1") == cell1
+    with api.read() as conn:
+        mapped = conn.execute(sa.select(t.instance_mappings.c.instance_uuid,
+                                        t.instance_mappings.c.cell_id)).all()
+    assert [tuple(row) for row in mapped] == [("11111111-2222-3333-4444-555555555555",
+                                               cell1.id)]
+    # A second start changes nothing.
+    assert cells.bootstrap(api).all() == [cell1]
+
+
+def test_a_host_is_never_moved_to_another_cell_silently(tmp_path: Path) -> None:
+    found = cells.bootstrap(_api(tmp_path), cells.SAME_DATABASE)
+    with found.api.write() as conn:
+        other = cells.create_cell(conn, "cell2", cells.SAME_DATABASE)
+        assert cells.map_host(conn, "host1", found.default()) is True
+        assert cells.map_host(conn, "host1", found.default()) is False
+    with pytest.raises(Conflict), found.api.write() as conn:
+        cells.map_host(conn, "host1", other)
