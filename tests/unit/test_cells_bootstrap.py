@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from stowage.compute import cells, instances, services
 from stowage.compute import tables as t
 from stowage.db import Database, schema
+from stowage.db.engine import API, CELL, LockOrderViolation
 from stowage.errors import Conflict
 
 
@@ -74,3 +75,15 @@ def test_a_host_is_never_moved_to_another_cell_silently(tmp_path: Path) -> None:
         assert cells.map_host(conn, "host1", found.default()) is False
     with pytest.raises(Conflict), found.api.write() as conn:
         cells.map_host(conn, "host1", other)
+
+
+def test_the_lock_order_is_a_cells_then_the_apis(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checked in the tests (db/roles.py): a cell's write inside the API's is refused."""
+    monkeypatch.setattr(Database, "check_order", True)
+    api = Database(f"sqlite:///{tmp_path / 'api.db'}").view(API)
+    cell = Database(f"sqlite:///{tmp_path / 'cell.db'}").view(CELL)
+    with cell.write() as conn, api.using(conn, write=True) as lent:
+        lent.execute(sa.text("SELECT 1"))
+    with pytest.raises(LockOrderViolation), api.write(), cell.write():
+        pass

@@ -19,11 +19,13 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-__all__ = ["Database", "create_engine", "API", "CELL", "side"]
+__all__ = ["Database", "create_engine", "API", "CELL", "side", "LockOrderViolation"]
 
 _WRITE = "stowage_write"
 # The execution option that names which database a connection was opened for.
 _ROLE = "stowage_role"
+# Per thread, the engines and roles of the write transactions open (Database.write).
+_WRITING = threading.local()
 # The roles of a cells deployment's databases: the API (global) one and a cell's. A
 # handle without a role (the services outside Compute, tests) is held to neither.
 API = "api"
@@ -152,9 +154,32 @@ class Database:
             with conn.begin():
                 yield conn
 
+    # Tests (db/roles.py) turn on the check of the lock order between databases.
+    check_order = False
+
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """One transaction: commits on success, rolls back on any exception."""
+        """One transaction: commits on success, rolls back on any exception.
+
+        Between two databases the order is a cell's, then the API's: a cell's
+        write transaction may lend its code the API's (`using(..., write=True)`),
+        never the other way round -- two threads taking the two in opposite
+        orders would each wait for the other (on SQLite until its timeout).
+        """
+        held: list[tuple[Engine, str | None]] = _WRITING.__dict__.setdefault("held", [])
+        if self.check_order and self.role == CELL and any(
+                role == API and engine is not self.engine for engine, role in held):
+            raise LockOrderViolation("a cell's write transaction inside the API's: the "
+                                     "order is a cell's, then the API's (db/engine.py)")
+        held.append((self.engine, self.role))
+        try:
+            with self._write_transaction() as conn:
+                yield conn
+        finally:
+            held.pop()
+
+    @contextmanager
+    def _write_transaction(self) -> Iterator[Connection]:
         if self._write_lock is None:
             with self.engine.connect() as conn:
                 if self._options:
@@ -169,6 +194,10 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+class LockOrderViolation(AssertionError):
+    """Write transactions of two databases opened in the forbidden order."""
 
 
 def side(db: Database | None, conn: Connection) -> AbstractContextManager[Connection]:

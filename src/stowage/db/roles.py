@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from stowage.db.engine import _ROLE, API, CELL
+from stowage.db.engine import _ROLE, API, CELL, Database
 
 __all__ = ["RoleViolation", "enforce"]
 
@@ -43,8 +43,11 @@ def crossing(statement: str, role: str | None, cell_tables: Collection[str],
 
 def enforce(engine: Engine, cell_tables: Collection[str], api_tables: Collection[str], *,
             strict: bool = True, report: Callable[[str], None] | None = None) -> None:
-    """Check every statement `engine` runs from now on against its connection's role."""
+    """Check every statement `engine` runs from now on against its connection's role
+    (and, when `strict`, every process's write transactions for their lock order)."""
     cells, apis = frozenset(cell_tables), frozenset(api_tables)
+    if strict:
+        Database.check_order = True
 
     @event.listens_for(engine, "before_cursor_execute")
     def _check(conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
