@@ -14,10 +14,13 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
+from stowage.compute import cell_copy, quota_usage
 from stowage.compute import tables as t
+from stowage.compute.api import server_queries as queries
 from stowage.compute.cells import CELL1, SAME_DATABASE
 from stowage.config import ComputeSettings
-from stowage.db import Database
+from stowage.db import Database, schema
+from stowage.db.engine import CELL
 from tests.conftest import BACKENDS
 from tests.dbs import throwaway_database
 from tests.functional.conftest import Cloud, LiveServer, serving
@@ -163,4 +166,73 @@ def test_delete_leaves_nothing_claimed_and_the_records_in_place(
     assert _count(cloud.live.cell_db, t.instances, uuid=server_id) == 1
     actions = cloud.compute.get(f"/servers/{server_id}/os-instance-actions")
     assert actions.status_code == 200
+    assert_invariants(cloud)
+
+
+# --- a server's records carried to another cell's database (cell_copy.py) ---------------
+@pytest.fixture
+def cell2(live_stowage: LiveServer) -> Iterator[Database]:
+    """A second cell's database on the same backend (not mapped: the copy is the test)."""
+    with throwaway_database(live_stowage.db.backend) as url:
+        database = Database(url)
+        schema.upgrade(database)
+        try:
+            yield database.view(CELL)
+        finally:
+            database.dispose()
+
+
+def _rows(db: Database, table: sa.Table, column: str, value: str) -> list[dict[str, object]]:
+    with db.view(None).read() as conn:
+        return [{k: v for k, v in row._mapping.items() if k not in ("id", "action_id")}
+                for row in conn.execute(sa.select(table).where(table.c[column] == value)
+                                        .order_by(*table.primary_key.columns))]
+
+
+def test_a_servers_records_are_copied_hidden_and_purged(
+        cloud: Cloud, two_hosts: dict[str, str], cell2: Database) -> None:
+    server_id = _boot(cloud)
+    assert cloud.compute.put(f"/servers/{server_id}/tags/blue").status_code == 201
+    action(cloud, server_id, {"resize": {"flavorRef": _flavor_id(cloud, "large")}})
+    action(cloud, server_id, {"confirmResize": None}, status=204)
+    source = cloud.live.cell_db
+    copied = cell_copy.copy_server(source, cell2, server_id)
+    assert len(copied[t.instance_actions.name]) == 3  # create, resize, confirmResize
+    for table, column in ((t.instance_faults, "instance_uuid"), (t.tags, "resource_id"),
+                          (t.migrations, "instance_uuid"), (t.instance_ports, "instance_uuid"),
+                          (t.instance_actions, "instance_uuid")):
+        assert _rows(cell2, table, column, server_id) == _rows(source, table, column,
+                                                                server_id), table.name
+    [original] = _rows(source, t.instances, "uuid", server_id)
+    [copy] = _rows(cell2, t.instances, "uuid", server_id)
+    assert copy == {**original, "hidden": True}
+    # Each event hangs off the copy of its own action.
+    events = sa.select(t.instance_actions.c.action, t.instance_action_events.c.event).join(
+        t.instance_action_events,
+        t.instance_action_events.c.action_id == t.instance_actions.c.id).order_by(
+        t.instance_action_events.c.event)
+    with source.view(None).read() as a, cell2.view(None).read() as b:
+        assert [tuple(r) for r in a.execute(events)] == [tuple(r) for r in b.execute(events)]
+    # Hidden: not listed, not counted; shown again once the flag is swapped.
+    with cell2.read() as conn:
+        assert queries.list_servers(conn, queries.ServerQuery(deleted=False)) == []
+        assert quota_usage.instances(conn, "admin") == 0
+    cell_copy.set_hidden(cell2, server_id, False)
+    with cell2.read() as conn:
+        assert [i.uuid for i in queries.list_servers(conn, queries.ServerQuery(
+            deleted=False))] == [server_id]
+        assert quota_usage.instances(conn, "admin") == 1
+    # Again (an interrupted attempt re-run): one copy, hidden again; then purged, twice.
+    cell_copy.copy_server(source, cell2, server_id)
+    assert [r["hidden"] for r in _rows(cell2, t.instances, "uuid", server_id)] == [True]
+    for _ in range(2):
+        cell_copy.purge_server(cell2, server_id)
+    for table, column in ((t.instances, "uuid"), (t.instance_actions, "instance_uuid"),
+                          (t.tags, "resource_id"), (t.migrations, "instance_uuid")):
+        assert _rows(cell2, table, column, server_id) == [], table.name
+    assert _count(cell2, t.instance_action_events) == 0
+    # The source is untouched, and a copy within one database is refused.
+    assert server(cloud, server_id)["status"] == "ACTIVE"
+    with pytest.raises(ValueError, match="one database"):
+        cell_copy.copy_server(source, source, server_id)
     assert_invariants(cloud)

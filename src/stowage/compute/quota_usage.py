@@ -65,7 +65,9 @@ def _owned(query: sa.Select[Any], table: sa.Table, project_id: str,
 
 def instances(conn: Connection, project_id: str, user_id: str | None = None) -> int:
     # SELECT COUNT(*) FROM instances WHERE deleted = 0 AND project_id = :p [AND user_id = :u]
-    query = _owned(sa.select(sa.func.count()).select_from(_I).where(_I.c.deleted == 0),
+    # (a cross-cell move's hidden copy does not count: cell_copy.py)
+    query = _owned(sa.select(sa.func.count()).select_from(_I).where(_I.c.deleted == 0,
+                                                                     _I.c.hidden == sa.false()),
                    _I, project_id, user_id)
     return int(conn.execute(query).scalar() or 0)
 
@@ -118,7 +120,8 @@ def _moving(conn: Connection, project_id: str, user_id: str | None) -> list[tupl
     # SELECT m.uuid, m.instance_uuid, i.flavor, i.old_flavor, i.new_flavor
     #   FROM migrations m JOIN instances i ON i.uuid = m.instance_uuid AND i.deleted = 0
     #  WHERE m.status NOT IN (<final>) AND i.project_id = :p [AND i.user_id = :u]
-    joined = _MIG.join(_I, sa.and_(_I.c.uuid == _MIG.c.instance_uuid, _I.c.deleted == 0))
+    joined = _MIG.join(_I, sa.and_(_I.c.uuid == _MIG.c.instance_uuid, _I.c.deleted == 0,
+                                   _I.c.hidden == sa.false()))
     query = (sa.select(_MIG.c.uuid, _MIG.c.instance_uuid, _I.c.flavor, _I.c.old_flavor,
                        _I.c.new_flavor).select_from(joined)
              .where(_MIG.c.status.not_in(FINAL_STATUSES)))
@@ -164,7 +167,8 @@ def _from_placement(conn: Connection, placement: PlacementClient, project_id: st
 def _from_flavors(conn: Connection, project_id: str, user_id: str | None) -> Usage:
     """Legacy counting: each instance's flavor (the larger one while resized)."""
     query = _owned(sa.select(_I.c.vm_state, _I.c.flavor, _I.c.old_flavor)
-                   .where(_I.c.deleted == 0, _I.c.vm_state != states.SHELVED_OFFLOADED),
+                   .where(_I.c.deleted == 0, _I.c.hidden == sa.false(),
+                          _I.c.vm_state != states.SHELVED_OFFLOADED),
                    _I, project_id, user_id)
     used = {"cores": 0, "ram": 0}
     for vm_state, flavor, old in conn.execute(query):

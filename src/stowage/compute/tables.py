@@ -166,6 +166,9 @@ instances = sa.Table(
     sa.Column("updated_at", sa.DateTime, nullable=True),
     sa.Column("deleted_at", sa.DateTime, nullable=True),
     sa.Column("deleted", sa.Integer, nullable=False, default=0),
+    # A cross-cell move's copy of the server, kept out of listings and quota counts
+    # (compute/cell_copy.py; Nova's Instance.hidden).
+    sa.Column("hidden", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 # Why an instance went to ERROR (the `fault` of a server view).

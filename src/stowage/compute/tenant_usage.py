@@ -68,7 +68,7 @@ def in_window(conn: Connection, start: datetime.datetime, stop: datetime.datetim
     query = (sa.select(_I.c.uuid, _I.c.display_name, _I.c.project_id, _I.c.vm_state,
                        _I.c.flavor, _I.c.launched_at, _I.c.terminated_at)
              .where(sa.or_(_I.c.terminated_at.is_(None), _I.c.terminated_at > start),
-                    _I.c.launched_at < stop)
+                    _I.c.launched_at < stop, _I.c.hidden == sa.false())
              .order_by(_I.c.created_at, _I.c.id))
     if project_id is not None:
         query = query.where(_I.c.project_id == project_id)

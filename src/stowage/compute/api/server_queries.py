@@ -97,7 +97,8 @@ def _sorted(found: list[inst.Instance], sort: Sequence[tuple[str, str]]) -> list
 
 
 def _where(query: ServerQuery) -> list[Any]:
-    clauses: list[Any] = []
+    # A cross-cell move's hidden copy is never listed (cell_copy.py).
+    clauses: list[Any] = [_I.c.hidden == sa.false()]
     if query.project_id is not None:
         clauses.append(_I.c.project_id == query.project_id)
     if query.user_id is not None:
