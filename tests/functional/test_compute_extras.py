@@ -103,6 +103,14 @@ def test_os_hosts(cloud: Cloud) -> None:
     zoned = cloud.compute.get("/os-hosts", params={"zone": "az2"}, headers=at("2.42"))
     assert zoned.json()["hosts"] == [{"host_name": "host2", "service": "compute",
                                       "zone": "az2"}]
+    # An aggregate's zone (the API database's) is the host's zone too.
+    agg = cloud.compute.post("/os-aggregates", json={"aggregate": {
+        "name": "rack1", "availability_zone": "az1"}}).json()["aggregate"]["id"]
+    assert cloud.compute.post(f"/os-aggregates/{agg}/action",
+                              json={"add_host": {"host": "host1"}}).status_code == 200
+    listed = cloud.compute.get("/os-hosts", params={"zone": "az1"}, headers=at("2.42"))
+    assert listed.json()["hosts"] == [{"host_name": "host1", "service": "compute",
+                                       "zone": "az1"}]
     rows = [r["resource"] for r in
             cloud.compute.get("/os-hosts/host1", headers=at("2.1")).json()["host"]]
     assert rows[0] == {"host": "host1", "project": "(total)", "cpu": 16, "memory_mb": 32768,

@@ -37,7 +37,7 @@ from stowage.compute.api.common import (
     read_body,
     validate_body,
 )
-from stowage.compute.api.services import sync_status_trait, zone_of
+from stowage.compute.api.services import in_zones, sync_status_trait, zone_of
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
 from stowage.web.routing import Route
@@ -72,6 +72,7 @@ def list_hosts(req: Request) -> Response:
     zone = query_param(req, "zone")
     with req.app.cell_db.read() as conn:
         found = svc.list_services(conn)
+    found = in_zones(req, found)  # the hosts' aggregates' zones (API database)
     hosts = [{"host_name": s.host, "service": s.topic, "zone": zone_of(req, s)}
              for s in found if not s.disabled and s.binary not in _API_BINARIES]
     if zone:
