@@ -138,7 +138,12 @@ def assert_error_holds_nothing(cloud: Cloud, where: dict[str, tuple[str, str | N
         if status == "ERROR":
             assert host is None and sv.held(cloud, server_id) == {}
             fault = sv.server(cloud, server_id)["fault"]
-            assert fault["message"].startswith("Exceeded maximum number of retries")
+            # Refused by the late check on every host it tried; or, when another
+            # member's retry took the last free host before this one's first
+            # schedule had claimed (threads run at the machine's pace), refused by
+            # the scheduler itself.
+            assert fault["message"].startswith(("Exceeded maximum number of retries",
+                                                "No valid host was found"))
 
 
 # --- the late check itself ------------------------------------------------------------
