@@ -143,15 +143,21 @@ def _app(db_url: str) -> Iterator[tuple[str, Any, _Listener]]:
 
     from stowage import config
     from stowage.cli import build_asgi, plane_of
+    from stowage.compute.cells import bootstrap
     from stowage.db import Database, schema
 
     quiet = config.ComputeSettings(sim_hosts=3, report_interval=3600.0,
                                    update_resources_interval=3600.0)
     db = Database(db_url)
     schema.upgrade(db)
+    cells = bootstrap(db)
     listener = _Listener()
-    listener.attach(db.engine)
-    app = build_asgi(config.Settings(database=db_url, compute=quiet), db, at_root=False)
+    # The API database's statements and those of every cell's own database.
+    for engine in {id(d.engine): d.engine for d in [db, *(c for _, c in cells.databases())]
+                   }.values():
+        listener.attach(engine)
+    app = build_asgi(config.Settings(database=db_url, compute=quiet), db, at_root=False,
+                     cells=cells)
     with contextlib.closing(_socket()) as sock:
         port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
@@ -167,6 +173,7 @@ def _app(db_url: str) -> Iterator[tuple[str, Any, _Listener]]:
         server.should_exit = True
         thread.join(timeout=10)
         plane.stop()
+        cells.dispose()
         db.dispose()
 
 

@@ -110,9 +110,14 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool,
                          f"choose from {', '.join(ALL_SERVICES)}")
     apps = {name: builders[name](settings, db) for name in settings.services}
     if "compute" in apps:
-        from stowage.compute.cells import Cells
+        from stowage.compute.cells import Cells, bootstrap
 
-        cells = cells if cells is not None else Cells(db)
+        if cells is None:
+            # An embedder (a benchmark, a test) that upgraded the schema only: its
+            # database gets its cell1 here, as `serve` would have made it.
+            cells = Cells(db)
+            if not cells.all():
+                cells = bootstrap(db, settings.compute.cell1_database)
         apps["compute"].state.cells = cells
         apps["compute"].state.plane = _control_plane(settings, db, apps.get("placement"),
                                                      apps.get("network"), cells)

@@ -240,6 +240,11 @@ def check_host(conn: Connection, instance_uuid: str, host: str, api_db: Database
     anti-affinity sees the other members on the host and those with a move
     in progress from or to it; affinity sees the hosts the other members run on.
     """
+    with api_db.using(conn) as api:
+        # Most servers are in no group: they need no write transaction of the API's.
+        if api.execute(sa.select(_M.c.group_id).where(
+                _M.c.instance_uuid == instance_uuid)).first() is None:
+            return
     with api_db.using(conn, write=True) as api:
         group = _lock_group_of(api, instance_uuid)
         if group is None:
