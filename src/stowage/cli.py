@@ -303,8 +303,7 @@ def _cells(settings: config.Settings, db: Database) -> Cells:
 
     cells = bootstrap(db, settings.compute.cell1_database)
     for cell in cells.all():
-        where = ("the API database" if cell.database_connection == "@api"
-                 else cells.database(cell).engine.url.render_as_string(hide_password=True))
+        where = cells.location(cell) or "the API database"
         print(f"stowage: {cell.name} keeps its records in {where}", file=sys.stderr, flush=True)
     return cells
 

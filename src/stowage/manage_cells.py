@@ -43,12 +43,6 @@ def run(args: argparse.Namespace, settings: config.Settings, db: Database) -> in
     return _discover(cells, args.verbose)
 
 
-def _where(cells: cell_records.Cells, cell: cell_records.CellMapping) -> str:
-    if cell.database_connection == cell_records.SAME_DATABASE:
-        return "(the API database)"
-    return cells.database(cell).engine.url.render_as_string(hide_password=True)
-
-
 def _list(cells: cell_records.Cells) -> int:
     found = cells.reload()
     with cells.api.read() as conn:
@@ -59,7 +53,7 @@ def _list(cells: cell_records.Cells) -> int:
     print(f"{'Name':<12} {'UUID':<36} {'Hosts':>5}  {'Disabled':<8} Database")
     for cell in found:
         print(f"{cell.name:<12} {cell.uuid:<36} {hosts.get(cell.id, 0):>5}  "
-              f"{str(cell.disabled):<8} {_where(cells, cell)}")
+              f"{str(cell.disabled):<8} {cells.location(cell) or '(the API database)'}")
     return 0
 
 

@@ -85,14 +85,6 @@ class Cells:
             self._cells = found
         return list(found)
 
-    def named(self, name: str) -> CellMapping:
-        """By name or uuid; NotFound when no cell is so called."""
-        for attempt in (self.all, self.reload):
-            for cell in attempt():
-                if name in (cell.name, cell.uuid):
-                    return cell
-        raise NotFound(f"Cell {name} could not be found.")
-
     def by_id(self, cell_id: int) -> CellMapping:
         for attempt in (self.all, self.reload):
             for cell in attempt():
@@ -125,6 +117,12 @@ class Cells:
                 self._handles[cell.uuid] = handle
         return handle
 
+    def location(self, cell: CellMapping) -> str | None:
+        """Where the cell keeps its records, password masked; None: the API database."""
+        if cell.database_connection == SAME_DATABASE:
+            return None
+        return self.database(cell).engine.url.render_as_string(hide_password=True)
+
     def databases(self) -> list[tuple[CellMapping, Database]]:
         return [(cell, self.database(cell)) for cell in self.all()]
 
@@ -156,10 +154,6 @@ class Cells:
     def db_of_instance(self, instance_uuid: str) -> Database:
         return self.database(self.of_instance(instance_uuid))
 
-    def db_of_host(self, host: str) -> Database:
-        """The database of the host's cell (the default cell for a host not mapped yet)."""
-        return self.database(self.of_host(host) or self.default())
-
 
 def map_host(conn: Connection, host: str, cell: CellMapping) -> bool:
     """Map `host` to `cell`; False when it already was (to it). A host mapped to another
@@ -178,10 +172,6 @@ def map_instance(conn: Connection, instance_uuid: str, cell: CellMapping, projec
     conn.execute(_IM.insert().values(instance_uuid=instance_uuid, cell_id=cell.id,
                                      project_id=project_id, user_id=user_id,
                                      created_at=utcnow()))
-
-
-def unmap_instance(conn: Connection, instance_uuid: str) -> None:
-    conn.execute(_IM.delete().where(_IM.c.instance_uuid == instance_uuid))
 
 
 def create_cell(conn: Connection, name: str, database_connection: str) -> CellMapping:

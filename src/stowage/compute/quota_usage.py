@@ -37,6 +37,7 @@ from sqlalchemy.engine import Connection
 from stowage.compute import resources, states
 from stowage.compute import tables as t
 from stowage.compute.migrations import FINAL_STATUSES
+from stowage.compute.server_groups import live_instances
 from stowage.placement.client import PlacementClient
 
 __all__ = ["Usage", "KeypairCounter", "PLACEMENT_CLASSES", "count", "instances",
@@ -78,10 +79,6 @@ def server_groups(conn: Connection, project_id: str, user_id: str | None = None)
     return int(conn.execute(query).scalar() or 0)
 
 
-# Members counted per statement (a bounded IN list on every database).
-_MEMBERS_CHUNK = 500
-
-
 def group_member_uuids(api: Connection, group_uuid: str) -> list[str]:
     """The group's members (the API database's), live or not."""
     # SELECT m.instance_uuid FROM server_group_members m
@@ -94,14 +91,7 @@ def group_member_uuids(api: Connection, group_uuid: str) -> list[str]:
 def members_of_user(cell: Connection, members: list[str], user_id: str) -> int:
     """Of the group's `members`, the live ones `user_id` owns (Nova's members-by-user
     count), read in their cell."""
-    counted = 0
-    for start in range(0, len(members), _MEMBERS_CHUNK):
-        # SELECT COUNT(*) FROM instances WHERE uuid IN (:members) AND deleted = 0
-        #   AND user_id = :user
-        counted += int(cell.execute(sa.select(sa.func.count()).select_from(_I).where(
-            _I.c.uuid.in_(members[start:start + _MEMBERS_CHUNK]), _I.c.deleted == 0,
-            _I.c.user_id == user_id)).scalar() or 0)
-    return counted
+    return len(live_instances(cell, members, user_id=user_id))
 
 
 def _as_quota(by_class: Mapping[str, int]) -> Usage:

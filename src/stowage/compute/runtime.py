@@ -39,7 +39,7 @@ from stowage.compute.hosts import SIM_BRIDGE, HostConfig, load_hosts_file, sim_h
 from stowage.compute.scheduler.manager import Scheduler
 from stowage.config import ComputeSettings
 from stowage.db import Database
-from stowage.db.engine import API, CELL
+from stowage.db.engine import sides
 from stowage.messaging import Transport
 from stowage.messaging.local import LocalTransport
 from stowage.network.client import NetworkClient
@@ -80,8 +80,7 @@ class ControlPlane:
         self.settings = settings
         # The API database and the cell's (`db` itself when one database holds both):
         # compute/cells.py.
-        self.db = (cell_db or db).view(CELL)
-        self.api_db = db.view(API)
+        self.api_db, self.db = sides(db, cell_db)
         # The deployment's cells (None: `db` is the only database, as in unit tests):
         # each host this plane starts is mapped to the cell it runs in.
         self.cells = cells

@@ -40,8 +40,8 @@ from stowage.errors import NotFound
 from stowage.timeutil import utcnow
 
 __all__ = ["ServerGroup", "POLICIES", "HARD_POLICIES", "create", "get", "list_groups",
-           "delete", "add_member", "remove_member", "members", "group_of_instance",
-           "group_uuids_of",
+           "live_instances", "delete", "add_member", "remove_member", "members",
+           "group_of_instance", "group_uuids_of",
            "member_hosts", "max_server_per_host", "PolicyViolated", "check_host",
            "ANTI_AFFINITY_VIOLATED", "AFFINITY_VIOLATED"]
 
@@ -95,16 +95,20 @@ def _from_row(row: Any, member_uuids: list[str]) -> ServerGroup:
 _CHUNK = 500
 
 
-def _live(cell: Connection, uuids: Sequence[str], host: str | None = None) -> dict[str, str]:
-    """Of `uuids`, the live instances (on `host` when given): uuid -> host ('' for none)."""
+def live_instances(cell: Connection, uuids: Sequence[str], host: str | None = None,
+                   user_id: str | None = None) -> dict[str, str]:
+    """Of `uuids` (a group's members, from the API database), the live instances in
+    `cell` (on `host`, of `user_id`, when given): uuid -> host ('' for none)."""
     found: dict[str, str] = {}
     for start in range(0, len(uuids), _CHUNK):
         # SELECT uuid, host FROM instances WHERE uuid IN (:uuids) AND deleted = 0
-        #   [AND host = :host]
+        #   [AND host = :host] [AND user_id = :user_id]
         query = sa.select(_I.c.uuid, _I.c.host).where(
             _I.c.uuid.in_(uuids[start:start + _CHUNK]), _I.c.deleted == 0)
         if host is not None:
             query = query.where(_I.c.host == host)
+        if user_id is not None:
+            query = query.where(_I.c.user_id == user_id)
         found.update((str(u), str(h or "")) for u, h in cell.execute(query))
     return found
 
@@ -119,7 +123,7 @@ def _live_members(conn: Connection, group_ids: list[int], cell_db: Database | No
     rows = conn.execute(sa.select(_M.c.group_id, _M.c.instance_uuid)
                         .where(_M.c.group_id.in_(group_ids)).order_by(_M.c.id)).all()
     with side(cell_db, conn) as cell:
-        live = _live(cell, [str(row.instance_uuid) for row in rows])
+        live = live_instances(cell, [str(row.instance_uuid) for row in rows])
     found: dict[int, list[str]] = {gid: [] for gid in group_ids}
     for row in rows:
         if row.instance_uuid in live:
@@ -227,7 +231,7 @@ def member_hosts(conn: Connection, group_uuid: str, cell_db: Database | None = N
         sa.select(_M.c.instance_uuid).select_from(_G.join(_M, _M.c.group_id == _G.c.id))
         .where(_G.c.uuid == group_uuid)).scalars()]
     with side(cell_db, conn) as cell:
-        return {uuid: host for uuid, host in _live(cell, uuids).items() if host}
+        return {uuid: host for uuid, host in live_instances(cell, uuids).items() if host}
 
 
 def check_host(conn: Connection, instance_uuid: str, host: str, api_db: Database) -> None:
@@ -255,7 +259,7 @@ def check_host(conn: Connection, instance_uuid: str, host: str, api_db: Database
         if len(_members_on_host(conn, others, host)) >= max_server_per_host(group):
             raise PolicyViolated(ANTI_AFFINITY_VIOLATED)
     elif group.policy == "affinity":
-        hosts = {h for h in _live(conn, others).values() if h}
+        hosts = {h for h in live_instances(conn, others).values() if h}
         if hosts and host not in hosts:
             raise PolicyViolated(AFFINITY_VIOLATED)
 
@@ -276,7 +280,7 @@ def _lock_group_of(conn: Connection, instance_uuid: str) -> ServerGroup | None:
 def _members_on_host(cell: Connection, members: Sequence[str], host: str) -> set[str]:
     """Of `members`, the live ones running on `host`, or moving from or to it (a
     migration not yet final)."""
-    found = set(_live(cell, members, host))
+    found = set(live_instances(cell, members, host))
     for start in range(0, len(members), _CHUNK):
         # SELECT mg.instance_uuid FROM migrations mg JOIN instances i ON i.uuid = mg.instance_uuid
         #  WHERE mg.instance_uuid IN (:members) AND i.deleted = 0

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
-__all__ = ["Database", "create_engine", "API", "CELL", "side", "LockOrderViolation"]
+__all__ = ["Database", "create_engine", "API", "CELL", "side", "sides", "LockOrderViolation"]
 
 _WRITE = "stowage_write"
 # The execution option that names which database a connection was opened for.
@@ -204,3 +204,9 @@ def side(db: Database | None, conn: Connection) -> AbstractContextManager[Connec
     """`db.using(conn)`, or `conn` itself when no `db` is given (one database for both
     sides, as callers that predate cells and unit tests pass)."""
     return nullcontext(conn) if db is None else db.using(conn)
+
+
+def sides(db: Database, cell_db: Database | None = None) -> tuple[Database, Database]:
+    """(API handle, cell handle) of a worker: the cell's own database when it has one
+    (`cell_db`), else `db`, which then holds both."""
+    return db.view(API), (cell_db or db).view(CELL)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import traceback
 from collections.abc import Callable, Collection
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from sqlalchemy import event
@@ -32,13 +33,13 @@ class RoleViolation(AssertionError):
     """A statement crossed from one database's tables into the other's."""
 
 
-def crossing(statement: str, role: str | None, cell_tables: Collection[str],
-             api_tables: Collection[str]) -> set[str]:
+def crossing(statement: str, role: str | None, cell_tables: AbstractSet[str],
+             api_tables: AbstractSet[str]) -> set[str]:
     """The tables `statement` names that a connection of `role` must not touch."""
     if role not in (API, CELL):
         return set()
-    named = set(_TABLE.findall(statement))
-    return named & set(api_tables if role == CELL else cell_tables)
+    named: set[str] = set(_TABLE.findall(statement))
+    return named & (api_tables if role == CELL else cell_tables)
 
 
 def enforce(engine: Engine, cell_tables: Collection[str], api_tables: Collection[str], *,

@@ -51,7 +51,7 @@ from stowage.compute.hosts import HostConfig
 from stowage.compute.resources import pci_requests
 from stowage.config import ComputeSettings
 from stowage.db import Database
-from stowage.db.engine import API, CELL
+from stowage.db.engine import sides
 from stowage.errors import NotFound
 from stowage.placement.client import PlacementClient
 
@@ -73,10 +73,9 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
                  cell_db: Database | None = None) -> None:
         self.host = host
         self.settings = settings
-        # The host's cell's database (`db` itself when one database holds both).
-        self.db = (cell_db or db).view(CELL)
-        # The API database: flavors, request specs, server groups (the late group check).
-        self.api_db = db.view(API)
+        # The API database (flavors, request specs, server groups: the late group check)
+        # and the host's cell's.
+        self.api_db, self.db = sides(db, cell_db)
         self.placement = placement
         self.driver: Driver = (driver if driver is not None else
                                SimulatedDriver(host.name, store=GuestStore(self.db, host.name)))

@@ -311,15 +311,17 @@ def forget_instance(conn: Connection, api_db: Database, instance_uuid: str) -> N
     conn.execute(t.instance_ports.delete().where(
         t.instance_ports.c.instance_uuid == instance_uuid))
     with api_db.using(conn, write=True) as api:
-        api.execute(t.request_specs.delete().where(
-            t.request_specs.c.instance_uuid == instance_uuid))
-        server_groups.remove_member(api, instance_uuid)
+        _forget_spec_and_membership(api, instance_uuid)
 
 
 def forget_api_records(conn: Connection, instance_uuid: str) -> None:
     """A server that was never written to its cell: its mapping, request spec and group
     membership go (`conn`: the API database)."""
-    conn.execute(t.request_specs.delete().where(t.request_specs.c.instance_uuid == instance_uuid))
     conn.execute(t.instance_mappings.delete().where(
         t.instance_mappings.c.instance_uuid == instance_uuid))
-    server_groups.remove_member(conn, instance_uuid)
+    _forget_spec_and_membership(conn, instance_uuid)
+
+
+def _forget_spec_and_membership(api: Connection, instance_uuid: str) -> None:
+    api.execute(t.request_specs.delete().where(t.request_specs.c.instance_uuid == instance_uuid))
+    server_groups.remove_member(api, instance_uuid)

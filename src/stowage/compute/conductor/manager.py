@@ -79,7 +79,7 @@ from stowage.compute.rpc import AgentAPI, ConductorAPI, SchedulerAPI
 from stowage.config import ComputeSettings
 from stowage.context import new_request_id
 from stowage.db import Database
-from stowage.db.engine import API, CELL
+from stowage.db.engine import sides
 from stowage.errors import NotFound
 from stowage.messaging import Transport
 from stowage.network.client import NetworkClient
@@ -119,10 +119,9 @@ class Conductor:
                  transport: Transport, network: NetworkClient | None = None, *,
                  cell_db: Database | None = None) -> None:
         self.settings = settings
-        # The cell's database (`db` itself when one database holds both).
-        self.db = (cell_db or db).view(CELL)
-        # Request specs, flavors, groups, quotas and aggregates: the API database.
-        self.api_db = db.view(API)
+        # The API database (request specs, flavors, groups, quotas, aggregates) and the
+        # cell's.
+        self.api_db, self.db = sides(db, cell_db)
         self.placement = placement
         self.network = network
         self.agents = AgentAPI(transport)

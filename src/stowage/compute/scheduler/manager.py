@@ -64,7 +64,7 @@ from stowage.compute.scheduler.request import (
 from stowage.compute.scheduler.weighers import WeighedHost, Weigher, weigh, weighers_for
 from stowage.config import ComputeSettings
 from stowage.db import Database
-from stowage.db.engine import API, CELL
+from stowage.db.engine import sides
 from stowage.errors import NotFound
 from stowage.placement.client import MICROVERSION, Holding, PlacementConflict
 from stowage.timeutil import utcnow
@@ -106,8 +106,7 @@ class Scheduler:
         self.settings = settings
         # Aggregates, server groups and request specs live in the API database (unit
         # tests that never read give no database).
-        self.db = (cell_db or db).view(CELL) if db is not None else db
-        self.api_db = db.view(API) if db is not None else db
+        self.api_db, self.db = sides(db, cell_db) if db is not None else (db, db)
         self.placement = placement
         # None: the stack of `settings.enabled_filters`, read per request (checked now,
         # so that an unknown name stops the service from starting).
