@@ -110,14 +110,14 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool,
                          f"choose from {', '.join(ALL_SERVICES)}")
     apps = {name: builders[name](settings, db) for name in settings.services}
     if "compute" in apps:
-        from stowage.compute.cells import Cells, bootstrap
+        from stowage.compute.cells import Cells, bootstrap_with
 
         if cells is None:
             # An embedder (a benchmark, a test) that upgraded the schema only: its
             # database gets its cell1 here, as `serve` would have made it.
             cells = Cells(db)
             if not cells.all():
-                cells = bootstrap(db, settings.compute.cell1_database)
+                cells = bootstrap_with(db, settings.compute)
         apps["compute"].state.cells = cells
         apps["compute"].state.plane = _control_plane(settings, db, apps.get("placement"),
                                                      apps.get("network"), cells)
@@ -299,9 +299,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _cells(settings: config.Settings, db: Database) -> Cells:
     """The deployment's cells: cell1 made on a fresh database, each cell's schema at head."""
-    from stowage.compute.cells import bootstrap
+    from stowage.compute.cells import bootstrap_with
 
-    cells = bootstrap(db, settings.compute.cell1_database)
+    cells = bootstrap_with(db, settings.compute)
     for cell in cells.all():
         where = cells.location(cell) or "the API database"
         print(f"stowage: {cell.name} keeps its records in {where}", file=sys.stderr, flush=True)

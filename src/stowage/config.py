@@ -112,6 +112,9 @@ class ComputeSettings:
     # database URL. "" (the default) is "beside" for a SQLite API database in a file,
     # else "@api". Read once, when the service first starts on an empty API database.
     cell1_database: str = ""
+    # Where cell0 (servers that could not be scheduled) keeps its records, with the
+    # same values as cell1_database (default: stowage_cell0.db beside a SQLite file).
+    cell0_database: str = ""
     # `[upgrade_levels] compute`: the compute RPC version the conductor may send, "auto"
     # or e.g. "5.1" (see compute/upgrade.py).
     upgrade_levels_compute: str = "auto"

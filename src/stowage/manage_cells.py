@@ -1,10 +1,14 @@
-"""`stowage manage cell list|discover-hosts`: the operator's view of the cells.
+"""`stowage manage cell create|delete|list|discover-hosts`: the operator's cells.
 
-Both bootstrap the deployment's cells first (as `stowage serve` does), so they
-run before the service ever started too. `list` prints one line per cell
-(Nova's `nova-manage cell_v2 list_cells`, passwords masked); `discover-hosts`
-maps every compute host a cell's database knows and no host mapping names yet
-(Nova's `discover_hosts`), printing each one it maps.
+Each bootstraps the deployment's cells first (as `stowage serve` does), so
+they run before the service ever started too. `create --name N --database URL`
+adds a cell whose records live in that database (its schema brought to head;
+"@api" is the API database itself), as Nova's `cell_v2 create_cell`; running
+services learn of it when a request first names it. `delete --name N` removes
+a cell that holds no server (`--force` also unmaps its hosts), as
+`delete_cell`. `list` prints one line per cell (`list_cells`, passwords
+masked); `discover-hosts` maps every compute host a cell's database knows
+and no host mapping names yet (`discover_hosts`), printing each one it maps.
 """
 
 from __future__ import annotations
@@ -19,13 +23,13 @@ from stowage.compute import cells as cell_records
 from stowage.compute import services
 from stowage.compute import tables as t
 from stowage.db import Database, schema
-from stowage.errors import Conflict
+from stowage.errors import Conflict, NotFound
 
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(manage_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    cell = manage_sub.add_parser("cell", help="cells: list them, map their hosts")
+    cell = manage_sub.add_parser("cell", help="cells: create, delete, list, map their hosts")
     actions = cell.add_subparsers(dest="action", required=True)
     listing = actions.add_parser("list", help="one line per cell: name, uuid, database")
     discover = actions.add_parser("discover-hosts",
@@ -33,14 +37,67 @@ def add_parser(manage_sub: argparse._SubParsersAction) -> None:  # type: ignore[
     discover.add_argument("--verbose", action="store_true", help="also name hosts already mapped")
     for sub in (listing, discover):
         sub.add_argument("--database", help="SQLAlchemy URL of the API database")
+    create = actions.add_parser("create", help="add a cell keeping its records in a database")
+    create.add_argument("--name", required=True, help="the cell's name, e.g. cell2")
+    create.add_argument("--database", dest="cell_database", required=True,
+                        help="SQLAlchemy URL of the cell's database (\"@api\": the API's)")
+    delete = actions.add_parser("delete", help="remove a cell that holds no server")
+    delete.add_argument("--name", required=True)
+    delete.add_argument("--force", action="store_true",
+                        help="also unmap the hosts still mapped to it")
+    for sub in (create, delete):
+        sub.add_argument("--api-database", dest="database",
+                         help="SQLAlchemy URL of the API database")
 
 
 def run(args: argparse.Namespace, settings: config.Settings, db: Database) -> int:
     schema.upgrade(db)
-    cells = cell_records.bootstrap(db, settings.compute.cell1_database)
+    cells = cell_records.bootstrap_with(db, settings.compute)
     if args.action == "list":
         return _list(cells)
+    if args.action == "create":
+        return _create(cells, args.name, args.cell_database)
+    if args.action == "delete":
+        return _delete(cells, args.name, args.force)
     return _discover(cells, args.verbose)
+
+
+def _create(cells: cell_records.Cells, name: str, url: str) -> int:
+    if url != cell_records.SAME_DATABASE:
+        try:
+            target = Database(url)
+        except Exception as exc:  # a URL SQLAlchemy cannot use
+            print(f"stowage: cannot use {url!r} as a database URL: {exc}", file=sys.stderr)
+            return 2
+        print(f"stowage: bringing the schema of {name}'s database to head ...",
+              file=sys.stderr, flush=True)
+        try:
+            schema.upgrade(target)
+        except Exception as exc:
+            print(f"stowage: cannot reach {name}'s database: {exc}; create it first and "
+                  "check the URL", file=sys.stderr)
+            return 1
+        finally:
+            target.dispose()
+    try:
+        with cells.api.write() as conn:
+            cell = cell_records.create_cell(conn, name, url)
+    except Conflict as exc:
+        print(f"stowage: {exc}", file=sys.stderr)
+        return 1
+    print(cell.uuid)
+    return 0
+
+
+def _delete(cells: cell_records.Cells, name: str, force: bool) -> int:
+    try:
+        with cells.api.write() as conn:
+            cell_records.delete_cell(conn, name, force)
+    except (Conflict, NotFound) as exc:
+        print(f"stowage: {exc}", file=sys.stderr)
+        return 1
+    print(f"stowage: cell {name} deleted", file=sys.stderr)
+    return 0
 
 
 def _list(cells: cell_records.Cells) -> int:
@@ -59,7 +116,8 @@ def _list(cells: cell_records.Cells) -> int:
 
 def _discover(cells: cell_records.Cells, verbose: bool) -> int:
     mapped = failed = 0
-    for cell, cell_db in cells.databases():
+    for cell in cells.compute_cells():
+        cell_db = cells.database(cell)
         print(f"stowage: looking for hosts in {cell.name} ...", file=sys.stderr, flush=True)
         with cell_db.read() as conn:
             found = sorted({s.host for s in services.list_services(

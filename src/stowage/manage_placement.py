@@ -17,7 +17,7 @@ from typing import TextIO
 from stowage import config
 from stowage.compute import heal
 from stowage.compute.audit import audit, delete_orphans
-from stowage.compute.cells import bootstrap
+from stowage.compute.cells import bootstrap_with
 from stowage.compute.heal import Verdict as V
 from stowage.db import Database, schema
 from stowage.network.client import NetworkClient
@@ -57,14 +57,16 @@ def run(args: argparse.Namespace, settings: config.Settings, db: Database) -> in
     schema.upgrade(db)
     client = PlacementClient.local(build_app(settings, db))
     # Servers and hosts are the cell's records (docs/cells.md).
-    cells = bootstrap(db, settings.compute.cell1_database)
-    cell_db = cells.database(cells.default())
+    cells = bootstrap_with(db, settings.compute)
+    cell_dbs = [cell_db for _, cell_db in cells.distinct()]
     if args.action == "heal-allocations":
-        return _heal(args, cell_db, client, _network(settings, db))
-    return _audit(args, cell_db, client)
+        return _heal(args, cell_dbs, client, _network(settings, db))
+    return _audit(args, cell_dbs, client)
 
 
-def _audit(args: argparse.Namespace, db: Database, client: PlacementClient) -> int:
+def _audit(args: argparse.Namespace, db: list[Database], client: PlacementClient) -> int:
+    """Every cell's servers and migrations against Placement (a server of a cell left
+    out would make its allocations look orphaned)."""
     if args.delete:
         print("stowage: deleting allocations nobody owns ...", file=sys.stderr, flush=True)
         for consumer, why in delete_orphans(db, client).items():
@@ -107,7 +109,7 @@ def _network(settings: config.Settings, db: Database) -> NetworkClient | None:
     return None
 
 
-def _heal(args: argparse.Namespace, db: Database, client: PlacementClient,
+def _heal(args: argparse.Namespace, db: list[Database], client: PlacementClient,
           network: NetworkClient | None = None) -> int:
     problem = _bad_input(args)
     if problem:

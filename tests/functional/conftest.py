@@ -60,6 +60,11 @@ class LiveServer:
         assert self.cells is not None
         return self.cells.database(self.cells.default())
 
+    def cell_dbs(self) -> list[Database]:
+        """Every cell's database once."""
+        assert self.cells is not None
+        return [db for _, db in self.cells.distinct()]
+
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
@@ -101,7 +106,7 @@ def start_server(settings: config.Settings, at_root: bool = True) -> LiveServer:
     found = None
     if "compute" in settings.services:
         # cell1 where the settings say (docs/cells.md): the API database by default.
-        found = cells.bootstrap(db, settings.compute.cell1_database)
+        found = cells.bootstrap_with(db, settings.compute)
         for _, cell_db in found.databases():
             if cell_db.engine is not db.engine:
                 check_roles(cell_db)

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from stowage.compute import tables as compute_tables
 from stowage.compute.audit import audit
 from stowage.compute.hosts import HostConfig
+from stowage.db import Database
 from stowage.placement.client import PlacementClient
 from stowage.timeutil import utcnow
 from tests.functional.conftest import Cloud
@@ -35,6 +36,21 @@ def flavor(cloud: Cloud, name: str, vcpus: int, ram: int, disk: int,
                                   json={"extra_specs": extra_specs})
         assert resp.status_code == 200, resp.text
     return flavorid
+
+
+def flavor_id(cloud: Cloud, name: str) -> str:
+    """The id of the flavor named `name`."""
+    return str(next(f["id"] for f in cloud.compute.get("/flavors").json()["flavors"]
+                    if f["name"] == name))
+
+
+def count_rows(db: Database, table: sa.Table, **where: object) -> int:
+    """Rows of `table` in `db`, whichever side it is for (read without a role)."""
+    with db.view(None).read() as conn:
+        query = sa.select(sa.func.count()).select_from(table)
+        for column, value in where.items():
+            query = query.where(table.c[column] == value)
+        return int(conn.execute(query).scalar_one())
 
 
 def image(cloud: Cloud, name: str = "cirros", visibility: str | None = None,
@@ -124,7 +140,7 @@ EMPTY = {"VCPU": 0, "MEMORY_MB": 0, "DISK_GB": 0}
 def assert_invariants(cloud: Cloud) -> None:
     client = PlacementClient.over_http(f"{cloud.live.url}/placement")
     try:
-        problems = audit(cloud.live.cell_db, client)
+        problems = audit(cloud.live.cell_dbs(), client)
     finally:
         client.close()
     assert problems == []

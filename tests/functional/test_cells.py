@@ -28,8 +28,10 @@ from tests.functional.servers import (
     action,
     assert_invariants,
     boot,
+    count_rows,
     flavor,
     flavor_amounts,
+    flavor_id,
     held,
     image,
     migrations_of,
@@ -59,28 +61,14 @@ def two_hosts(cloud: Cloud) -> dict[str, str]:
     return nodes
 
 
-def _count(db: Database, table: sa.Table, **where: object) -> int:
-    """Rows of `table` in `db`, whichever side it is for (read without a role)."""
-    with db.view(None).read() as conn:
-        query = sa.select(sa.func.count()).select_from(table)
-        for column, value in where.items():
-            query = query.where(table.c[column] == value)
-        return int(conn.execute(query).scalar_one())
-
-
-def _flavor_id(cloud: Cloud, name: str) -> str:
-    return str(next(f["id"] for f in cloud.compute.get("/flavors").json()["flavors"]
-                    if f["name"] == name))
-
-
 def _boot(cloud: Cloud) -> str:
-    server_id = boot(cloud, "vm", _flavor_id(cloud, "small"), image(cloud))
+    server_id = boot(cloud, "vm", flavor_id(cloud, "small"), image(cloud))
     assert server(cloud, server_id)["status"] == "ACTIVE"
     return server_id
 
 
 def test_cell1_has_a_database_of_its_own(cloud: Cloud) -> None:
-    [cell] = cloud.live.cells.all()  # type: ignore[union-attr]
+    cell = cloud.live.cells.default()  # type: ignore[union-attr]
     assert cell.name == CELL1 and cell.database_connection != SAME_DATABASE
     assert cloud.live.cell_db.engine.url != cloud.live.db.engine.url
 
@@ -90,19 +78,19 @@ def test_a_server_lives_in_its_cell_and_is_mapped_in_the_api_database(
     server_id = _boot(cloud)
     api, cell = cloud.live.db, cloud.live.cell_db
     # The cell side: the server, its action, its host's service and node, the journal.
-    assert _count(cell, t.instances, uuid=server_id) == 1
-    assert _count(cell, t.instance_actions, instance_uuid=server_id) == 1
-    assert _count(cell, t.services, host="host1", binary="nova-compute") == 1
-    assert _count(cell, t.operation_steps, instance_uuid=server_id) > 0
+    assert count_rows(cell, t.instances, uuid=server_id) == 1
+    assert count_rows(cell, t.instance_actions, instance_uuid=server_id) == 1
+    assert count_rows(cell, t.services, host="host1", binary="nova-compute") == 1
+    assert count_rows(cell, t.operation_steps, instance_uuid=server_id) > 0
     # The API side: its request spec and mapping, the hosts' mappings; no cell records.
-    assert _count(api, t.request_specs, instance_uuid=server_id) == 1
-    assert _count(api, t.instance_mappings, instance_uuid=server_id) == 1
-    assert _count(api, t.host_mappings) == 2
+    assert count_rows(api, t.request_specs, instance_uuid=server_id) == 1
+    assert count_rows(api, t.instance_mappings, instance_uuid=server_id) == 1
+    assert count_rows(api, t.host_mappings) == 2
     for table in (t.instances, t.services, t.compute_nodes, t.operation_steps,
                   t.instance_actions):
-        assert _count(api, table) == 0, table.name
+        assert count_rows(api, table) == 0, table.name
     for table in (t.request_specs, t.instance_mappings, t.host_mappings, t.flavors):
-        assert _count(cell, table) == 0, table.name
+        assert count_rows(cell, table) == 0, table.name
     view = server(cloud, server_id)
     assert (view["status"], view["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", "host1")
     assert [s["id"] for s in cloud.compute.get("/servers").json()["servers"]] == [server_id]
@@ -113,7 +101,7 @@ def test_resize_confirm_and_revert_across_the_two_databases(
         cloud: Cloud, two_hosts: dict[str, str]) -> None:
     first, second = _boot(cloud), _boot(cloud)
     for server_id in (first, second):
-        action(cloud, server_id, {"resize": {"flavorRef": _flavor_id(cloud, "large")}})
+        action(cloud, server_id, {"resize": {"flavorRef": flavor_id(cloud, "large")}})
         assert server(cloud, server_id)["status"] == "VERIFY_RESIZE"
         [mig] = migrations_of(cloud, server_id)
         assert held(cloud, str(mig["uuid"])) == {two_hosts[mig["source_compute"]]: SMALL}
@@ -125,7 +113,7 @@ def test_resize_confirm_and_revert_across_the_two_databases(
     assert server(cloud, second)["flavor"]["original_name"] == "small"
     assert [m["status"] for m in migrations_of(cloud, first)] == ["confirmed"]
     assert [m["status"] for m in migrations_of(cloud, second)] == ["reverted"]
-    assert _count(cloud.live.db, t.migrations) == 0
+    assert count_rows(cloud.live.db, t.migrations) == 0
     assert_invariants(cloud)
 
 
@@ -135,7 +123,7 @@ def test_group_policy_and_zones_read_from_both_sides(
     aggregate (API database) shows on the services and servers (cell database)."""
     group = cloud.compute.post("/os-server-groups", json={"server_group": {
         "name": "g", "policy": "anti-affinity"}}).json()["server_group"]["id"]
-    ids = [boot(cloud, f"vm{i}", _flavor_id(cloud, "small"), image(cloud),
+    ids = [boot(cloud, f"vm{i}", flavor_id(cloud, "small"), image(cloud),
                 hints={"group": group}) for i in range(2)]
     hosts = {server(cloud, i)["OS-EXT-SRV-ATTR:host"] for i in ids}
     assert hosts == {"host1", "host2"}
@@ -162,8 +150,8 @@ def test_delete_leaves_nothing_claimed_and_the_records_in_place(
     assert held(cloud, server_id) == {}
     # As Nova until an archive: the mapping and request spec stay with the soft-deleted
     # record (whose instance actions are still shown).
-    assert _count(cloud.live.db, t.instance_mappings, instance_uuid=server_id) == 1
-    assert _count(cloud.live.cell_db, t.instances, uuid=server_id) == 1
+    assert count_rows(cloud.live.db, t.instance_mappings, instance_uuid=server_id) == 1
+    assert count_rows(cloud.live.cell_db, t.instances, uuid=server_id) == 1
     actions = cloud.compute.get(f"/servers/{server_id}/os-instance-actions")
     assert actions.status_code == 200
     assert_invariants(cloud)
@@ -193,7 +181,7 @@ def test_a_servers_records_are_copied_hidden_and_purged(
         cloud: Cloud, two_hosts: dict[str, str], cell2: Database) -> None:
     server_id = _boot(cloud)
     assert cloud.compute.put(f"/servers/{server_id}/tags/blue").status_code == 201
-    action(cloud, server_id, {"resize": {"flavorRef": _flavor_id(cloud, "large")}})
+    action(cloud, server_id, {"resize": {"flavorRef": flavor_id(cloud, "large")}})
     action(cloud, server_id, {"confirmResize": None}, status=204)
     source = cloud.live.cell_db
     copied = cell_copy.copy_server(source, cell2, server_id)
@@ -205,6 +193,8 @@ def test_a_servers_records_are_copied_hidden_and_purged(
                                                                 server_id), table.name
     [original] = _rows(source, t.instances, "uuid", server_id)
     [copy] = _rows(cell2, t.instances, "uuid", server_id)
+    # The copy's updated_at says when it was made (cell_copy.hidden_before).
+    assert copy.pop("updated_at") >= original.pop("updated_at")
     assert copy == {**original, "hidden": True}
     # Each event hangs off the copy of its own action.
     events = sa.select(t.instance_actions.c.action, t.instance_action_events.c.event).join(
@@ -230,7 +220,7 @@ def test_a_servers_records_are_copied_hidden_and_purged(
     for table, column in ((t.instances, "uuid"), (t.instance_actions, "instance_uuid"),
                           (t.tags, "resource_id"), (t.migrations, "instance_uuid")):
         assert _rows(cell2, table, column, server_id) == [], table.name
-    assert _count(cell2, t.instance_action_events) == 0
+    assert count_rows(cell2, t.instance_action_events) == 0
     # The source is untouched, and a copy within one database is refused.
     assert server(cloud, server_id)["status"] == "ACTIVE"
     with pytest.raises(ValueError, match="one database"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from stowage.compute import cells, services
-from stowage.db import Database
+from stowage.db import Database, schema
 from tests.conftest import BACKENDS
 from tests.dbs import throwaway_database
 
@@ -26,14 +26,43 @@ def test_upgrade_makes_cell1_and_list_shows_it(backend: str) -> None:
         assert _stowage("manage", "db", "upgrade", "--database", url).returncode == 0
         result = _stowage("manage", "cell", "list", "--database", url)
         assert result.returncode == 0, result.stderr
-        header, row = result.stdout.splitlines()
+        header, *rows = result.stdout.splitlines()
         assert header.split()[:4] == ["Name", "UUID", "Hosts", "Disabled"]
-        name, _uuid, hosts, disabled, where = row.split(maxsplit=4)
-        assert (name, hosts, disabled) == ("cell1", "0", "False")
-        # SQLite: a file beside the API database's; the servers' databases: the API one.
-        expected = (url.replace(".db", "_cell1.db") if backend == "sqlite"
-                    else "(the API database)")
-        assert where == expected
+        for row, cell in zip(rows, ("cell0", "cell1"), strict=True):
+            name, _uuid, hosts, disabled, where = row.split(maxsplit=4)
+            assert (name, hosts, disabled) == (cell, "0", "False")
+            # SQLite: files beside the API database's; the servers' databases: the API one.
+            expected = (url.replace(".db", f"_{cell}.db") if backend == "sqlite"
+                        else "(the API database)")
+            assert where == expected
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_create_and_delete_a_cell(backend: str) -> None:
+    with throwaway_database(backend) as url, throwaway_database(backend) as cell_url:
+        created = _stowage("manage", "cell", "create", "--name", "cell2", "--database",
+                           cell_url, "--api-database", url)
+        assert created.returncode == 0, created.stderr
+        found = cells.Cells(Database(url))
+        try:
+            cell2 = found.by_name("cell2")
+            assert str(cell2.uuid) == created.stdout.strip()
+            assert schema.is_current(found.database(cell2))  # its schema made at head
+            again = _stowage("manage", "cell", "create", "--name", "cell2", "--database",
+                             cell_url, "--api-database", url)
+            assert again.returncode == 1 and "already exists" in again.stderr
+            with found.api.write() as conn:
+                cells.map_host(conn, "node-z", cell2)
+            refused = _stowage("manage", "cell", "delete", "--name", "cell2",
+                               "--api-database", url)
+            assert refused.returncode == 1 and "--force" in refused.stderr
+            forced = _stowage("manage", "cell", "delete", "--name", "cell2", "--force",
+                              "--api-database", url)
+            assert forced.returncode == 0, forced.stderr
+            assert [c.name for c in found.reload()] == ["cell0", "cell1"]
+            assert found.of_host("node-z") is None
+        finally:
+            found.dispose()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -25,7 +25,7 @@ a decision (`heal-allocations`, or an operator) and are only reported.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -35,7 +35,7 @@ from stowage.compute import tables as t
 from stowage.db import Database
 from stowage.placement.client import PlacementClient
 
-__all__ = ["audit", "orphans", "delete_orphans"]
+__all__ = ["audit", "orphans", "delete_orphans", "node_uuids", "Dbs", "live_instances"]
 
 # States in which a server holds exactly its flavor on its host (a paused, suspended or
 # soft-deleted one keeps it until it is deleted).
@@ -64,21 +64,32 @@ def _over_capacity(placement: PlacementClient, rp: Mapping[str, Any]) -> list[st
     return problems
 
 
-def _node_uuids(db: Database) -> dict[str, str]:
+# One cell's database, or every cell's: the records are read in each and merged.
+Dbs = Database | Sequence[Database]
+
+
+def _each(db: Dbs) -> Sequence[Database]:
+    return [db] if isinstance(db, Database) else db
+
+
+def node_uuids(db: Dbs) -> dict[str, str]:
     """host name -> compute node uuid (= its root provider)."""
     cn = t.compute_nodes
-    with db.read() as conn:
-        rows = conn.execute(sa.select(cn.c.host, cn.c.uuid).where(cn.c.deleted == 0)).all()
-    return {row.host: row.uuid for row in rows}
+    found: dict[str, str] = {}
+    for one in _each(db):
+        with one.read() as conn:
+            rows = conn.execute(sa.select(cn.c.host, cn.c.uuid).where(cn.c.deleted == 0))
+            found.update((row.host, row.uuid) for row in rows)
+    return found
 
 
-def audit(db: Database, placement: PlacementClient) -> list[str]:
+def audit(db: Dbs, placement: PlacementClient) -> list[str]:
     providers = placement.providers()
     held = _holdings(placement, providers)
     problems = [p for rp in providers for p in _over_capacity(placement, rp)]
     live, moves = _known(db)
     in_tree = {rp["uuid"]: rp["root_provider_uuid"] for rp in providers}
-    nodes = _node_uuids(db)
+    nodes = node_uuids(db)
     ports = _port_amounts(db, list(live))
     for consumer, what in _orphans(held, live, moves).items():
         problems.append(f"{consumer} holds {held[consumer]} but is a {what}")
@@ -88,10 +99,12 @@ def audit(db: Database, placement: PlacementClient) -> list[str]:
     return problems
 
 
-def _port_amounts(db: Database, uuids: list[str]) -> dict[str, dict[str, int]]:
+def _port_amounts(db: Dbs, uuids: list[str]) -> dict[str, dict[str, int]]:
     """instance -> what its ports' request groups add to its flavor, by resource class."""
-    with db.read() as conn:
-        rows = instance_ports.of_instances(conn, uuids)
+    rows: dict[str, list[instance_ports.InstancePort]] = {}
+    for one in _each(db):
+        with one.read() as conn:
+            rows.update(instance_ports.of_instances(conn, uuids))
     return {uuid: port_requests.amounts(port_requests.PortRequest.from_json(r.request)
                                         for r in ports if r.request)
             for uuid, ports in rows.items()}
@@ -114,23 +127,34 @@ def _over(move: migrations.Migration) -> bool:
     return move.finished and not migrations.awaiting_source_cleanup(move)
 
 
-def _known(db: Database, uuids: list[str] | None = None
+def live_instances(db: Dbs, uuids: list[str] | None = None) -> list[instances.Instance]:
+    """Every cell's live instances (those with these uuids, if given)."""
+    found: list[instances.Instance] = []
+    for one in _each(db):
+        with one.read() as conn:
+            found += instances.list_instances(conn, uuids=uuids)
+    return found
+
+
+def _known(db: Dbs, uuids: list[str] | None = None
            ) -> tuple[dict[str, Any], dict[str, migrations.Migration]]:
     """Live instances and all migrations (only those with these uuids, if given)."""
     where = [] if uuids is None else [t.migrations.c.uuid.in_(uuids)]
-    with db.read() as conn:
-        live = {i.uuid: i for i in instances.list_instances(conn, uuids=uuids)}
-        moves = {m.uuid: m for m in migrations.list_migrations(conn, where=where)}
+    live = {i.uuid: i for i in live_instances(db, uuids)}
+    moves: dict[str, migrations.Migration] = {}
+    for one in _each(db):
+        with one.read() as conn:
+            moves.update((m.uuid, m) for m in migrations.list_migrations(conn, where=where))
     return live, moves
 
 
-def orphans(db: Database, placement: PlacementClient) -> dict[str, str]:
+def orphans(db: Dbs, placement: PlacementClient) -> dict[str, str]:
     """Consumers holding allocations that nothing owns (rules 1 and 3): consumer -> why."""
     held = _holdings(placement, placement.providers())
     return _orphans(held, *_known(db))
 
 
-def delete_orphans(db: Database, placement: PlacementClient) -> dict[str, str]:
+def delete_orphans(db: Dbs, placement: PlacementClient) -> dict[str, str]:
     """Delete what `orphans()` finds, each one checked again just before.
 
     The second look keeps a consumer that became known meanwhile (a move

@@ -20,17 +20,22 @@ the target, so running it again is safe; `purge_server` is idempotent.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from stowage.compute import states
 from stowage.compute import tables as t
 from stowage.db import Database
 from stowage.errors import NotFound
+from stowage.timeutil import utcnow
 
-__all__ = ["copy_server", "purge_server", "set_hidden", "CopiedRecords"]
+__all__ = ["copy_server", "purge_server", "set_hidden", "unhide_statement", "hidden_uuids",
+           "hidden_before",
+           "CopiedRecords"]
 
 _I, _F, _A, _E = t.instances, t.instance_faults, t.instance_actions, t.instance_action_events
 _TAGS, _PORTS, _MIG = t.tags, t.instance_ports, t.migrations
@@ -84,7 +89,9 @@ def copy_server(source: Database, target: Database, instance_uuid: str,
 
 def write_server(conn: Connection, found: CopiedRecords, hidden: bool) -> None:
     """Insert `read_server`'s rows; actions get new ids and their events follow them."""
-    conn.execute(_I.insert(), [{**found[_I.name][0], "hidden": hidden}])
+    # A hidden copy's updated_at says when it was made (`hidden_before`).
+    stamp = {"updated_at": utcnow()} if hidden else {}
+    conn.execute(_I.insert(), [{**found[_I.name][0], "hidden": hidden, **stamp}])
     for table, _column in _BY_INSTANCE:
         if found[table.name]:
             conn.execute(table.insert(), found[table.name])
@@ -100,6 +107,25 @@ def write_server(conn: Connection, found: CopiedRecords, hidden: bool) -> None:
                "action_id": new_ids[int(e["action_id"])]} for e in found[_E.name]]
     if events:
         conn.execute(_E.insert(), events)
+
+
+def unhide_statement(instance_uuid: str) -> sa.Update:
+    return _I.update().where(_I.c.uuid == instance_uuid).values(hidden=False)
+
+
+def hidden_uuids(conn: Connection) -> set[str]:
+    return {str(u) for u in conn.execute(sa.select(_I.c.uuid).where(_I.c.hidden == sa.true()))
+            .scalars()}
+
+
+def hidden_before(db: Database, seconds: float) -> list[str]:
+    """Hidden servers still being built whose copy is older than `seconds`: what a carry
+    (conductor/carry.py) cut off before its flip leaves."""
+    before = utcnow() - datetime.timedelta(seconds=seconds)
+    with db.read() as conn:
+        return [str(u) for u in conn.execute(sa.select(_I.c.uuid).where(
+            _I.c.hidden == sa.true(), _I.c.vm_state == states.BUILDING,
+            _I.c.updated_at < before)).scalars()]
 
 
 def set_hidden(db: Database, instance_uuid: str, hidden: bool) -> None:

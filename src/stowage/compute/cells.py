@@ -19,8 +19,11 @@ cell: there is only one place it can be.
 
 from __future__ import annotations
 
+import datetime
 import threading
+import time
 import uuid as uuidlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,15 +31,22 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.compute import tables as t
+from stowage.config import ComputeSettings
 from stowage.db import Database, schema
 from stowage.db.engine import API, CELL
 from stowage.errors import Conflict, NotFound
 from stowage.timeutil import utcnow
 
-__all__ = ["CellMapping", "Cells", "CELL1", "SAME_DATABASE", "BESIDE", "bootstrap", "map_host",
-           "map_instance", "create_cell", "list_cells"]
+__all__ = ["CellMapping", "Cells", "CELL0", "CELL1", "SAME_DATABASE", "BESIDE", "bootstrap",
+           "bootstrap_with", "map_host", "unmap_host", "map_instance", "move_instance",
+           "queue_for_delete", "mapped_in", "mapping_of", "hosts_of", "InstanceMapping",
+           "create_cell", "delete_cell", "list_cells"]
 
+# Where servers that could not be scheduled are kept (no host is ever in it).
+CELL0 = "cell0"
 CELL1 = "cell1"
+# Seconds a process trusts the cell mappings it read.
+REFRESH = 30.0
 # A cell whose records live in the API database itself.
 SAME_DATABASE = "@api"
 
@@ -70,39 +80,82 @@ class Cells:
         self.api = api.view(API)
         self._lock = threading.Lock()
         self._cells: list[CellMapping] = []
+        self._read_at = 0.0
         self._handles: dict[str, Database] = {}
 
     # --- the cells --------------------------------------------------------------
     def all(self) -> list[CellMapping]:
-        if not self._cells:
+        """The cells by name, re-read every `REFRESH` seconds: a cell an operator creates
+        (`stowage manage cell create`) is found without a restart."""
+        if not self._cells or time.monotonic() - self._read_at > REFRESH:
             self.reload()
         return list(self._cells)
 
     def reload(self) -> list[CellMapping]:
+        """Read the mappings again; a cell whose database moved gets a new handle."""
         with self.api.read() as conn:
             found = list_cells(conn)
+        stale: list[Database] = []
         with self._lock:
+            self._read_at = time.monotonic()
+            where = {c.uuid: c.database_connection for c in found}
+            for cell in self._cells:
+                if where.get(cell.uuid) != cell.database_connection:
+                    handle = self._handles.pop(cell.uuid, None)
+                    if handle is not None and handle.engine is not self.api.engine:
+                        stale.append(handle)
             self._cells = found
+        for handle in stale:
+            handle.dispose()
         return list(found)
 
     def by_id(self, cell_id: int) -> CellMapping:
+        return self._find(lambda cell: cell.id == cell_id, str(cell_id))
+
+    def by_name(self, name: str) -> CellMapping:
+        return self._find(lambda cell: cell.name == name, name)
+
+    def _find(self, match: Callable[[CellMapping], bool], named: str) -> CellMapping:
+        """The cell `match` picks, read again before giving up (it may be new)."""
         for attempt in (self.all, self.reload):
             for cell in attempt():
-                if cell.id == cell_id:
+                if match(cell):
                     return cell
-        raise NotFound(f"Cell {cell_id} could not be found.")
+        raise NotFound(f"Cell {named} could not be found.")
 
     def default(self) -> CellMapping:
-        """Where a host that names no cell belongs: cell1, else the first cell by name."""
-        cells = self.all()
+        """Where a host that names no cell belongs, and where the API writes a new
+        server: cell1, else the first cell by name that can have hosts."""
+        cells = self.compute_cells()
         if not cells:
             raise NotFound("This deployment has no cell; run `stowage manage db upgrade`.")
         return next((c for c in cells if c.name == CELL1), cells[0])
+
+    def cell0(self) -> CellMapping | None:
+        return next((c for c in self.all() if c.name == CELL0), None)
+
+    def compute_cells(self) -> list[CellMapping]:
+        """The cells that can have hosts: all but cell0."""
+        return [c for c in self.all() if c.name != CELL0]
+
+    def only_compute_cell(self) -> CellMapping | None:
+        """The one cell with hosts, when there is one only: where every server being built
+        or moved is (a server in cell0 is neither)."""
+        cells = self.compute_cells()
+        return cells[0] if len(cells) == 1 else None
 
     def single(self) -> CellMapping | None:
         """The only cell, when there is just one (no mapping needs reading then)."""
         cells = self.all()
         return cells[0] if len(cells) == 1 else None
+
+    def one_database(self) -> Database | None:
+        """The database every cell keeps its records in, when they all share one: a
+        server's database is then known without reading its mapping."""
+        cells = self.all()
+        if len({c.database_connection for c in cells}) == 1:
+            return self.database(cells[0])
+        return None
 
     def database(self, cell: CellMapping) -> Database:
         """The cell's database, as a CELL handle (opened once per process)."""
@@ -126,6 +179,19 @@ class Cells:
     def databases(self) -> list[tuple[CellMapping, Database]]:
         return [(cell, self.database(cell)) for cell in self.all()]
 
+    def distinct(self, cells: list[CellMapping] | None = None
+                 ) -> list[tuple[list[CellMapping], Database]]:
+        """Each database once with the cells that keep their records in it (cells may
+        share one): what a scatter-gather read visits."""
+        found: dict[str, tuple[list[CellMapping], Database]] = {}
+        for cell in self.all() if cells is None else cells:
+            entry = found.setdefault(cell.database_connection, ([], self.database(cell)))
+            entry[0].append(cell)
+        return list(found.values())
+
+    def same_database(self, a: CellMapping, b: CellMapping) -> bool:
+        return a.database_connection == b.database_connection
+
     def dispose(self) -> None:
         with self._lock:
             handles, self._handles = list(self._handles.values()), {}
@@ -144,6 +210,10 @@ class Cells:
         single = self.single()
         if single is not None:
             return single
+        return self.mapped(instance_uuid)
+
+    def mapped(self, instance_uuid: str) -> CellMapping:
+        """The cell the server's mapping names (read every time: moves change it)."""
         with self.api.read() as conn:
             cell_id = conn.execute(sa.select(_IM.c.cell_id).where(
                 _IM.c.instance_uuid == instance_uuid)).scalar()
@@ -152,6 +222,9 @@ class Cells:
         return self.by_id(int(cell_id))
 
     def db_of_instance(self, instance_uuid: str) -> Database:
+        shared = self.one_database()
+        if shared is not None:
+            return shared
         return self.database(self.of_instance(instance_uuid))
 
 
@@ -167,11 +240,85 @@ def map_host(conn: Connection, host: str, cell: CellMapping) -> bool:
     return True
 
 
+def unmap_host(conn: Connection, host: str) -> None:
+    """The host's service was deleted: a new one of that name may register anywhere."""
+    conn.execute(_H.delete().where(_H.c.host == host))
+
+
 def map_instance(conn: Connection, instance_uuid: str, cell: CellMapping, project_id: str,
                  user_id: str | None) -> None:
     conn.execute(_IM.insert().values(instance_uuid=instance_uuid, cell_id=cell.id,
                                      project_id=project_id, user_id=user_id,
                                      created_at=utcnow()))
+
+
+def queue_for_delete(conn: Connection, instance_uuid: str, queued: bool = True) -> None:
+    """A delete was accepted (`queued` False: os-restore undid a soft delete)."""
+    conn.execute(_IM.update().where(_IM.c.instance_uuid == instance_uuid)
+                 .values(queued_for_delete=queued, updated_at=utcnow()))
+
+
+@dataclass(frozen=True)
+class InstanceMapping:
+    instance_uuid: str
+    project_id: str
+    user_id: str | None
+    created_at: datetime.datetime
+    queued_for_delete: bool
+
+
+def mapping_of(conn: Connection, instance_uuid: str) -> InstanceMapping | None:
+    row = conn.execute(sa.select(_IM.c.instance_uuid, _IM.c.project_id, _IM.c.user_id,
+                                 _IM.c.created_at, _IM.c.queued_for_delete)
+                       .where(_IM.c.instance_uuid == instance_uuid)).first()
+    return None if row is None else InstanceMapping(
+        str(row.instance_uuid), str(row.project_id), row.user_id, row.created_at,
+        bool(row.queued_for_delete))
+
+
+def hosts_of(conn: Connection, cell: CellMapping) -> list[str]:
+    return [str(h) for h in conn.execute(sa.select(_H.c.host).where(
+        _H.c.cell_id == cell.id).order_by(_H.c.host)).scalars()]
+
+
+def mapped_in(conn: Connection, cell: CellMapping, project_id: str | None
+              ) -> list[sa.Row[tuple[object, ...]]]:
+    """The live servers mapped to `cell` (of one project, when given), newest first:
+    what a listing shows of a cell whose database does not answer."""
+    query = sa.select(_IM.c.instance_uuid, _IM.c.project_id, _IM.c.user_id,
+                      _IM.c.created_at).where(_IM.c.cell_id == cell.id,
+                                              _IM.c.queued_for_delete == sa.false())
+    if project_id is not None:
+        query = query.where(_IM.c.project_id == project_id)
+    return list(conn.execute(query.order_by(_IM.c.created_at.desc(), _IM.c.id.desc())))
+
+
+def move_instance(conn: Connection, instance_uuid: str, cell: CellMapping) -> None:
+    """Point the server's mapping at `cell` (a build carried or buried, a cross-cell move)."""
+    conn.execute(_IM.update().where(_IM.c.instance_uuid == instance_uuid)
+                 .values(cell_id=cell.id, updated_at=utcnow()))
+
+
+def delete_cell(conn: Connection, name: str, force: bool = False) -> CellMapping:
+    """Remove a cell's mapping. Refused while hosts are mapped to it (`force` unmaps
+    them) or servers are: the records in its database would be lost to the API."""
+    row = conn.execute(sa.select(_C).where(_C.c.name == name)).first()
+    if row is None:
+        raise NotFound(f"Cell {name} could not be found.")
+    cell = _mapping(row)
+    servers = conn.execute(sa.select(sa.func.count()).select_from(_IM).where(
+        _IM.c.cell_id == cell.id)).scalar_one()
+    if servers:
+        raise Conflict(f"Cell {name} still holds {servers} server(s); delete them first.")
+    hosts = conn.execute(sa.select(sa.func.count()).select_from(_H).where(
+        _H.c.cell_id == cell.id)).scalar_one()
+    if hosts and not force:
+        raise Conflict(f"Cell {name} still has {hosts} host(s) mapped to it; stop their "
+                       "agents and delete it with --force to unmap them.")
+    conn.execute(_H.delete().where(_H.c.cell_id == cell.id))
+    conn.execute(_C.delete().where(_C.c.id == cell.id))
+    return cell
+
 
 
 def create_cell(conn: Connection, name: str, database_connection: str) -> CellMapping:
@@ -184,40 +331,53 @@ def create_cell(conn: Connection, name: str, database_connection: str) -> CellMa
     return _mapping(row)
 
 
-def bootstrap(api: Database, cell1_database: str = "") -> Cells:
-    """The deployment's cells, cell1 made on a fresh API database, every cell database
-    at the schema's head. An API database that already holds hosts or servers (a
-    deployment from before cells) gets its cell1 in itself, its rows mapped to it."""
+def bootstrap(api: Database, cell1_database: str = "", cell0_database: str = "") -> Cells:
+    """The deployment's cells, cell1 and cell0 made on a fresh API database (cell0 is
+    added to one from before it), every cell database at the schema's head. An API
+    database that already holds hosts or servers (a deployment from before cells) gets
+    both cells in itself, its rows mapped to cell1."""
     api = api.view(API)
     with api.write() as conn:
-        if not list_cells(conn):
-            legacy = _has_compute_rows(conn)
-            url = SAME_DATABASE if legacy else _cell1_url(api, cell1_database)
+        found = list_cells(conn)
+        legacy = not found and _has_compute_rows(conn)
+        if not found:
+            url = SAME_DATABASE if legacy else _cell_url(api, CELL1, cell1_database)
             cell1 = create_cell(conn, CELL1, url)
             if legacy:
                 _map_legacy(conn, cell1)
+        if not any(cell.name == CELL0 for cell in found):
+            create_cell(conn, CELL0, SAME_DATABASE if legacy
+                        else _cell_url(api, CELL0, cell0_database))
     cells = Cells(api)
+    upgraded: set[str] = set()
     for cell, database in cells.databases():
-        if cell.database_connection != SAME_DATABASE:
+        if cell.database_connection not in (SAME_DATABASE, *upgraded):
             schema.upgrade(database)
+            upgraded.add(cell.database_connection)
     return cells
+
+
+def bootstrap_with(api: Database, settings: ComputeSettings) -> Cells:
+    """`bootstrap` where `[compute] cell1_database` and `cell0_database` say."""
+    return bootstrap(api, settings.cell1_database, settings.cell0_database)
 
 
 # `[compute] cell1_database` asking for a SQLite file beside a SQLite API database.
 BESIDE = "beside"
 
 
-def _cell1_url(api: Database, setting: str) -> str:
-    """cell1's database, as `[compute] cell1_database` says (config.py): by default a
-    file beside a SQLite API database's file, else the API database itself."""
+def _cell_url(api: Database, name: str, setting: str) -> str:
+    """A new cell's database, as `[compute] cell1_database` (`cell0_database`) says
+    (config.py): by default a file beside a SQLite API database's file, else the API
+    database itself."""
     url = sa.make_url(api.url)
     in_a_file = url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:")
     if setting == BESIDE and not in_a_file:
-        raise ValueError("cell1_database = 'beside' needs a SQLite API database in a file")
+        raise ValueError(f"{name}_database = 'beside' needs a SQLite API database in a file")
     if setting not in ("", BESIDE) or not in_a_file:
         return setting or SAME_DATABASE
     path = Path(str(url.database))
-    cell_file = path.with_name(f"{path.stem}_{CELL1}{path.suffix}")
+    cell_file = path.with_name(f"{path.stem}_{name}{path.suffix}")
     return url.set(database=str(cell_file)).render_as_string(hide_password=False)
 
 

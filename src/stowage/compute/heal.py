@@ -33,12 +33,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
-
-from stowage.compute import heal_ports, instances, resources, states
-from stowage.compute import tables as t
+from stowage.compute import heal_ports, resources, states
+from stowage.compute.audit import Dbs, live_instances, node_uuids
 from stowage.compute.instances import Instance
-from stowage.db import Database
 from stowage.network.client import NetworkClient
 from stowage.placement.client import PlacementClient, PlacementError
 
@@ -89,7 +86,7 @@ CHANGED = (Verdict.CREATED, Verdict.REPLACED, Verdict.WOULD_CREATE, Verdict.WOUL
            Verdict.PORTS_HEALED, Verdict.WOULD_HEAL_PORTS)
 
 
-def heal_allocations(db: Database, placement: PlacementClient, options: HealOptions,
+def heal_allocations(db: Dbs, placement: PlacementClient, options: HealOptions,
                      progress: Progress | None = None,
                      network: NetworkClient | None = None) -> HealReport:
     """Look at every instance with a host (or the one asked for) and heal what needs it.
@@ -98,7 +95,7 @@ def heal_allocations(db: Database, placement: PlacementClient, options: HealOpti
     as Nova's does, so a large cloud is healed in batches.
     """
     candidates = _instances(db, options.instance)
-    nodes = _node_uuids(db)
+    nodes = node_uuids(db)
     hosts = _HostTargets(placement)
     report = HealReport()
     changed = CHANGED
@@ -126,19 +123,10 @@ def exit_code(report: HealReport) -> int:
     return EXIT_HEALED if healed else EXIT_NOTHING
 
 
-def _instances(db: Database, only: str | None) -> list[Instance]:
-    """Live instances that run on a host (offloaded and unscheduled ones hold nothing)."""
-    with db.read() as conn:
-        found = instances.list_instances(conn, uuids=[only] if only else None)
-    return [i for i in found if i.host]
-
-
-def _node_uuids(db: Database) -> dict[str, str]:
-    """host name -> compute node uuid (= its root provider)."""
-    cn = t.compute_nodes
-    with db.read() as conn:
-        rows = conn.execute(sa.select(cn.c.host, cn.c.uuid).where(cn.c.deleted == 0)).all()
-    return {row.host: row.uuid for row in rows}
+def _instances(db: Dbs, only: str | None) -> list[Instance]:
+    """Live instances that run on a host, in every cell given (offloaded and
+    unscheduled ones hold nothing)."""
+    return [i for i in live_instances(db, [only] if only else None) if i.host]
 
 
 def _heal_one(inst: Instance, root: str | None, hosts: _HostTargets,

@@ -140,6 +140,9 @@ class HostConfig:
     # The compute service version the agent reports (None: the current one,
     # `upgrade.SERVICE_VERSION`); an older one plays a compute not yet upgraded.
     service_version: int | None = None
+    # The cell the host belongs to, by name ("": the default cell, cell1); a host's
+    # servers keep their records in its cell's database (docs/cells.md).
+    cell: str = ""
 
 
 class HostsFileError(ValueError):
@@ -351,7 +354,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "traits": _traits, "aggregates": _aggregates,
     "availability_zone": _text, "pci": _counts(None), "shared_storage": _text,
     "host_ip": _text, "network_devices": _network_devices,
-    "service_version": _integer(0),
+    "service_version": _integer(0), "cell": _text,
 }
 
 

@@ -22,7 +22,7 @@ and the server create counts again after its records are written (Nova's
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -63,6 +63,8 @@ class Owner:
     # connection a check is given is both).
     api_db: Database | None = field(default=None, repr=False)
     cell_db: Database | None = field(default=None, repr=False)
+    # The other cells' databases: their servers count too (docs/cells.md).
+    other_cells: Sequence[Database] = field(default=(), repr=False)
 
     def api(self, conn: Connection) -> AbstractContextManager[Connection]:
         """The API database: `conn` when it is one, else a read of its own."""
@@ -80,6 +82,12 @@ class Owner:
             with self.cell(conn) as cell:
                 found.update(usage.count(cell, self.placement, self.project_id, user_id,
                                          on_cell))
+            for db in self.other_cells:
+                with db.read() as cell:
+                    more = usage.count(cell, self.placement, self.project_id, user_id,
+                                       on_cell, first_cell=False)
+                for resource, amount in more.items():
+                    found[resource] = found.get(resource, 0) + amount
         return found
 
     def cell(self, conn: Connection) -> AbstractContextManager[Connection]:
@@ -218,6 +226,9 @@ def check_group_members(conn: Connection, owner: Owner, group_uuid: str, adding:
         members = usage.group_member_uuids(api, group_uuid)
     with owner.cell(conn) as cell:
         used = usage.members_of_user(cell, members, owner.user_id)
+    for db in owner.other_cells:
+        with db.read() as cell:
+            used += usage.members_of_user(cell, members, owner.user_id)
     if used + adding > cap:
         raise OverQuota("Quota exceeded, too many servers in group",
                         ["server_group_members"], {"server_group_members": cap - used})

@@ -136,11 +136,14 @@ def _may_shrink(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 
 def _from_placement(conn: Connection, placement: PlacementClient, project_id: str,
-                    user_id: str | None) -> Usage:
+                    user_id: str | None, whole: bool = True) -> Usage:
     """What the project's instance consumers hold, plus what each move's migration holds
-    beyond its instance (so that an instance counts as the larger of the two)."""
+    beyond its instance (so that an instance counts as the larger of the two). Not
+    `whole`: only the moves of `conn`'s cell (another cell's part: Placement's project
+    usage is every cell's, counted once)."""
     used = {res: 0 for res in PLACEMENT_CLASSES}
-    for kind, by_class in placement.project_usages(project_id, user_id).items():
+    for kind, by_class in placement.project_usages(project_id, user_id).items() if whole \
+            else ():
         if kind != _MIGRATION:
             for res, amount in _as_quota(by_class).items():
                 used[res] += amount
@@ -169,10 +172,10 @@ def _from_flavors(conn: Connection, project_id: str, user_id: str | None) -> Usa
 
 
 def cores_and_ram(conn: Connection, placement: PlacementClient | None, project_id: str,
-                  user_id: str | None = None) -> Usage:
+                  user_id: str | None = None, whole: bool = True) -> Usage:
     if placement is None:
         return _from_flavors(conn, project_id, user_id)
-    return _from_placement(conn, placement, project_id, user_id)
+    return _from_placement(conn, placement, project_id, user_id, whole)
 
 
 # What is counted (the other resources are absolute); of them, what is counted in the
@@ -183,18 +186,19 @@ API_COUNTED = frozenset({"server_groups", "key_pairs"})
 
 def count(conn: Connection, placement: PlacementClient | None, project_id: str,
           user_id: str | None = None, resources: Iterable[str] | None = None,
-          count_keypairs: KeypairCounter | None = None) -> Usage:
+          count_keypairs: KeypairCounter | None = None, first_cell: bool = True) -> Usage:
     """Usage of the countable `resources` (all by default); absolute ones are 0.
 
     `API_COUNTED` resources are counted in the API database, the others in
-    a cell's: with cells, each side is counted on its own connection.
+    a cell's: with cells, each side is counted on its own connection, and each
+    cell's after the first adds only its own part (`first_cell` False).
     """
     wanted = set(resources) if resources is not None else set(COUNTED)
     used: Usage = {}
     if "instances" in wanted:
         used["instances"] = instances(conn, project_id, user_id)
     if wanted & set(PLACEMENT_CLASSES):
-        used.update(cores_and_ram(conn, placement, project_id, user_id))
+        used.update(cores_and_ram(conn, placement, project_id, user_id, first_cell))
     if "server_groups" in wanted:
         used["server_groups"] = server_groups(conn, project_id, user_id)
     if "key_pairs" in wanted and user_id is not None and count_keypairs is not None:

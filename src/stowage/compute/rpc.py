@@ -22,6 +22,7 @@ taken for a dead host. Short questions and undo steps keep the default.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from stowage.messaging import Transport
@@ -61,9 +62,12 @@ class ConductorAPI:
         self.transport = transport
 
     def build_instances(self, instance_uuids: list[str], request_id: str,
-                        operation_uuid: str | None = None) -> None:
+                        operation_uuid: str | None = None,
+                        selections: list[dict[str, Any]] | None = None) -> None:
+        """`selections`: a server carried to its host's cell, built there on them."""
+        extra = {} if selections is None else {"selections": selections}
         self.transport.cast(CONDUCTOR, "build_instances", instance_uuids=instance_uuids,
-                            request_id=request_id, operation_uuid=operation_uuid)
+                            request_id=request_id, operation_uuid=operation_uuid, **extra)
 
     def migrate_server(self, instance_uuid: str, request_id: str,
                        new_flavor: dict[str, Any] | None, host: str | None,
@@ -166,15 +170,23 @@ class ConductorAPI:
 
 
 class SchedulerAPI:
-    def __init__(self, transport: Transport) -> None:
+    """The scheduler as a conductor asks it: for a move, hosts of the server's own cell
+    only (`cell_of` names it: instance uuid -> cell uuid); a build asks for `any_cell`
+    (docs/cells.md). No `cell_of`: no cells to keep to."""
+
+    def __init__(self, transport: Transport,
+                 cell_of: Callable[[str], str] | None = None) -> None:
         self.transport = transport
+        self.cell_of = cell_of
 
     def select_destinations(self, spec: dict[str, Any], instance_uuids: list[str],
-                            ) -> list[list[dict[str, Any]]]:
+                            any_cell: bool = False) -> list[list[dict[str, Any]]]:
         """Per instance: the claimed selection first, then unclaimed alternates.
 
         Raises RemoteError("NoValidHost", reason) when nothing fits.
         """
+        if self.cell_of is not None and not any_cell:
+            spec = {**spec, "cell": self.cell_of(instance_uuids[0])}
         result = self.transport.call_long(SCHEDULER, "select_destinations", spec=spec,
                                           instance_uuids=instance_uuids)
         return list(result)

@@ -91,11 +91,15 @@ class ControlPlane:
         self.roles = frozenset(roles)
         self.host_names = tuple(host_names)
         self.conductor_api = rpc.ConductorAPI(self.transport)
-        self.scheduler = (Scheduler(settings, db, placement, cell_db=self.db)
+        self.scheduler = (Scheduler(settings, db, placement, cell_db=self.db, cells=cells)
                           if SCHEDULER_ROLE in self.roles else None)
+        # The default cell's conductor; each other cell database gets one of its own when
+        # the plane starts (or a cast first names it): `conductors`, keyed by database.
         self.conductor = (Conductor(settings, db, placement, self.transport, network,
-                                    cell_db=self.db)
+                                    cell_db=self.db, cells=cells)
                           if CONDUCTOR_ROLE in self.roles else None)
+        self.conductors: dict[str, Conductor] = (
+            {} if self.conductor is None else {_key(self.db): self.conductor})
         self.agents: dict[str, ComputeAgent] = {}
         # Where the conductor and scheduler services of this process are listed.
         self.controller_host = socket.gethostname()
@@ -115,7 +119,10 @@ class ControlPlane:
         if self.scheduler is not None:
             self.transport.register(rpc.SCHEDULER, self.scheduler)
         if self.conductor is not None:
-            self.transport.register(rpc.CONDUCTOR, self.conductor)
+            for _, cell_db in [] if self.cells is None else self.cells.distinct():
+                self.conductor_for(cell_db, recover=False)
+            self.transport.register(rpc.CONDUCTOR, self.conductor if self.cells is None
+                                    else CellRouter(self))
         if self._controller_binaries():
             services.register_controller_services(self.db, self.controller_host,
                                                   self._controller_binaries())
@@ -128,9 +135,36 @@ class ControlPlane:
                 self.add_host(host)
         if self.conductor is not None and not self._stop.is_set():
             # Once the agents are up: recovery asks their hypervisors what really exists.
-            self.conductor.start()
+            for conductor in list(self.conductors.values()):
+                conductor.start()
         if self.roles and not self._stop.is_set():
             self._timer = self._thread("periodic", self._periodic)
+
+    def conductor_for(self, cell_db: Database, recover: bool = True) -> Conductor:
+        """The conductor of a cell database, made when first needed (a cell created while
+        the plane runs: it recovers that database's leftovers first)."""
+        with self._lock:
+            found = self.conductors.get(_key(cell_db))
+            if found is None:
+                found = Conductor(self.settings, self.api_db, self.placement, self.transport,
+                                  self.network, cell_db=cell_db, cells=self.cells)
+                self.conductors[_key(cell_db)] = found
+            else:
+                recover = False
+        if recover:
+            found.start()
+        return found
+
+    def cell_db_of_host(self, host: HostConfig) -> Database:
+        """The database of the host's cell (mapping the host to it)."""
+        if self.cells is None:
+            return self.db
+        cell = self.cells.by_name(host.cell) if host.cell else self.cells.default()
+        if cell.name == cell_records.CELL0:
+            raise ValueError(f"host {host.name}: cell0 has no hosts")
+        with self.api_db.write() as conn:
+            cell_records.map_host(conn, host.name, cell)
+        return self.cells.database(cell)
 
     def request_stop(self) -> None:
         """Ask a `start()` in progress to add no more hosts (a signal handler may call it)."""
@@ -161,11 +195,8 @@ class ControlPlane:
         """Start an agent for `host`: it registers its service, node and provider tree,
         and the host is mapped to this plane's cell (a host mapped to another cell
         does not start: its records are there)."""
-        if self.cells is not None:
-            with self.api_db.write() as conn:
-                cell_records.map_host(conn, host.name, self.cells.default())
         agent = ComputeAgent(host, self.settings, self.api_db, self.placement,
-                             cell_db=self.db)
+                             cell_db=self.cell_db_of_host(host))
         agent.start()
         with self._lock:
             self.agents[host.name] = agent
@@ -212,7 +243,8 @@ class ControlPlane:
             return False
         if isinstance(self.transport, LocalTransport):
             return True
-        while tasks.interrupted(self.db):
+        while any(tasks.interrupted(c.db) for c in list(self.conductors.values())) or (
+                self.conductor is None and tasks.interrupted(self.db)):
             if time.monotonic() + _JOURNAL_POLL > deadline:
                 return False
             time.sleep(_JOURNAL_POLL)
@@ -228,8 +260,8 @@ class ControlPlane:
         self.transport.close()
         for name in list(self.agents):
             self.stop_host(name)
-        if self.conductor is not None:
-            self.conductor.leases.stop()  # a stopped conductor renews nothing more
+        for conductor in list(self.conductors.values()):
+            conductor.leases.stop()  # a stopped conductor renews nothing more
 
     def _periodic(self) -> None:
         """Run each job when its period has passed since it last ran (or since the start).
@@ -237,23 +269,25 @@ class ControlPlane:
         Periods are read from the current settings on every tick, so that
         `reconfigure` (tests, or a changed option) takes effect at once.
         """
-        last: dict[int, float] = {}
+        last: dict[tuple[str, int], float] = {}
         started = time.monotonic()
         while not self._stop.wait(0.5):
             now = time.monotonic()
-            for i, (period, job) in enumerate(self._jobs()):
-                if now - last.get(i, started) >= period:
-                    last[i] = now
+            for key, period, job in self._jobs():
+                if now - last.get(key, started) >= period:
+                    last[key] = now
                     _guarded(job)
 
-    def _jobs(self) -> list[tuple[float, Callable[[], None]]]:
-        """Every role's periodic jobs, in a fixed order (`_periodic` keys them by index)."""
+    def _jobs(self) -> list[tuple[tuple[str, int], float, Callable[[], None]]]:
+        """Every role's periodic jobs, keyed by whose they are and their place in its list
+        (each cell database's conductor runs its own)."""
         s = self.settings
-        jobs: list[tuple[float, Callable[[], None]]] = []
+        jobs: list[tuple[tuple[str, int], float, Callable[[], None]]] = []
         if COMPUTE_ROLE in self.roles:
-            jobs.append((s.update_resources_interval, self._update_resources))
-        if self.conductor is not None:
-            jobs.extend(_conductor_jobs(s, self.conductor))
+            jobs.append((("compute", 0), s.update_resources_interval, self._update_resources))
+        for key, conductor in list(self.conductors.items()):
+            jobs.extend(((key, i), period, job)
+                        for i, (period, job) in enumerate(_conductor_jobs(s, conductor)))
         return jobs
 
     def _beat(self) -> None:
@@ -273,14 +307,18 @@ class ControlPlane:
             with self.db.write() as conn:
                 for binary in binaries:
                     services.heartbeat(conn, self.controller_host, binary)
-        hosts = [agent.host.name for agent in list(self.agents.values()) if agent.running]
-        for start in range(0, len(hosts), _HEARTBEAT_CHUNK):
-            with self.db.write() as conn:
-                gone = services.heartbeat_many(conn, hosts[start:start + _HEARTBEAT_CHUNK],
-                                               services.COMPUTE)
-            for host in gone:
-                LOG.warning("host %s: service record deleted; restart the agent to register "
-                            "it again", host)
+        by_db: dict[str, tuple[Database, list[str]]] = {}
+        for agent in list(self.agents.values()):
+            if agent.running:
+                by_db.setdefault(_key(agent.db), (agent.db, []))[1].append(agent.host.name)
+        for db, hosts in by_db.values():
+            for start in range(0, len(hosts), _HEARTBEAT_CHUNK):
+                with db.write() as conn:
+                    gone = services.heartbeat_many(
+                        conn, hosts[start:start + _HEARTBEAT_CHUNK], services.COMPUTE)
+                for host in gone:
+                    LOG.warning("host %s: service record deleted; restart the agent to "
+                                "register it again", host)
 
     def _update_resources(self) -> None:
         """Every host's tracker run, `_TRACKER_THREADS` at a time.
@@ -304,6 +342,33 @@ class ControlPlane:
         must not outlive SIGTERM (nor fail host after host once the API has gone)."""
         if not self._stop.is_set():
             _guarded(agent.update_available_resource)
+
+
+def _key(db: Database) -> str:
+    """Which database a handle is for (handles of one database compare equal)."""
+    return db.engine.url.render_as_string(hide_password=False)
+
+
+class CellRouter:
+    """The `conductor` RPC target of a plane with cells: each cast goes to the conductor
+    of the database of its server's cell (every method names its server)."""
+
+    def __init__(self, plane: ControlPlane) -> None:
+        self._plane = plane
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        if method.startswith("_"):
+            raise AttributeError(method)
+        plane = self._plane
+        assert plane.conductor is not None and plane.cells is not None
+        getattr(plane.conductor, method)  # an unknown method is an AttributeError now
+
+        def dispatch(**kwargs: Any) -> Any:
+            uuid = kwargs.get("instance_uuid") or kwargs["instance_uuids"][0]
+            assert plane.cells is not None
+            conductor = plane.conductor_for(plane.cells.db_of_instance(str(uuid)))
+            return getattr(conductor, method)(**kwargs)
+        return dispatch
 
 
 def _conductor_jobs(s: ComputeSettings,

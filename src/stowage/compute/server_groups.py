@@ -93,6 +93,9 @@ def _from_row(row: Any, member_uuids: list[str]) -> ServerGroup:
 
 # Instance uuids per statement (a bounded IN list on every database).
 _CHUNK = 500
+# Where members' instances are read: one cell's database, every cell's (a list), or
+# None: the connection given holds them.
+CellDbs = Database | Sequence[Database] | None
 
 
 def live_instances(cell: Connection, uuids: Sequence[str], host: str | None = None,
@@ -113,7 +116,20 @@ def live_instances(cell: Connection, uuids: Sequence[str], host: str | None = No
     return found
 
 
-def _live_members(conn: Connection, group_ids: list[int], cell_db: Database | None = None
+def live_in_cells(conn: Connection, cell_db: CellDbs, uuids: Sequence[str],
+                  user_id: str | None = None) -> dict[str, str]:
+    """`live_instances` read in each of `cell_db`'s databases (a server is in one)."""
+    if cell_db is None or isinstance(cell_db, Database):
+        with side(cell_db, conn) as cell:
+            return live_instances(cell, uuids, user_id=user_id)
+    found: dict[str, str] = {}
+    for db in cell_db:
+        with db.using(conn) as cell:
+            found.update(live_instances(cell, uuids, user_id=user_id))
+    return found
+
+
+def _live_members(conn: Connection, group_ids: list[int], cell_db: CellDbs = None
                   ) -> dict[int, list[str]]:
     """group id -> uuids of its members that are live instances, in joining order."""
     if not group_ids:
@@ -122,8 +138,7 @@ def _live_members(conn: Connection, group_ids: list[int], cell_db: Database | No
     #  WHERE group_id IN (...) ORDER BY id
     rows = conn.execute(sa.select(_M.c.group_id, _M.c.instance_uuid)
                         .where(_M.c.group_id.in_(group_ids)).order_by(_M.c.id)).all()
-    with side(cell_db, conn) as cell:
-        live = live_instances(cell, [str(row.instance_uuid) for row in rows])
+    live = live_in_cells(conn, cell_db, [str(row.instance_uuid) for row in rows])
     found: dict[int, list[str]] = {gid: [] for gid in group_ids}
     for row in rows:
         if row.instance_uuid in live:
@@ -148,7 +163,7 @@ def create(conn: Connection, name: str, policy: str, project_id: str, user_id: s
 
 
 def get(conn: Connection, group_uuid: str, project_id: str | None = None,
-        cell_db: Database | None = None) -> ServerGroup:
+        cell_db: CellDbs = None) -> ServerGroup:
     """The group with its live members; NotFound when missing (or in another project if given)."""
     query = sa.select(_G).where(_G.c.uuid == group_uuid)
     if project_id is not None:
@@ -160,7 +175,7 @@ def get(conn: Connection, group_uuid: str, project_id: str | None = None,
 
 
 def list_groups(conn: Connection, project_id: str | None = None, offset: int = 0,
-                limit: int | None = None, cell_db: Database | None = None
+                limit: int | None = None, cell_db: CellDbs = None
                 ) -> list[ServerGroup]:
     """Groups oldest first, of one project or (None) of all projects."""
     query = sa.select(_G).order_by(_G.c.id).offset(offset)
@@ -197,11 +212,11 @@ def remove_member(conn: Connection, instance_uuid: str) -> None:
     conn.execute(_M.delete().where(_M.c.instance_uuid == instance_uuid))
 
 
-def members(conn: Connection, group_uuid: str, cell_db: Database | None = None) -> list[str]:
+def members(conn: Connection, group_uuid: str, cell_db: CellDbs = None) -> list[str]:
     return get(conn, group_uuid, cell_db=cell_db).members
 
 
-def group_of_instance(conn: Connection, instance_uuid: str, cell_db: Database | None = None
+def group_of_instance(conn: Connection, instance_uuid: str, cell_db: CellDbs = None
                       ) -> ServerGroup | None:
     # SELECT g.* FROM server_groups g JOIN server_group_members m ON m.group_id = g.id
     #  WHERE m.instance_uuid = :instance_uuid
@@ -222,7 +237,7 @@ def group_uuids_of(conn: Connection, instance_uuid: str) -> list[str]:
     return [str(row[0]) for row in _GROUP_UUIDS.rows(conn, uuid=instance_uuid)]
 
 
-def member_hosts(conn: Connection, group_uuid: str, cell_db: Database | None = None
+def member_hosts(conn: Connection, group_uuid: str, cell_db: CellDbs = None
                  ) -> dict[str, str]:
     """Live members that have a host: instance uuid -> host."""
     # SELECT m.instance_uuid FROM server_groups g
@@ -230,8 +245,7 @@ def member_hosts(conn: Connection, group_uuid: str, cell_db: Database | None = N
     uuids = [str(u) for u in conn.execute(
         sa.select(_M.c.instance_uuid).select_from(_G.join(_M, _M.c.group_id == _G.c.id))
         .where(_G.c.uuid == group_uuid)).scalars()]
-    with side(cell_db, conn) as cell:
-        return {uuid: host for uuid, host in live_instances(cell, uuids).items() if host}
+    return {uuid: host for uuid, host in live_in_cells(conn, cell_db, uuids).items() if host}
 
 
 def check_host(conn: Connection, instance_uuid: str, host: str, api_db: Database) -> None:

@@ -454,6 +454,8 @@ instance_mappings = sa.Table(
     sa.Column("user_id", sa.String(255), nullable=True),
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.Column("updated_at", sa.DateTime, nullable=True),
+    # A delete was accepted: a down cell's minimal listing leaves it out (0022).
+    sa.Column("queued_for_delete", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 
 # The tables a cell database holds (Nova's "main" database); every other table,

@@ -58,7 +58,7 @@ def cast_after_commit(req: Request, instance: inst.Instance, cast: Cast, undo: d
         cast(conductor(req))
     except Exception:
         LOG.exception("could not cast for instance %s", instance.uuid)
-        with req.app.cell_db.write() as conn:
+        with req.app.server_db(instance.uuid).write() as conn:
             inst.update(conn, instance.uuid, **undo)
             actions.finish_action(conn, instance.uuid, req.context.request_id, "Error")
             if operation is not None:

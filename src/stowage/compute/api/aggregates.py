@@ -179,16 +179,17 @@ def delete_aggregate(req: Request) -> Response:
 
 
 def _occupied(req: Request) -> Callable[[Sequence[str]], bool]:
-    """Whether servers live on some of the hosts (the cell database's instances)."""
+    """Whether servers live on some of the hosts (any cell's instances: an aggregate's
+    hosts may be in several cells)."""
     def occupied(hosts: Sequence[str]) -> bool:
-        with req.app.cell_db.read() as conn:
-            return aggs.hosts_occupied(conn, hosts)
+        found: list[bool] = req.app.read_cells(lambda conn: aggs.hosts_occupied(conn, hosts))
+        return any(found)
     return occupied
 
 
 def _compute_host(req: Request, host: str) -> None:
-    """404 unless `host` runs a compute service (a cell's services)."""
-    with req.app.cell_db.read() as conn:
+    """404 unless `host` runs a compute service (in its cell's database)."""
+    with req.app.host_db(host).read() as conn:
         aggs.compute_host(conn, host)
 
 
@@ -266,7 +267,7 @@ def _mirror(req: Request, host: str, aggregate_uuid: str, add: bool) -> None:
     plane = req.app.plane
     if plane is None:
         return
-    with req.app.cell_db.read() as conn:
+    with req.app.host_db(host).read() as conn:
         nodes = svc.compute_nodes_of_host(conn, host)
     for node in nodes:
         try:

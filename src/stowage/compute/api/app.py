@@ -9,8 +9,13 @@ whose key names the kind of fault; the openstack CLI prints `message`.
 from __future__ import annotations
 
 import dataclasses
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
+
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from stowage.compute.api import all_routes
 from stowage.compute.api.root import PUBLIC_PATHS
@@ -34,6 +39,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ComputeState", "build_app", "render_error", "FAULT_NAMES"]
 
+LOG = logging.getLogger(__name__)
+T = TypeVar("T")
 LEGACY_HEADER = "x-openstack-nova-api-version"
 
 # Nova's wsgi.Fault names; any other status is a "computeFault".
@@ -63,6 +70,54 @@ class ComputeState:
         """The database of the deployment's (default) cell: what a request that names no
         server reads hosts, services and servers from."""
         return self.cells.database(self.cells.default())
+
+    def cell_dbs(self) -> list[Database]:
+        """Every cell's database once (cells may share one): what a listing reads."""
+        return [db for _, db in self.cells.distinct()]
+
+    def other_cell_dbs(self, db: Database) -> list[Database]:
+        """Every cell database but `db` (the one a request already reads)."""
+        return [other for other in self.cell_dbs() if other.engine is not db.engine]
+
+    def host_db(self, host: str) -> Database:
+        """The database of the host's cell (the default cell's for a host no mapping
+        names: reading it answers 404 as for any unknown host)."""
+        if self.cells.one_database() is not None:
+            return self.cell_db
+        cell = self.cells.of_host(host)
+        return self.cell_db if cell is None else self.cells.database(cell)
+
+    def find_in_cells(self, find: Callable[[Connection], T]) -> tuple[Database, T]:
+        """The first cell database where `find` (a read) does not raise NotFound, with
+        what it found; NotFound from the last when none has it. For records named by an
+        id that says nothing of its cell (a service's, a hypervisor's)."""
+        error: NotFound | None = None
+        for db in self.cell_dbs():
+            try:
+                with db.read() as conn:
+                    return db, find(conn)
+            except NotFound as exc:
+                error = exc
+        assert error is not None
+        raise error
+
+    def read_cells(self, read: Callable[[Connection], T], skip_down: bool = False) -> list[T]:
+        """`read` in each cell database's read transaction, the results in cell order: what
+        an admin listing gathers. With `skip_down` (Nova's os-hosts and migrations) a cell
+        database that does not answer is left out with a warning, unless it is the only one;
+        else its error propagates (a 500, as Nova answers for hypervisors with a down cell)."""
+        databases = self.cells.distinct()
+        results: list[T] = []
+        for members, db in databases:
+            try:
+                with db.read() as conn:
+                    results.append(read(conn))
+            except DBAPIError as exc:
+                if not skip_down or len(databases) == 1:
+                    raise
+                LOG.warning("cells %s did not answer; their records are left out: %s",
+                            [c.name for c in members], exc)
+        return results
 
     def server_db(self, server_uuid: str) -> Database:
         """The database of the cell that holds the server; the default cell's when none

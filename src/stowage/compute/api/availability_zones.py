@@ -8,6 +8,7 @@ zone all of whose services are disabled is listed as not available. The
 plain listing hides the internal zone and shows no hosts (`hosts: null`);
 `/detail` (admin) names, per available zone, each host's enabled services
 with whether they are up (`available`) and enabled (`active`), as Nova does.
+The services are every cell's.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ from stowage.web.routing import Route
 __all__ = ["ROUTES"]
 
 
+def _services(req: Request) -> list[svc.Service]:
+    """Every cell's services, each in its host's zone."""
+    parts: list[list[svc.Service]] = req.app.read_cells(svc.list_services)
+    return in_zones(req, [s for part in parts for s in part])
+
+
 def _zones(req: Request, found: list[svc.Service]) -> tuple[list[str], list[str]]:
     """(available, not available) zone names, sorted."""
     available = {zone_of(req, s) for s in found if not s.disabled}
@@ -38,9 +45,7 @@ def _entry(zone: str, available: bool, hosts: dict[str, Any] | None) -> dict[str
 
 def list_zones(req: Request) -> Response:
     authorize(req, "os_compute_api:os-availability-zone:list", {})
-    with req.app.cell_db.read() as conn:
-        found = svc.list_services(conn)
-    found = in_zones(req, found)
+    found = _services(req)
     available, others = _zones(req, found)
     result = [_entry(z, True, None) for z in available if z != svc.INTERNAL_ZONE]
     result += [_entry(z, False, None) for z in others if z != svc.INTERNAL_ZONE]
@@ -53,9 +58,7 @@ def _timestamp(value: datetime.datetime | None) -> str | None:
 
 def list_zones_detail(req: Request) -> Response:
     authorize(req, "os_compute_api:os-availability-zone:detail", {})
-    with req.app.cell_db.read() as conn:
-        found = svc.list_services(conn)
-    found = in_zones(req, found)
+    found = _services(req)
     available, others = _zones(req, found)
     now = utcnow()
     hosts: dict[str, dict[str, dict[str, Any]]] = {}

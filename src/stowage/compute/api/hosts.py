@@ -18,6 +18,10 @@ them), after checking the host exists (404). A body asking for a maintenance
 mode is refused before any status change, so a 501 leaves nothing changed.
 From 2.43 os-hypervisors, os-services and os-availability-zone replace all of
 this. Admin only.
+
+The listing reads every cell's services (a cell whose database does not
+answer is left out with a warning, as Nova does); one host is read in its
+cell's database (host_mappings).
 """
 
 from __future__ import annotations
@@ -70,9 +74,9 @@ def _start(req: Request, policy: str) -> None:
 def list_hosts(req: Request) -> Response:
     _start(req, "list")
     zone = query_param(req, "zone")
-    with req.app.cell_db.read() as conn:
-        found = svc.list_services(conn)
-    found = in_zones(req, found)  # the hosts' aggregates' zones (API database)
+    parts: list[list[svc.Service]] = req.app.read_cells(svc.list_services, skip_down=True)
+    # The hosts' aggregates' zones (API database).
+    found = in_zones(req, [s for part in parts for s in part])
     hosts = [{"host_name": s.host, "service": s.topic, "zone": zone_of(req, s)}
              for s in found if not s.disabled and s.binary not in _API_BINARIES]
     if zone:
@@ -95,7 +99,7 @@ def _row(host: str, project: str, cpu: int, memory_mb: int, disk_gb: int) -> dic
 def show_host(req: Request) -> Response:
     _start(req, "show")
     host = req.params["host_name"]
-    with req.app.cell_db.read() as conn:
+    with req.app.host_db(host).read() as conn:
         node = svc.compute_node_of_host(conn, host)
         if node is None:
             raise HTTPError(404, f"Compute host {host} could not be found.")
@@ -121,13 +125,14 @@ def update_host(req: Request) -> Response:
     _start(req, "update")
     host = req.params["host_name"]
     body = validate_body(read_body(req), UPDATE_SCHEMA)
-    with req.app.cell_db.read() as conn:
+    db = req.app.host_db(host)
+    with db.read() as conn:
         _compute_service(conn, host)
     if "maintenance_mode" in body:
         raise HTTPError(501, _NOT_SUPPORTED)
     enabled = body["status"].strip().lower() == "enable"
     LOG.info("%s host %s", "Enabling" if enabled else "Disabling", host)
-    with req.app.cell_db.write() as conn:
+    with db.write() as conn:
         service = _compute_service(conn, host)
         changes: dict[str, Any] = {"disabled": not enabled}
         if enabled:
@@ -139,8 +144,9 @@ def update_host(req: Request) -> Response:
 
 def _power_action(req: Request, policy: str) -> Response:
     _start(req, policy)
-    with req.app.cell_db.read() as conn:
-        _compute_service(conn, req.params["host_name"])
+    host = req.params["host_name"]
+    with req.app.host_db(host).read() as conn:
+        _compute_service(conn, host)
     raise HTTPError(501, _NOT_SUPPORTED)
 
 

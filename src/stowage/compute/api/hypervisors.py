@@ -8,6 +8,10 @@ always shows `servers` when asked for, 2.88 drops the usage fields, the
 statistics and uptime routes, and adds `uptime` to the detailed view (list
 detail and show), null when the host's compute service is down, as Nova
 leaves it when the host cannot answer.
+
+Every cell's nodes are listed (ids repeat across cells' databases): the
+cells' nodes merged by (id, uuid), then paged; a hypervisor named by id or
+uuid is looked for in each cell.
 """
 
 from __future__ import annotations
@@ -130,6 +134,11 @@ def _view(req: Request, item: _Node, detail: bool, with_servers: bool = False,
     return view
 
 
+def _key(node: svc.ComputeNode) -> tuple[int, str]:
+    """The listing's order: by id as in one database, uuid apart the cells' equal ids."""
+    return node.id, node.uuid
+
+
 def _gather(conn: Connection, nodes: Sequence[svc.ComputeNode],
             with_servers: bool = False) -> list[_Node]:
     """Nodes with their service; a node whose service was deleted is left out, as in Nova."""
@@ -161,17 +170,16 @@ def _list(req: Request, detail: bool) -> Response:
     with_servers = at_least(req, UUIDS) and as_bool(query_param(req, "with_servers"))
     limit = min(int(query_param(req, "limit") or MAX_LIMIT), MAX_LIMIT) if paging else None
     marker = query_param(req, "marker") if paging else None
-    with req.app.cell_db.read() as conn:
-        if pattern is not None:
-            if query_param(req, "limit") is not None or marker:
-                raise HTTPError(400, "Paging over hypervisors with the "
-                                     "hypervisor_hostname_pattern query parameter is not "
-                                     "supported.")
-            nodes = _matching(conn, pattern)
-        else:
-            after = _marker_id(conn, marker) if marker else None
-            nodes = svc.list_compute_nodes(conn, limit=limit, after_id=after)
-        items = _gather(conn, nodes, with_servers)
+    if pattern is not None:
+        if query_param(req, "limit") is not None or marker:
+            raise HTTPError(400, "Paging over hypervisors with the "
+                                 "hypervisor_hostname_pattern query parameter is not "
+                                 "supported.")
+        items = _matching(req, pattern, with_servers)
+        nodes = [item.node for item in items]
+    else:
+        nodes, items = _paged(req, limit, _marker_key(req, marker) if marker else None,
+                              with_servers)
     now = utcnow()
     views = [_view(req, item, detail, with_servers, now) for item in items]
     body: dict[str, Any] = {"hypervisors": views}
@@ -181,19 +189,55 @@ def _list(req: Request, detail: bool) -> Response:
     return json_response(body)
 
 
-def _matching(conn: Connection, pattern: str) -> list[svc.ComputeNode]:
-    nodes = svc.list_compute_nodes(conn, hostname_pattern=pattern)
+_Read = tuple[list[svc.ComputeNode], list[_Node]]
+
+
+def _merged(parts: list[_Read], limit: int | None = None,
+            after: tuple[int, str] | None = None) -> _Read:
+    """The cells' nodes (and their views' items) as one listing: sorted by `_key`, those
+    after the marker's key, cut at `limit`; a node without a service has no item."""
+    nodes = sorted((node for found, _ in parts for node in found), key=_key)
+    nodes = [node for node in nodes if after is None or _key(node) > after][:limit]
+    kept = {node.uuid for node in nodes}
+    items = sorted((item for _, found in parts for item in found if item.node.uuid in kept),
+                   key=lambda item: _key(item.node))
+    return nodes, items
+
+
+def _paged(req: Request, limit: int | None, after: tuple[int, str] | None,
+           with_servers: bool) -> _Read:
+    """A page over every cell. Each cell reads from the marker's id on (another cell's
+    node may share it) and one more than the limit (its node with the marker's id may
+    come before the marker): enough for the merged page."""
+    def read(conn: Connection) -> _Read:
+        nodes = svc.list_compute_nodes(conn, limit=None if limit is None else limit + 1,
+                                       after_id=None if after is None else after[0] - 1)
+        return nodes, _gather(conn, nodes, with_servers)
+    parts: list[_Read] = req.app.read_cells(read)
+    return _merged(parts, limit, after)
+
+
+def _matching(req: Request, pattern: str, with_servers: bool = False) -> list[_Node]:
+    """Every cell's nodes whose hostname has `pattern`; 404 when no cell has one."""
+    def read(conn: Connection) -> _Read:
+        nodes = svc.list_compute_nodes(conn, hostname_pattern=pattern)
+        return nodes, _gather(conn, nodes, with_servers)
+    parts: list[_Read] = req.app.read_cells(read)
+    nodes, items = _merged(parts)
     if not nodes:
         raise HTTPError(404, f"No hypervisor matching '{pattern}' could be found.")
-    return nodes
+    return items
 
 
-def _marker_id(conn: Connection, marker: str) -> int:
+def _marker_key(req: Request, marker: str) -> tuple[int, str]:
+    """The marker node's place in the listing, from whichever cell holds it."""
     try:
         ident: int | str = marker if is_uuid(marker) else int(marker)
-        return svc.get_compute_node(conn, ident).id
+        node: svc.ComputeNode = req.app.find_in_cells(
+            lambda conn: svc.get_compute_node(conn, ident))[1]
     except (ValueError, NotFound):
         raise HTTPError(400, f"marker [{marker}] not found") from None
+    return _key(node)
 
 
 def list_hypervisors(req: Request) -> Response:
@@ -205,7 +249,8 @@ def list_hypervisors_detail(req: Request) -> Response:
 
 
 # --- one hypervisor --------------------------------------------------------------
-def _one(req: Request, conn: Connection, ident: str, with_servers: bool = False) -> _Node:
+def _one(req: Request, ident: str, with_servers: bool = False) -> _Node:
+    """The hypervisor `ident` names, from the first cell that has it with its service."""
     missing = HTTPError(404, f"Hypervisor with ID '{ident}' could not be found.")
     if at_least(req, UUIDS):
         if not is_uuid(ident):
@@ -216,14 +261,17 @@ def _one(req: Request, conn: Connection, ident: str, with_servers: bool = False)
             key = int(ident)
         except ValueError:
             raise missing from None
+
+    def find(conn: Connection) -> _Node:
+        items = _gather(conn, [svc.get_compute_node(conn, key)], with_servers)
+        if not items:
+            raise NotFound(missing.detail)
+        return items[0]
     try:
-        node = svc.get_compute_node(conn, key)
+        item: _Node = req.app.find_in_cells(find)[1]
     except NotFound:
         raise missing from None
-    items = _gather(conn, [node], with_servers)
-    if not items:
-        raise missing
-    return items[0]
+    return item
 
 
 def show_hypervisor(req: Request) -> Response:
@@ -232,8 +280,7 @@ def show_hypervisor(req: Request) -> Response:
     if at_least(req, UUIDS):
         validate_query(req, SHOW_QUERY_2_53)
         with_servers = as_bool(query_param(req, "with_servers"))
-    with req.app.cell_db.read() as conn:
-        item = _one(req, conn, req.params["hypervisor_id"], with_servers)
+    item = _one(req, req.params["hypervisor_id"], with_servers)
     return json_response({"hypervisor": _view(req, item, True, with_servers)})
 
 
@@ -246,8 +293,7 @@ def _before(req: Request, minor: int) -> None:
 def hypervisor_uptime(req: Request) -> Response:
     _before(req, NO_USAGE)
     authorize(req, "os_compute_api:os-hypervisors:uptime", {})
-    with req.app.cell_db.read() as conn:
-        item = _one(req, conn, req.params["hypervisor_id"])
+    item = _one(req, req.params["hypervisor_id"])
     if not svc.is_up(item.service, req.app.settings.compute):
         raise HTTPError(400, f"Compute service of {item.node.host} is unavailable at this "
                              "time.")
@@ -257,12 +303,12 @@ def hypervisor_uptime(req: Request) -> Response:
 
 
 def statistics(req: Request) -> Response:
-    """Sums over the nodes whose compute service is enabled, as Nova's statistics."""
+    """Sums over every cell's nodes whose compute service is enabled, as Nova's statistics."""
     _before(req, NO_USAGE)
     authorize(req, "os_compute_api:os-hypervisors:statistics", {})
-    with req.app.cell_db.read() as conn:
-        items = [i for i in _gather(conn, svc.list_compute_nodes(conn))
-                 if not i.service.disabled]
+    parts: list[list[_Node]] = req.app.read_cells(
+        lambda conn: _gather(conn, svc.list_compute_nodes(conn)))
+    items = [i for part in parts for i in part if not i.service.disabled]
     stats = dict.fromkeys(_USAGE, 0)
     for item in items:
         for key, value in item.usage().items():
@@ -273,16 +319,14 @@ def statistics(req: Request) -> Response:
 def search(req: Request) -> Response:
     _before(req, UUIDS)
     authorize(req, "os_compute_api:os-hypervisors:search", {})
-    with req.app.cell_db.read() as conn:
-        items = _gather(conn, _matching(conn, req.params["pattern"]))
+    items = _matching(req, req.params["pattern"])
     return json_response({"hypervisors": [_view(req, item, False) for item in items]})
 
 
 def servers(req: Request) -> Response:
     _before(req, UUIDS)
     authorize(req, "os_compute_api:os-hypervisors:servers", {})
-    with req.app.cell_db.read() as conn:
-        items = _gather(conn, _matching(conn, req.params["pattern"]), with_servers=True)
+    items = _matching(req, req.params["pattern"], with_servers=True)
     return json_response({"hypervisors": [_view(req, item, False) for item in items]})
 
 

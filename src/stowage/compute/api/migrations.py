@@ -7,10 +7,14 @@
     2.80  user_id/project_id filters and fields
 
 Hidden migrations (the internal halves of a cross-cell move) are never shown.
+Every cell's migrations are merged (newest first, then by id, then by uuid:
+ids repeat across cells' databases) before paging; a cell whose database does
+not answer is left out with a warning, as Nova does.
 """
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -98,6 +102,21 @@ def _changes(req: Request) -> list[Any]:
     return where
 
 
+def _newest_first(mig: migs.Migration) -> tuple[datetime.datetime, int, str]:
+    """The sort key, descending, of one cell's listing (created_at, id) and uuid; no
+    created_at sorts last, as NULL does in SQLite's and MySQL's descending order."""
+    return mig.created_at or datetime.datetime.min, mig.id or 0, mig.uuid
+
+
+def _every_cell(req: Request) -> list[migs.Migration]:
+    """Every answering cell's matching migrations as one newest-first listing: the marker
+    is then looked for, and the page cut, across the cells."""
+    where = _where(req)
+    parts: list[list[migs.Migration]] = req.app.read_cells(
+        lambda conn: migs.list_migrations(conn, where), skip_down=True)
+    return sorted((m for part in parts for m in part), key=_newest_first, reverse=True)
+
+
 def _page(found: list[migs.Migration], marker: str | None,
           limit: int) -> list[migs.Migration]:
     if marker is not None:
@@ -133,8 +152,7 @@ def view(req: Request, mig: migs.Migration) -> dict[str, Any]:
 def list_migrations(req: Request) -> Response:
     authorize(req, "os_compute_api:os-migrations:index")
     validate_query(req, _query_schema(req))
-    with req.app.cell_db.read() as conn:
-        found = migs.list_migrations(conn, _where(req))
+    found = _every_cell(req)
     body: dict[str, Any] = {}
     if at_least(req, PAGING):
         raw = query_param(req, "limit")

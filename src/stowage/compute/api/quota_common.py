@@ -30,7 +30,8 @@ def owner(req: Request, project_id: str | None = None, user_id: str | None = Non
                  settings=req.app.settings.quota,
                  placement=None if plane is None else plane.placement,
                  count_keypairs=keypairs.count_keypairs,
-                 api_db=req.app.db, cell_db=req.app.cell_db)
+                 api_db=req.app.db, cell_db=req.app.cell_db,
+                 other_cells=req.app.other_cell_dbs(req.app.cell_db))
 
 
 def over_quota(exc: OverQuota) -> HTTPError:

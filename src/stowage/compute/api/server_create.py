@@ -282,33 +282,43 @@ def _check_placement_hints(req: Request, conn: Connection, boot: Boot,
         raise HTTPError(403, "Only volume-backed servers are allowed for flavors with zero "
                              "disk.")
     default_zone = req.app.settings.compute.default_availability_zone
-    zones = queries.known_zones(conn, req.app.db, default_zone) if boot.zone else set()
+    zones: set[str] = set()
+    for db in req.app.cell_dbs() if boot.zone else ():  # any cell's hosts
+        with db.using(conn) as cell:
+            zones |= queries.known_zones(cell, req.app.db, default_zone)
     if boot.zone and boot.destination is None and boot.zone not in zones:
         raise HTTPError(400, "The requested availability zone is not available")
     if boot.destination is not None:
-        _check_destination(conn, boot.destination)
+        _check_destination(req, conn, boot.destination)
     if boot.group is not None:
         project = None if req.context.is_admin else req.context.project_id
         try:
             with req.app.db.using(conn) as api:
-                server_groups.get(api, boot.group, project, cell_db=req.app.cell_db)
+                server_groups.get(api, boot.group, project, cell_db=req.app.cell_dbs())
         except NotFound:
             raise HTTPError(400, f"Instance group {boot.group} could not be found.") from None
 
 
-def _check_destination(conn: Connection, destination: dict[str, str | None]) -> None:
-    """The requested host and/or node exist; a node named alone pins its host.
+def _check_destination(req: Request, conn: Connection,
+                       destination: dict[str, str | None]) -> None:
+    """The requested host and/or node exist (in any cell); a node named alone pins its
+    host.
 
     As Nova's `_validate_host_or_node`: a host needs a compute service, a host
     and a node need that node on that host, a node alone needs a node of that
     name (Nova asks Placement for a provider so named); each miss is a 400.
     """
     host, node = destination.get("host"), destination.get("node")
-    if host and not queries.compute_host_exists(conn, host):
-        raise HTTPError(400, f"Compute host {host} could not be found.")
+    if host:
+        with req.app.host_db(host).using(conn) as cell:
+            if not queries.compute_host_exists(cell, host):
+                raise HTTPError(400, f"Compute host {host} could not be found.")
     if not node:
         return
-    hosts = queries.hosts_of_node(conn, node)
+    hosts: list[str] = []
+    for db in req.app.cell_dbs():
+        with db.using(conn) as cell:
+            hosts += queries.hosts_of_node(cell, node)
     if host and host not in hosts:
         raise HTTPError(400, f"Compute host {host} could not be found.")
     if not hosts:

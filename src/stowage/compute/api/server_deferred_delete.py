@@ -28,7 +28,7 @@ from stowage.compute.api.server_common import (
     move_state,
     target,
 )
-from stowage.compute.api.servers import delete_now
+from stowage.compute.api.servers import delete_now, queue_for_delete
 from stowage.compute.states import TASK
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response
@@ -49,6 +49,7 @@ def _restore(req: Request, body: Any) -> Response:
         start_action(conn, req, instance, "restore")
         move_state(conn, instance, "restore", task_state=TASK.RESTORING, deleted_at=None)
         op = accept(conn, req, instance, "restore")
+        queue_for_delete(req, conn, instance.uuid, queued=False)
     cast_after_commit(
         req, instance,
         lambda c: c.guest_action(instance.uuid, req.context.request_id, "restore", op),
@@ -63,6 +64,7 @@ def _force_delete(req: Request, body: Any) -> Response:
         check_unlocked(req, instance)
         check_state(instance, "forceDelete", None, must_have_launched=False)
         operation = delete_now(req, conn, instance)
+        queue_for_delete(req, conn, instance.uuid)
     if operation is not None:
         conductor(req).delete_instance(instance.uuid, req.context.request_id, operation)
     return empty_response(202)

@@ -123,35 +123,51 @@ def create_events(req: Request) -> Response:
     by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
     detaches: list[tuple[instances.Instance, str, str]] = []
     result = 200
-    with req.app.cell_db.write() as conn:
-        found: dict[str, instances.Instance | None] = {}
-        hosts: dict[str, list[str]] = {}
-        for event in events:
-            uuid = event["server_uuid"]
-            if uuid not in found:
-                try:
-                    found[uuid] = instances.get(conn, uuid)
-                except NotFound:
-                    found[uuid] = None
-            instance = found[uuid]
-            sent = dict(event)
-            if _answer(event, instance) != 200:
+    by_db: dict[str, tuple[Any, list[dict[str, Any]]]] = {}
+    for event in events:  # each server's events in its cell's transaction
+        db = req.app.server_db(str(event["server_uuid"]))
+        by_db.setdefault(str(db.engine.url), (db, []))[1].append(event)
+    for db, some in by_db.values():
+        with db.write() as conn:
+            if not _take(req, conn, some, by_host, detaches):
                 result = 207
-                continue
-            assert instance is not None
-            if not _recorded(conn, req, sent, instance.uuid):
-                continue
-            detach = _detach(conn, req, instance, sent)
-            if detach is not None:
-                detaches.append(detach)
-            if instance.uuid not in hosts:
-                hosts[instance.uuid] = _hosts(conn, instance)
-            for host in hosts[instance.uuid]:
-                by_host[host].append(sent)
     _dispatch(req, by_host, ctx.request_id)
     for instance, port_id, op in detaches:
         _cast_detach(req, instance, port_id, op)
     return json_response({"events": events}, result)
+
+
+def _take(req: Request, conn: Any, events: list[dict[str, Any]],
+          by_host: dict[str, list[dict[str, Any]]],
+          detaches: list[tuple[instances.Instance, str, str]]) -> bool:
+    """Answer each event of one cell's servers, record what it starts, and sort what is
+    sent on by host; False when one of them was refused."""
+    found: dict[str, instances.Instance | None] = {}
+    hosts: dict[str, list[str]] = {}
+    accepted = True
+    for event in events:
+        uuid = event["server_uuid"]
+        if uuid not in found:
+            try:
+                found[uuid] = instances.get(conn, uuid)
+            except NotFound:
+                found[uuid] = None
+        instance = found[uuid]
+        sent = dict(event)
+        if _answer(event, instance) != 200:
+            accepted = False
+            continue
+        assert instance is not None
+        if not _recorded(conn, req, sent, instance.uuid):
+            continue
+        detach = _detach(conn, req, instance, sent)
+        if detach is not None:
+            detaches.append(detach)
+        if instance.uuid not in hosts:
+            hosts[instance.uuid] = _hosts(conn, instance)
+        for host in hosts[instance.uuid]:
+            by_host[host].append(sent)
+    return accepted
 
 
 def _recorded(conn: Any, req: Request, event: dict[str, Any], uuid: str) -> bool:

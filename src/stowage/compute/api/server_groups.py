@@ -160,7 +160,7 @@ def _find(req: Request, action: str) -> groups.ServerGroup:
     project = None if ctx.is_admin else ctx.project_id
     with req.app.db.read() as conn:
         group = groups.get(conn, req.params["group_id"], project_id=project,
-                           cell_db=req.app.cell_db)
+                           cell_db=req.app.cell_dbs())
     authorize(req, _RULE + action, {"project_id": group.project_id})
     return group
 
@@ -191,7 +191,7 @@ def list_groups(req: Request) -> Response:
                 and allowed(req, _RULE + "index:all_projects"))
     with req.app.db.read() as conn:
         found = groups.list_groups(conn, None if everyone else ctx.project_id, offset, limit,
-                                   cell_db=req.app.cell_db)
+                                   cell_db=req.app.cell_dbs())
     return json_response({"server_groups": [_view(req, g) for g in found]})
 
 

@@ -16,10 +16,13 @@ query parameters are a 400 instead of being ignored.
 from __future__ import annotations
 
 import datetime
+import logging
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
+
+from stowage.compute.api import down_cells, server_security_groups
 from stowage.compute.api import server_queries as queries
-from stowage.compute.api import server_security_groups
 from stowage.compute.api import server_views as views
 from stowage.compute.api.common import (
     API_PREFIX,
@@ -30,6 +33,8 @@ from stowage.compute.api.common import (
     query_param,
     validate_query,
 )
+from stowage.compute.cells import CellMapping
+from stowage.compute.instances import Instance
 from stowage.compute.states import _STATE_MAP, SOFT_DELETED
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
@@ -76,6 +81,7 @@ USER_FILTERS_MORE = 83
 HOSTNAME_FILTER = 90  # with 2.90's settable hostname
 _TAG_FILTERS = ("tags", "tags-any", "not-tags", "not-tags-any")
 _STRING = {"type": "string"}
+LOG = logging.getLogger(__name__)
 
 
 def _index_query(req: Request) -> dict[str, Any]:
@@ -276,14 +282,45 @@ def _list(req: Request, detailed: bool) -> Response:
     limit = _limit(req)
     if query is None or limit == 0:
         return json_response({"servers": []})
-    with req.app.cell_db.read() as conn:
-        found = queries.list_servers(conn, query)
-        extras = views.load_extras(conn, found) if detailed else None
+    found, extras, down = _gather(req, query, detailed)
     if extras is not None:
         views.finish_extras(req, extras, found)
         server_security_groups.fill(req, extras)
     shown = views.Shown.for_request(req) if detailed else None
-    return json_response(views.collection(req, found, detailed, limit, shown, extras))
+    body = views.collection(req, found, detailed, limit, shown, extras)
+    if down and down_cells.listing_allows(req):
+        body["servers"][:0] = down_cells.minimal_servers(req, down, query.project_id,
+                                                         detailed)
+    return json_response(body)
+
+
+def _gather(req: Request, query: queries.ServerQuery, detailed: bool
+            ) -> tuple[list[Instance], views.Extras | None, list[CellMapping]]:
+    """Every cell's page, merged by the sort keys and cut at the limit (Nova's
+    multi-cell list), and the cells whose database did not answer (down_cells.py)."""
+    databases = req.app.cells.distinct()
+    marker = None
+    if query.marker is not None and len(databases) > 1:
+        with req.app.server_db(query.marker).read() as conn:
+            marker = queries.find_marker(conn, query)
+    parts: list[list[Instance]] = []
+    down: list[CellMapping] = []
+    extras = views.Extras() if detailed else None
+    for members, db in databases:
+        try:
+            with db.read() as conn:
+                part = queries.list_servers(conn, query, marker)
+                if extras is not None:
+                    extras.merge(views.load_extras(conn, part))
+        except DBAPIError as exc:
+            if len(databases) == 1:
+                raise
+            LOG.warning("cells %s did not answer; their servers are not listed: %s",
+                        [c.name for c in members], exc)
+            down += members
+            continue
+        parts.append(part)
+    return queries.merge_sorted(parts, query), extras, down
 
 
 def list_servers(req: Request) -> Response:

@@ -87,9 +87,10 @@ def _sort_value(instance: inst.Instance, key: str) -> Any:
 
 def _sorted(found: list[inst.Instance], sort: Sequence[tuple[str, str]]) -> list[inst.Instance]:
     # Stable sorts from the least to the most significant key; the internal
-    # id breaks ties in the direction of the first key, as Nova adds it.
+    # id breaks ties in the direction of the first key, as Nova adds it, then the
+    # uuid (ids are per cell: servers of two cells can share one).
     first_desc = bool(sort) and sort[0][1] == "desc"
-    found.sort(key=lambda i: i.id or 0, reverse=first_desc)
+    found.sort(key=lambda i: (i.id or 0, i.uuid), reverse=first_desc)
     for key, direction in reversed(sort):
         found.sort(key=lambda i, k=key: _sort_value(i, k),  # type: ignore[misc]
                    reverse=direction == "desc")
@@ -156,8 +157,10 @@ def _matches(instance: inst.Instance, query: ServerQuery, programs: dict[str, An
     return query.flavorid is None or instance.flavor.get("flavorid") == query.flavorid
 
 
-def list_servers(conn: Connection, query: ServerQuery) -> list[inst.Instance]:
-    """Instances matching `query`, sorted and paged after the marker (an instance uuid)."""
+def list_servers(conn: Connection, query: ServerQuery, marker: inst.Instance | None = None
+                 ) -> list[inst.Instance]:
+    """Instances matching `query`, sorted and paged after the marker (an instance uuid;
+    `marker`: its record, read in its own cell)."""
     programs = {name: _compile(pattern) for name, pattern in query.regex.items()}
     uuids = list(conn.execute(sa.select(_I.c.uuid).where(*_where(query))).scalars())
     found = inst.list_instances(conn, read_deleted=True, uuids=uuids) if uuids else []
@@ -166,7 +169,7 @@ def list_servers(conn: Connection, query: ServerQuery) -> list[inst.Instance]:
         found = _with_ips(conn, found, query.ips)
     found = _sorted(found, query.sort)
     if query.marker is not None:
-        found = _after_marker(conn, found, query)
+        found = _after_marker(conn, found, query, marker)
     return found[:query.limit] if query.limit is not None else found
 
 
@@ -193,18 +196,31 @@ def _with_ips(conn: Connection, found: list[inst.Instance],
 
 
 def _after_marker(conn: Connection, found: list[inst.Instance],
-                  query: ServerQuery) -> list[inst.Instance]:
+                  query: ServerQuery, marker: inst.Instance | None) -> list[inst.Instance]:
     uuids = [i.uuid for i in found]
     if query.marker in uuids:
         return found[uuids.index(query.marker) + 1:]
-    # The marker left the result set (its state changed): page from where it sorts.
-    try:
-        marker = inst.get(conn, query.marker or "", read_deleted=True,
-                          project_id=query.project_id)
-    except NotFound:
-        raise Invalid(f"marker [{query.marker}] not found") from None
+    # The marker left the result set (its state changed), or lives in another cell:
+    # page from where it sorts.
+    if marker is None:
+        marker = find_marker(conn, query)
     merged = _sorted([*found, marker], query.sort)
     return merged[[i.uuid for i in merged].index(marker.uuid) + 1:]
+
+
+def find_marker(conn: Connection, query: ServerQuery) -> inst.Instance:
+    try:
+        return inst.get(conn, query.marker or "", read_deleted=True,
+                        project_id=query.project_id)
+    except NotFound:
+        raise Invalid(f"marker [{query.marker}] not found") from None
+
+
+def merge_sorted(parts: Sequence[list[inst.Instance]], query: ServerQuery
+                 ) -> list[inst.Instance]:
+    """Several cells' pages as one: sorted again, cut at the limit."""
+    found = _sorted([i for part in parts for i in part], query.sort)
+    return found[:query.limit] if query.limit is not None else found
 
 
 def known_zones(conn: Connection, api_db: Database, default_zone: str) -> set[str]:

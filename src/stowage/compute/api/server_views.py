@@ -46,8 +46,8 @@ from stowage.compute.services import Service
 from stowage.web.http import Request
 
 __all__ = ["Shown", "isotime", "primitive_time", "host_id", "status", "basic", "show",
-           "updated", "collection", "created", "load_extras", "finish_extras", "Extras",
-           "FAULT_STATUSES", "disk_config"]
+           "updated", "collection", "created", "flavor_view", "load_extras", "finish_extras",
+           "Extras", "FAULT_STATUSES", "disk_config"]
 
 EXTENDED_ATTRS_2_3 = 3
 LOCKED = 9
@@ -126,6 +126,11 @@ class Extras:
     # server uuid -> [{"name": ...}] of its ports' groups (server_security_groups.bindings).
     security_groups: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
+    def merge(self, other: Extras) -> None:
+        """Another cell's records of the same response."""
+        for name in ("faults", "services", "groups", "ports", "tags", "security_groups"):
+            getattr(self, name).update(getattr(other, name))
+
 
 def load_extras(conn: Connection, instances: Sequence[inst.Instance]) -> Extras:
     """What the views need from the instances' cell (`finish_extras` adds the rest)."""
@@ -161,7 +166,7 @@ def _image(req: Request, instance: inst.Instance) -> Any:
             "links": [{"rel": "bookmark", "href": req.url(f"/images/{instance.image_ref}")}]}
 
 
-def _flavor(req: Request, flavor: dict[str, Any], shown: Shown) -> dict[str, Any]:
+def flavor_view(req: Request, flavor: dict[str, Any], shown: Shown) -> dict[str, Any]:
     if not at_least(req, FLAVOR_INLINE):
         flavorid = str(flavor.get("flavorid", ""))
         return {"id": flavorid,
@@ -230,7 +235,7 @@ def _base(req: Request, instance: inst.Instance, shown: Shown,
         "metadata": dict(instance.metadata or {}),
         "hostId": host_id(instance.project_id, instance.host),
         "image": _image(req, instance),
-        "flavor": _flavor(req, instance.flavor, shown),
+        "flavor": flavor_view(req, instance.flavor, shown),
         "created": isotime(instance.created_at),
         "updated": isotime(instance.updated_at or instance.created_at),
         "addresses": addresses(extras.ports.get(instance.uuid, ())),

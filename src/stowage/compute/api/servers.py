@@ -20,15 +20,18 @@ and the conductor's periodic reclaim take it from there.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from stowage.compute import actions, instance_ports, states
+from stowage.compute import cells as cell_records
 from stowage.compute import instances as inst
 from stowage.compute import tags as tag_records
+from stowage.compute.api import down_cells, server_security_groups, server_shelve
 from stowage.compute.api import server_queries as queries
-from stowage.compute.api import server_security_groups, server_shelve
 from stowage.compute.api import server_views as views
 from stowage.compute.api.action_common import accept, cast_after_commit, start_action
 from stowage.compute.api.common import API_PREFIX, at_least, authorize, read_body, validate_body
@@ -44,8 +47,11 @@ from stowage.compute.api.server_create_schema import HOSTNAME, SETTABLE_HOSTNAME
 from stowage.compute.conductor import tasks
 from stowage.compute.states import TASK
 from stowage.timeutil import utcnow
+from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
+
+LOG = logging.getLogger(__name__)
 
 __all__ = ["ROUTES", "delete_now"]
 
@@ -86,6 +92,28 @@ def show_server(req: Request) -> Response:
     """What clients poll: the server and its host's service in one statement of its cell,
     then its host's zone and its groups from the API database."""
     project = None if req.context.is_admin else req.context.project_id
+    try:
+        instance, extras = _read_shown(req, project)
+    except DBAPIError:
+        if not at_least(req, down_cells.DOWN_CELLS) or len(req.app.cell_dbs()) == 1:
+            raise  # Nova: a 500 before 2.69
+        return json_response({"server": _from_down_cell(req, project)})
+    views.finish_extras(req, extras, [instance], with_groups=True)
+    server_security_groups.fill(req, extras)
+    view = views.show(req, instance, views.Shown.for_request(req), extras, with_groups=True)
+    return json_response({"server": view})
+
+
+def _from_down_cell(req: Request, project: str | None) -> dict[str, Any]:
+    LOG.warning("the cell of server %s did not answer", req.params["server_id"])
+    view = down_cells.minimal_server(req, req.params["server_id"])
+    if project is not None and view["tenant_id"] != project:
+        raise HTTPError(404, f"Instance {req.params['server_id']} could not be found.")
+    return view
+
+
+def _read_shown(req: Request, project: str | None) -> tuple[inst.Instance, views.Extras]:
+    """The server and what its view needs from its cell (one read transaction)."""
     with req.app.server_db(req.params["server_id"]).read() as conn:
         instance, service = queries.server_with_host(conn, req.params["server_id"], project)
         authorize(req, "os_compute_api:servers:show", target(instance))
@@ -96,10 +124,7 @@ def show_server(req: Request) -> Response:
             tags=tag_records.of_instances(conn, [instance.uuid]))
         if views.status(instance) in views.FAULT_STATUSES:
             extras.faults = inst.latest_faults(conn, [instance.uuid])
-    views.finish_extras(req, extras, [instance], with_groups=True)
-    server_security_groups.fill(req, extras)
-    view = views.show(req, instance, views.Shown.for_request(req), extras, with_groups=True)
-    return json_response({"server": view})
+    return instance, extras
 
 
 def update_server(req: Request) -> Response:
@@ -140,6 +165,7 @@ def delete_server(req: Request) -> Response:
         soft = _soft_deletable(req, instance)
         operation = _soft_delete(req, conn, instance) if soft else delete_now(req, conn,
                                                                                instance)
+        queue_for_delete(req, conn, instance.uuid)
     if operation is None:
         return empty_response(204)
     if soft:
@@ -150,6 +176,13 @@ def delete_server(req: Request) -> Response:
     else:
         conductor(req).delete_instance(instance.uuid, ctx.request_id, operation)
     return empty_response(204)
+
+
+def queue_for_delete(req: Request, conn: Connection, uuid: str, queued: bool = True) -> None:
+    """Mark the server's mapping (in the cell's transaction, `conn`): a down cell's listing
+    leaves it out (down_cells.py); os-restore takes the mark back."""
+    with req.app.db.using(conn, write=True) as api:
+        cell_records.queue_for_delete(api, uuid, queued)
 
 
 def delete_now(req: Request, conn: Connection, instance: inst.Instance) -> str | None:

@@ -16,13 +16,16 @@ import uuid
 from typing import Any
 
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from stowage.compute import aggregates as aggs
+from stowage.compute import cells as cell_records
 from stowage.compute import instances, migrations
 from stowage.compute import services as svc
 from stowage.compute import tables as t
 from stowage.compute.agent import evacuation
 from stowage.compute.agent import resource_tracker as rt
+from stowage.compute.api import down_cells
 from stowage.compute.api.common import (
     API_PREFIX,
     BOOLEAN,
@@ -34,6 +37,8 @@ from stowage.compute.api.common import (
     validate_body,
     validate_query,
 )
+from stowage.compute.cells import CellMapping
+from stowage.db import Database
 from stowage.errors import NotFound
 from stowage.placement.client import PlacementError
 from stowage.timeutil import utcnow
@@ -119,11 +124,24 @@ def service_view(req: Request, service: svc.Service,
 def list_services(req: Request) -> Response:
     authorize(req, "os_compute_api:os-services:list", {})
     validate_query(req, INDEX_QUERY_2_75 if at_least(req, STRICT_QUERY) else INDEX_QUERY)
-    with req.app.cell_db.read() as conn:
-        found = svc.list_services(conn, host=query_param(req, "host") or None,
-                                  binary=query_param(req, "binary") or None)
+    host, binary = query_param(req, "host") or None, query_param(req, "binary") or None
+    found: list[svc.Service] = []
+    down: list[CellMapping] = []
+    databases = req.app.cells.distinct()
+    for members, db in databases:  # each cell's, in cell order (Nova's scatter-gather)
+        try:
+            with db.read() as conn:
+                found += svc.list_services(conn, host=host, binary=binary)
+        except DBAPIError as exc:
+            if len(databases) == 1:
+                raise
+            LOG.warning("cells %s did not answer: %s", [c.name for c in members], exc)
+            down += members
     now = utcnow()
     shown = [service_view(req, s, now) for s in in_zones(req, found)]
+    if down and at_least(req, down_cells.DOWN_CELLS) and binary in (None, svc.COMPUTE):
+        shown += [s for s in down_cells.minimal_services(req, down)
+                  if host is None or s["host"] == host]
     return json_response({"services": shown})
 
 
@@ -168,7 +186,7 @@ def _update_by_action(req: Request, action: str) -> Response:
         if reason:
             shown["disabled_reason"] = reason
     _only_compute(binary)
-    with req.app.cell_db.write() as conn:
+    with req.app.host_db(host).write() as conn:
         try:
             service = svc.service_by_host(conn, host, binary)
         except NotFound:
@@ -184,7 +202,7 @@ def _update_by_uuid(req: Request, service_id: str) -> Response:
     if not is_uuid(service_id):
         raise HTTPError(400, f"Invalid uuid {service_id}")
     body = validate_body(read_body(req), UPDATE_SCHEMA_2_53)
-    with req.app.cell_db.write() as conn:
+    with _service_db(req, service_id).write() as conn:
         try:
             service = svc.get_service(conn, service_id)
         except NotFound:
@@ -228,7 +246,7 @@ def sync_status_trait(req: Request, service: svc.Service) -> None:
     plane = req.app.plane
     if plane is None or service.binary != svc.COMPUTE:
         return
-    with req.app.cell_db.read() as conn:
+    with req.app.host_db(service.host).read() as conn:
         nodes = svc.compute_nodes_of_host(conn, service.host)
     for node in nodes:
         try:
@@ -241,7 +259,8 @@ def sync_status_trait(req: Request, service: svc.Service) -> None:
 def delete_service(req: Request) -> Response:
     authorize(req, "os_compute_api:os-services:delete", {})
     ident = _parse_id(req, req.params["service_id"])
-    with req.app.cell_db.write() as conn:
+    cell_db = _service_db(req, ident)
+    with cell_db.write() as conn:
         try:
             service = svc.get_service(conn, ident)
         except NotFound:
@@ -249,10 +268,13 @@ def delete_service(req: Request) -> Response:
         if service.binary == svc.COMPUTE:
             _check_unused(conn, service.host)
         nodes = svc.delete_service(conn, service.id)
+    if service.binary == svc.COMPUTE:  # as Nova: the host's mapping goes with it
+        with req.app.db.write() as conn:
+            cell_records.unmap_host(conn, service.host)
     plane = req.app.plane
     if plane is not None and service.binary == svc.COMPUTE:
         # Its agent will not come back to release what its evacuations still hold.
-        evacuation.release_deleted_source(req.app.cell_db, plane.placement, service.host)
+        evacuation.release_deleted_source(cell_db, plane.placement, service.host)
     for node in nodes if plane is not None else ():
         try:
             rt.delete_tree(plane.placement, node.uuid)  # with its network device providers
@@ -260,6 +282,16 @@ def delete_service(req: Request) -> Response:
             LOG.error("Failed to delete compute node resource provider for compute node "
                       "%s: %s", node.uuid, exc)
     return empty_response(204)
+
+
+def _service_db(req: Request, ident: int | str) -> Database:
+    """The cell database holding the service (an integer id is only unique in its cell:
+    the first cell that has it, as Nova finds it); the default cell's when none does."""
+    try:
+        found: Database = req.app.find_in_cells(lambda conn: svc.get_service(conn, ident))[0]
+    except NotFound:
+        found = req.app.cell_db
+    return found
 
 
 def _parse_id(req: Request, value: str) -> int | str:

@@ -9,7 +9,9 @@
 `YYYY-MM-DD HH:MM:SS.ffffff`, UTC; an end in the future is cut to now. From
 2.40 the instances are paged (`limit`, `marker` = an instance id) and a full
 page carries a `next` link; 2.75 refuses unknown query parameters. The
-window's arithmetic is in `compute/tenant_usage.py`.
+window's arithmetic is in `compute/tenant_usage.py`. The cells are read one
+after the other, as Nova pages them: the marker's cell from the marker on,
+the later cells from their start, until the limit is reached.
 """
 
 from __future__ import annotations
@@ -123,12 +125,32 @@ def _usages(req: Request, project_id: str | None, detailed: bool
     validate_query(req, _query_schema(req, detailed=project_id is None))
     start, stop = _window(req)
     limit, marker = _page(req)
-    with req.app.cell_db.read() as conn:
-        try:
-            found = tenant_usage.in_window(conn, start, stop, project_id, limit, marker)
-        except NotFound as exc:
-            raise HTTPError(400, exc.detail) from None
+    found = _in_cells(req, start, stop, project_id, limit, marker)
     return _summaries(found, start, stop, detailed), found, limit
+
+
+def _in_cells(req: Request, start: datetime.datetime, stop: datetime.datetime,
+              project_id: str | None, limit: int, marker: str | None
+              ) -> list[tenant_usage.Used]:
+    """Nova's cell-by-cell page: the cells before the marker's are skipped (they do not
+    have it), the marker's is read after it, each later one from its start, until
+    `limit` instances are found; 400 when no cell has the marker."""
+    found: list[tenant_usage.Used] = []
+    for db in req.app.cell_dbs():
+        try:
+            with db.read() as conn:
+                part = tenant_usage.in_window(conn, start, stop, project_id,
+                                              limit - len(found), marker)
+        except NotFound as exc:
+            missing = exc
+            continue
+        found += part
+        marker = None
+        if len(found) >= limit:
+            break
+    if marker is not None:
+        raise HTTPError(400, missing.detail)
+    return found
 
 
 def _links(req: Request, found: list[tenant_usage.Used], limit: int,

@@ -8,7 +8,7 @@ last one completed before `before` ("%Y-%m-%d %H:%M:%S[.%f]", else 400
 "Invalid timestamp for date ..."). stowage runs no such task, so it answers
 as Nova does when no task log exists: every compute service (disabled ones
 included, as they may still hold instances) is a host that has not run,
-none is done or running, the log is empty. Admin only.
+none is done or running, the log is empty. The hosts are every cell's. Admin only.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ def _parse(value: str) -> datetime.datetime:
 
 def _audit(req: Request, before: datetime.datetime) -> dict[str, Any]:
     begin, end = last_completed_month(before)
-    with req.app.cell_db.read() as conn:
-        hosts = sorted({s.host for s in svc.list_services(conn, binary=svc.COMPUTE)})
+    parts: list[list[svc.Service]] = req.app.read_cells(
+        lambda conn: svc.list_services(conn, binary=svc.COMPUTE))
+    hosts = sorted({s.host for part in parts for s in part})
     # No task log: nothing done, running or errored; every host not run.
     status = "ALL" if not hosts else f"0 of {len(hosts)}"
     return {"period_beginning": str(begin), "period_ending": str(end),

@@ -33,7 +33,7 @@ import logging
 from typing import Any
 
 from stowage.compute import instances, states
-from stowage.compute.conductor import ports
+from stowage.compute.conductor import carry, ports
 from stowage.compute.conductor.common import Ops, being_deleted
 from stowage.compute.conductor.tasks import Interrupted, Journal
 from stowage.compute.instances import UnexpectedTaskState
@@ -51,7 +51,14 @@ LOG = logging.getLogger(__name__)
 STEPS = ("schedule", "spawn")
 
 
-def build_instances(ops: Ops, instance_uuids: list[str], journal: Journal) -> None:
+def build_instances(ops: Ops, instance_uuids: list[str], journal: Journal,
+                    selections: list[dict[str, Any]] | None = None) -> None:
+    """Schedule (any cell's hosts), carry each server to its host's cell, build it there.
+    `selections`: a server carried here, its host and alternates chosen already."""
+    if selections is not None:
+        uuid = instance_uuids[0]
+        _build_one(ops, uuid, list(selections), journal, ports.load(ops, uuid))
+        return
     with ops.api_db.read() as conn:
         spec = instances.request_spec(conn, instance_uuids[0])
     spec["num_instances"] = len(instance_uuids)
@@ -63,13 +70,17 @@ def build_instances(ops: Ops, instance_uuids: list[str], journal: Journal) -> No
             spec["port_requests"] = ports.spec_entries(requests)
         journal.record("schedule", "executing")
         with ops.event(instance_uuids[0], "conductor_schedule_and_build_instances"):
-            selections = ops.scheduler.select_destinations(spec, instance_uuids)
+            chosen = ops.scheduler.select_destinations(spec, instance_uuids, any_cell=True)
     except MessagingError as exc:
         for uuid in instance_uuids:
             _error_out(ops, uuid, exc)
+            carry.bury(ops, uuid, journal)
         return
     journal.record("schedule", "done")
-    for uuid, choices in zip(instance_uuids, selections, strict=True):
+    for uuid, choices in zip(instance_uuids, chosen, strict=True):
+        target = carry.target_of(ops, uuid, choices[0])
+        if target is not None and carry.carry(ops, uuid, target, journal, list(choices)):
+            continue  # built by the conductor of the host's cell
         _build_one(ops, uuid, list(choices), journal, server_ports[uuid])
 
 
@@ -179,6 +190,8 @@ def recover_build(ops: Ops, op: Interrupted, journal: Journal) -> None:
     """Settle every server of a build a crash cut off: ACTIVE if proven spawned, else rebuild."""
     again: list[str] = []
     for uuid in op.args.get("instance_uuids") or [op.instance_uuid]:
+        if carry.recover(ops, uuid, op.operation_uuid):
+            continue  # carried to another cell's database: built there
         try:
             inst = ops.instance_any(uuid)
         except NotFound:

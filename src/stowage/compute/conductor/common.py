@@ -28,11 +28,12 @@ from typing import Any, ClassVar
 from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, instances, states
+from stowage.compute.cells import Cells
 from stowage.compute.conductor.leases import Leases
 from stowage.compute.conductor.tasks import Batch, CrashHook, Journal
 from stowage.compute.instances import Instance
 from stowage.compute.migrations import Migration
-from stowage.compute.rpc import AgentAPI, SchedulerAPI
+from stowage.compute.rpc import AgentAPI, ConductorAPI, SchedulerAPI
 from stowage.config import ComputeSettings
 from stowage.db import Database
 from stowage.errors import NotFound
@@ -130,6 +131,10 @@ class Ops:
     network: NetworkClient | None = None
     # The conductor's leases: journals claim and confirm the operation under them.
     leases: Leases | None = None
+    # The deployment's cells (None: one database holds everything), and the conductor
+    # to hand a server carried to another cell's database over to (conductor/carry.py).
+    cells: Cells | None = None
+    conductor: ConductorAPI | None = None
     _events: dict[str, ActionEvents] = field(default_factory=dict, init=False, repr=False)
 
     def journal(self, operation: str, instance_uuid: str | None, uuid: str | None = None,

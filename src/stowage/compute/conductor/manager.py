@@ -57,9 +57,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from stowage.compute import actions, instances, migrations, states
+from stowage.compute import actions, cell_copy, instances, migrations, states
+from stowage.compute.cells import Cells
 from stowage.compute.conductor import (
     build,
+    carry,
     evacuate,
     guest_actions,
     interfaces,
@@ -114,18 +116,27 @@ RECOVERY: dict[str, Recover] = {
 }
 
 
+def _cell_of(cells: Cells) -> Callable[[str], str]:
+    """instance uuid -> the uuid of the cell its mapping names (what a move keeps to)."""
+    def cell_of(instance_uuid: str) -> str:
+        only = cells.only_compute_cell()
+        return (only or cells.of_instance(instance_uuid)).uuid
+    return cell_of
+
+
 class Conductor:
     def __init__(self, settings: ComputeSettings, db: Database, placement: PlacementClient,
                  transport: Transport, network: NetworkClient | None = None, *,
-                 cell_db: Database | None = None) -> None:
+                 cell_db: Database | None = None, cells: Cells | None = None) -> None:
         self.settings = settings
         # The API database (request specs, flavors, groups, quotas, aggregates) and the
-        # cell's.
+        # cell's (one conductor per cell database: compute/conductor/cells.py).
         self.api_db, self.db = sides(db, cell_db)
+        self.cells = cells
         self.placement = placement
         self.network = network
         self.agents = AgentAPI(transport)
-        self.scheduler = SchedulerAPI(transport)
+        self.scheduler = SchedulerAPI(transport, None if cells is None else _cell_of(cells))
         self.api = ConductorAPI(transport)
         # This conductor's leases on the operations it runs (owner: host:pid:random).
         self.leases = Leases(self.db, lambda: self.settings.conductor_lease_seconds)
@@ -134,7 +145,7 @@ class Conductor:
         return Ops(self.settings, self.db, self.api_db, self.placement, self.agents,
                    self.scheduler,
                    request_id, tasks.crash_hook(self.settings.crash_at), self.network,
-                   self.leases)
+                   self.leases, self.cells, self.api)
 
     def _run(self, operation: str, instance_uuid: str, request_id: str,
              operation_uuid: str | None, work: Callable[[Ops, Journal], None],
@@ -178,9 +189,10 @@ class Conductor:
 
     # --- RPC entry points -----------------------------------------------------
     def build_instances(self, instance_uuids: list[str], request_id: str,
-                        operation_uuid: str | None = None) -> None:
+                        operation_uuid: str | None = None,
+                        selections: list[dict[str, Any]] | None = None) -> None:
         self._run("build", instance_uuids[0], request_id, operation_uuid,
-                  lambda ops, j: build.build_instances(ops, instance_uuids, j))
+                  lambda ops, j: build.build_instances(ops, instance_uuids, j, selections))
 
     def migrate_server(self, instance_uuid: str, request_id: str,
                        new_flavor: dict[str, Any] | None, host: str | None,
@@ -400,9 +412,12 @@ class Conductor:
 
     def _unstick(self) -> None:
         """Settle instances left in a task state with no open operation (see the docstring)."""
+        carry.sweep(self._ops(new_request_id()), self.settings.conductor_lease_seconds)
         owned = {u for op in tasks.interrupted(self.db)
                  for u in [op.instance_uuid, *op.args.get("instance_uuids", [])]}
         with self.db.read() as conn:
+            # A hidden copy is another cell's server until its carry ends (carry.py).
+            owned |= cell_copy.hidden_uuids(conn)
             stuck = [i for i in instances.list_instances(conn)
                      if i.task_state is not None and i.uuid not in owned]
             moving = {m.instance_uuid for m in migrations.in_progress(conn)}

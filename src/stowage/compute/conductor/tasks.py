@@ -53,7 +53,7 @@ from stowage.db.statements import Sql
 from stowage.timeutil import utcnow
 
 __all__ = ["Step", "StepFailed", "Journal", "Batch", "Events", "Interrupted", "CrashHook",
-           "ACCEPTED", "accept", "end_accepted", "interrupted", "operation", "run_steps",
+           "ACCEPTED", "accept", "exists", "end_accepted", "interrupted", "operation", "run_steps",
            "undo", "roll_back", "crash_hook"]
 
 LOG = logging.getLogger(__name__)
@@ -153,14 +153,21 @@ def crash_hook(spec: str) -> CrashHook | None:
     return hook
 
 
-def accept(conn: Connection, operation: str, instance_uuid: str, request_id: str,
-           **args: Any) -> str:
-    """Record an accepted operation in the caller's transaction; returns its uuid."""
-    uuid = str(uuidlib.uuid4())
+def accept(conn: Connection, operation: str, instance_uuid: str, request_id: str, *,
+           operation_uuid: str | None = None, **args: Any) -> str:
+    """Record an accepted operation in the caller's transaction; returns its uuid
+    (`operation_uuid` when given: a continuation written again must be the same)."""
+    uuid = operation_uuid or str(uuidlib.uuid4())
     _ACCEPT.run(conn, uuid=uuid, operation=operation, instance_uuid=instance_uuid,
                 now=utcnow(), detail=json.dumps({"request_id": request_id, "args": args,
                                                  "accepted_by": lease.this_process()}))
     return uuid
+
+
+def exists(conn: Connection, operation_uuid: str) -> bool:
+    """The operation has a journal row (ended or not)."""
+    return conn.execute(sa.select(_J.c.id).where(
+        _J.c.operation_uuid == operation_uuid).limit(1)).first() is not None
 
 
 def end_accepted(conn: Connection, operation_uuid: str, operation: str) -> None:

@@ -54,6 +54,8 @@ class NodeRecord:
     # key -> values of that key in the host's aggregates' metadata (Nova's
     # aggregate_metadata_get_by_host), for AggregateInstanceExtraSpecsFilter.
     aggregate_metadata: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The uuid of the host's cell (None: a deployment read without cells).
+    cell: str | None = None
 
 
 def _zone(metadata: Mapping[str, frozenset[str]], svc: services.Service) -> str | None:
@@ -145,6 +147,10 @@ class HostState:
     @property
     def uuid(self) -> str:
         return self.record.uuid
+
+    @property
+    def cell(self) -> str | None:
+        return self.record.cell
 
     def free(self, rc: str) -> int:
         """Free amount of `rc` in the tree, else on the sharing providers it would use."""

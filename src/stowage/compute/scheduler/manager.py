@@ -37,6 +37,7 @@ earlier instances are undone before `NoValidHost` is raised, so nothing leaks.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import threading
 from collections import Counter, OrderedDict
@@ -44,8 +45,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from stowage.compute import aggregates, server_groups
+from stowage.compute.cells import CellMapping, Cells
 from stowage.compute.scheduler import NoValidHost
 from stowage.compute.scheduler.filters import Filter, Rejection, filters_for, run_filters
 from stowage.compute.scheduler.host_state import (
@@ -102,11 +105,13 @@ class Scheduler:
                  placement: SchedulerPlacement,
                  filters: Sequence[Filter] | None = None,
                  weighers: Sequence[Weigher] | None = None, *,
-                 cell_db: Database | None = None) -> None:
+                 cell_db: Database | None = None, cells: Cells | None = None) -> None:
         self.settings = settings
         # Aggregates, server groups and request specs live in the API database (unit
         # tests that never read give no database).
         self.api_db, self.db = sides(db, cell_db) if db is not None else (db, db)
+        # The deployment's cells, whose hosts are all candidates (None: `self.db`'s).
+        self.cells = cells
         self.placement = placement
         # None: the stack of `settings.enabled_filters`, read per request (checked now,
         # so that an unknown name stops the service from starting).
@@ -160,17 +165,58 @@ class Scheduler:
     def _host_states(self, req: SchedulingRequest) -> list[HostState]:
         s = self.settings
         with self.api_db.read() as api:
-            req.group = _group_state(api, req, self.db)
+            req.group = _group_state(api, req, self._member_dbs())
             metadata = aggregates.metadata_by_host(api)
             member_of = _prefilters(api, s, req)
-        with self.db.read() as conn:
-            nodes = load_nodes(conn, s, utcnow(), metadata)
+        nodes = self._nodes(req, metadata)
         in_tree = _destination_node(req, nodes)
         query = candidate_query(req, s.max_placement_results, in_tree, member_of)
         candidates = self.placement.allocation_candidates(query)
         if not candidates.get("allocation_requests"):
             LOG.info("Placement has no allocation candidates for %s", query)
         return build_host_states(nodes, candidates)
+
+    def _member_dbs(self) -> list[Database]:
+        """Where a group's members may run: every cell's database."""
+        if self.cells is None:
+            return [self.db]
+        return [db for _, db in self.cells.distinct()]
+
+    def _nodes(self, req: SchedulingRequest, metadata: Mapping[str, Mapping[str, frozenset[str]]]
+               ) -> dict[str, NodeRecord]:
+        """The compute nodes of every cell (of `req.cell` only, when it names one), each
+        tagged with its cell; a cell whose database does not answer offers none."""
+        now = utcnow()
+        if self.cells is None:
+            with self.db.read() as conn:
+                return load_nodes(conn, self.settings, now, metadata)
+        wanted = [c for c in self.cells.compute_cells() if req.cell in (None, c.uuid)]
+        nodes: dict[str, NodeRecord] = {}
+        for members, db in self.cells.distinct(wanted):
+            try:
+                with db.read() as conn:
+                    found = load_nodes(conn, self.settings, now, metadata)
+            except DBAPIError as exc:
+                LOG.warning("cells %s did not answer; their hosts are not candidates: %s",
+                            [c.name for c in members], exc)
+                continue
+            nodes.update((uuid, dataclasses.replace(record, cell=cell))
+                         for uuid, record, cell in self._cells_of(members, found))
+        return nodes
+
+    def _cells_of(self, members: list[CellMapping], found: Mapping[str, NodeRecord]
+                  ) -> list[tuple[str, NodeRecord, str]]:
+        """Each node with its cell: the database's only cell, else the host's mapping."""
+        assert self.cells is not None
+        if len(members) == 1:
+            return [(uuid, record, members[0].uuid) for uuid, record in found.items()]
+        wanted = {c.uuid for c in members}
+        tagged = []
+        for uuid, record in found.items():
+            cell = self.cells.of_host(record.host)
+            if cell is not None and cell.uuid in wanted:
+                tagged.append((uuid, record, cell.uuid))
+        return tagged
 
     def _schedule_one(self, uuid: str, req: SchedulingRequest, hosts: list[HostState],
                       rejections: list[Rejection]) -> tuple[list[dict[str, Any]], Holding]:
@@ -193,7 +239,9 @@ class Scheduler:
             host.consume(ar, req.pci_requests)
             if req.group is not None:
                 req.group.place(host.host)
-            alternates = self._alternates(ordered[index + 1:])
+            # A build's retries stay in the chosen host's cell: it is carried there once.
+            alternates = self._alternates([w for w in ordered[index + 1:]
+                                           if w.host.cell == host.cell])
             return [_selection(host, ar)] + [_selection(h, a) for h, a in alternates], prior
         LOG.info("No valid host for instance %s among %d candidate host(s): %s", uuid,
                  len(hosts), "; ".join(str(r) for r in rejections) or "none offered")
@@ -310,23 +358,24 @@ def merge_move_allocations(source: Mapping[str, Mapping[str, int]],
 
 def _selection(host: HostState, ar: Mapping[str, Any]) -> dict[str, Any]:
     return {"host": host.host, "node": host.node, "compute_node_uuid": host.uuid,
+            **({"cell_uuid": host.cell} if host.cell is not None else {}),
             "allocation_request": {"allocations": copy.deepcopy(ar["allocations"]),
                                    "mappings": copy.deepcopy(ar.get("mappings") or {})},
             "allocation_request_version": MICROVERSION}
 
 
-def _group_state(conn: Connection, req: SchedulingRequest, cell_db: Database
+def _group_state(conn: Connection, req: SchedulingRequest, cell_dbs: Sequence[Database]
                  ) -> GroupState | None:
     """The request's server group and its members per host, not counting these instances."""
     if req.group_uuid is None:
         return None
     try:
-        group = server_groups.get(conn, req.group_uuid, cell_db=cell_db)
+        group = server_groups.get(conn, req.group_uuid, cell_db=cell_dbs)
     except NotFound:
         raise NoValidHost(f"Instance group {req.group_uuid} could not be found.") from None
     scheduling = set(req.instance_uuids)
     per_host = Counter(host for inst, host in
-                       server_groups.member_hosts(conn, group.uuid, cell_db).items()
+                       server_groups.member_hosts(conn, group.uuid, cell_dbs).items()
                        if inst not in scheduling)
     return GroupState(group.uuid, group.policy, server_groups.max_server_per_host(group),
                       per_host)

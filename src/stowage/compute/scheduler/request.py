@@ -93,6 +93,9 @@ class SchedulingRequest:
     move: bool = False
     # The source its migration takes over when the destination is claimed (a move).
     move_source: MoveSource | None = None
+    # Only hosts of this cell (a cell uuid), as a cell's conductor asks for its moves;
+    # None: any cell's (a build).
+    cell: str | None = None
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], instance_uuids: list[str]
@@ -118,6 +121,7 @@ class SchedulingRequest:
             group_uuid=spec.get("instance_group") or _hint(hints.get("group")),
             move=bool(spec.get("move")),
             move_source=MoveSource.from_spec(spec.get("move_source")),
+            cell=spec.get("cell") or None,
         )
 
     def amounts(self) -> dict[str, int]:

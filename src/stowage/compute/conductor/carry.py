@@ -1,0 +1,158 @@
+"""A new server carried from the cell the API wrote it in to the cell it will live in.
+
+The API writes every new server into the default cell (cell1): the cell its
+host will be in is known only once the scheduler chose one. When the chosen
+host is in another cell, or no host was found (the server goes to cell0, as
+Nova buries it), the build carries the server's records over:
+
+    journal: carry executing {instance, cell}
+    target database: the records copied, the instance hidden      (cell_copy)
+    API database:    the instance mapping points at the target   <- the switch
+    target database: unhidden; with a host to build on, the build's
+                     continuation accepted there (its own journal)
+    source database: the records purged
+    journal: carry done; the continuation cast to the target's conductor
+
+Cells that share a database need the mapping flip only. Until the flip the
+server is the source's; after it, the target's. So a crash before the flip
+leaves a hidden copy that nothing lists (the recovered build replaces or
+purges it), and `recover` finishes a carry the flip had reached: unhidden,
+continuation written (its claim dropped: it schedules again), source purged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid as uuidlib
+from typing import Any
+
+from stowage.compute import cell_copy
+from stowage.compute import cells as cell_records
+from stowage.compute.cells import CellMapping
+from stowage.compute.conductor import tasks
+from stowage.compute.conductor.common import Ops
+from stowage.compute.conductor.tasks import Journal
+from stowage.errors import NotFound
+
+__all__ = ["target_of", "carry", "bury", "recover", "sweep", "STEP", "CRASH_POINTS"]
+
+LOG = logging.getLogger(__name__)
+STEP = "carry"
+# Where crash tests stop a carry: journaled, right after the mapping switch, done.
+CRASH_POINTS = (f"{STEP}:executing", f"{STEP}:switched", f"{STEP}:done")
+
+
+def target_of(ops: Ops, uuid: str, choice: dict[str, Any]) -> CellMapping | None:
+    """The cell the server must go to before it is built on `choice`'s host; None when
+    it is already there."""
+    if ops.cells is None or not choice.get("cell_uuid"):
+        return None
+    if ops.cells.only_compute_cell() is not None:
+        return None  # the server was written into the only cell its host can be in
+    here = ops.cells.of_instance(uuid)
+    if here.uuid == choice["cell_uuid"]:
+        return None
+    return next(c for c in ops.cells.all() if c.uuid == choice["cell_uuid"])
+
+
+def carry(ops: Ops, uuid: str, target: CellMapping, journal: Journal,
+          choices: list[dict[str, Any]] | None) -> bool:
+    """Move the server's records to `target`; True when they went to another database
+    (the build goes on there, `choices` its host and alternates), False when only the
+    mapping changed (the build goes on here)."""
+    assert ops.cells is not None
+    journal.record(STEP, "executing", json.dumps({"instance_uuid": uuid,
+                                                  "cell": target.uuid}))
+    source = ops.cells.of_instance(uuid)
+    apart = not ops.cells.same_database(source, target)
+    if apart:
+        cell_copy.copy_server(ops.db, ops.cells.database(target), uuid, hidden=True)
+    with ops.api_db.write() as conn:
+        cell_records.move_instance(conn, uuid, target)
+    if ops.hook is not None:
+        ops.hook(journal.operation, STEP, "switched")
+    if apart:
+        _settle(ops, uuid, target, _continuation(journal.uuid, uuid), choices)
+    journal.record(STEP, "done")
+    if apart and choices is not None:
+        assert ops.conductor is not None
+        ops.conductor.build_instances([uuid], ops.request_id,
+                                      _continuation(journal.uuid, uuid), selections=choices)
+    return apart
+
+
+def bury(ops: Ops, uuid: str, journal: Journal) -> None:
+    """A server no host was found for goes to cell0 (its ERROR and fault with it)."""
+    cell0 = None if ops.cells is None else ops.cells.cell0()
+    if cell0 is None:
+        return
+    try:
+        carry(ops, uuid, cell0, journal, None)
+    except NotFound:
+        return  # deleted meanwhile: nothing to keep
+    except Exception:  # it stays in ERROR where it is: listed, deletable
+        LOG.exception("could not move server %s to %s", uuid, cell0.name)
+
+
+def _continuation(operation_uuid: str, instance_uuid: str) -> str:
+    """The uuid of the build's continuation in the target (the same if written again)."""
+    return str(uuidlib.uuid5(uuidlib.UUID(operation_uuid), instance_uuid))
+
+
+def _settle(ops: Ops, uuid: str, target: CellMapping, continuation: str,
+            choices: list[dict[str, Any]] | None) -> bool:
+    """In the target: the server shown, the build's continuation accepted (a compute
+    cell's); then the source's records purged. False when the target has no copy."""
+    assert ops.cells is not None
+    with ops.cells.database(target).write() as conn:
+        found = conn.execute(cell_copy.unhide_statement(uuid)).rowcount
+        if found and target.name != cell_records.CELL0 and not tasks.exists(conn, continuation):
+            args: dict[str, Any] = {"instance_uuids": [uuid]}
+            if choices is not None:
+                args["selections"] = choices
+            tasks.accept(conn, "build", uuid, ops.request_id, operation_uuid=continuation,
+                         **args)
+    cell_copy.purge_server(ops.db, uuid)
+    return bool(found)
+
+
+def recover(ops: Ops, uuid: str, operation_uuid: str) -> bool:
+    """Finish a carry a crash cut off after the flip; True when the server is no longer
+    this database's (the caller leaves it alone)."""
+    if ops.cells is None:
+        return False
+    try:
+        target = ops.cells.mapped(uuid)
+    except NotFound:
+        return False
+    there = ops.cells.database(target)
+    if there.engine is ops.db.engine:
+        return False
+    continuation = _continuation(operation_uuid, uuid)
+    with there.read() as conn:
+        written = tasks.exists(conn, continuation)
+    if not written and target.name != cell_records.CELL0:
+        ops.placement.delete_allocations(uuid)  # the continuation schedules again
+    if _settle(ops, uuid, target, continuation, None) and not written:
+        LOG.warning("finished carrying %s to %s after a restart", uuid, target.name)
+        if target.name != cell_records.CELL0:
+            assert ops.conductor is not None
+            ops.conductor.build_instances([uuid], ops.request_id, continuation)
+    return True
+
+
+def sweep(ops: Ops, older_than_seconds: float) -> None:
+    """Purge hidden copies this database holds of servers mapped elsewhere: carries a
+    crash cut off before the flip (left alone while younger than a lease: a carry may
+    be running)."""
+    if ops.cells is None:
+        return
+    for uuid in cell_copy.hidden_before(ops.db, older_than_seconds):
+        try:
+            cell = ops.cells.mapped(uuid)
+        except NotFound:
+            cell = None
+        if cell is None or ops.cells.database(cell).engine is not ops.db.engine:
+            LOG.warning("purging %s's copy left by a carry that did not finish", uuid)
+            cell_copy.purge_server(ops.db, uuid)
