@@ -181,7 +181,9 @@ def start_agent(cloud: Cloud, config: HostConfig) -> None:
 def guests(cloud: Cloud, server_id: str) -> dict[tuple[str, str], int]:
     """(host, migration uuid or "") -> power state of what the hypervisors hold of the server."""
     g = compute_tables.simulated_guests
-    with cloud.live.cell_db.read() as conn:
-        rows = conn.execute(sa.select(g.c.host, g.c.migration_uuid, g.c.power_state)
-                            .where(g.c.instance_uuid == server_id)).all()
+    rows = []
+    for db in cloud.live.cell_dbs():  # each host's guests are in its cell's database
+        with db.read() as conn:
+            rows += conn.execute(sa.select(g.c.host, g.c.migration_uuid, g.c.power_state)
+                                 .where(g.c.instance_uuid == server_id)).all()
     return {(r.host, r.migration_uuid): r.power_state for r in rows}

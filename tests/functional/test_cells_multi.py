@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from stowage.compute import cell_copy
 from stowage.compute import cells as cell_records
 from stowage.compute import tables as t
 from stowage.config import ComputeSettings
@@ -30,6 +31,7 @@ from tests.functional.servers import (
     flavor,
     flavor_amounts,
     flavor_id,
+    guests,
     held,
     image,
     server,
@@ -256,4 +258,30 @@ def test_a_down_cell_is_answered_from_the_api_database(
     finally:
         _up(cloud, cell, url)
     assert server(cloud, down_id)["status"] == "ACTIVE"
+    assert_invariants(cloud)
+
+
+def test_a_delete_during_the_carry_is_not_lost(
+        cloud: Cloud, hosts: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The DELETE finds the server in cell1 (mapping not switched yet) while its records
+    are being copied to cell2: cell2 deletes it instead of building it."""
+    deleted: list[int] = []
+    original = cell_copy.copy_server
+
+    def copy_then_delete(source: Database, target: Database, uuid: str,
+                         hidden: bool = True) -> Any:
+        found = original(source, target, uuid, hidden)
+        deleted.append(cloud.compute.delete(f"/servers/{uuid}").status_code)
+        return found
+    monkeypatch.setattr(cell_copy, "copy_server", copy_then_delete)
+    resp = cloud.compute.post("/servers", json={"server": {
+        "name": "vm", "flavorRef": flavor_id(cloud, "small"), "imageRef": image(cloud),
+        "networks": "none", "availability_zone": "nova:host2"}})
+    assert resp.status_code == 202, resp.text
+    server_id = resp.json()["server"]["id"]
+    settle(cloud)
+    assert deleted == [204]
+    assert cloud.compute.get(f"/servers/{server_id}").status_code == 404
+    assert held(cloud, server_id) == {}
+    assert guests(cloud, server_id) == {}
     assert_invariants(cloud)

@@ -33,9 +33,8 @@ from stowage.db import Database
 from stowage.errors import NotFound
 from stowage.timeutil import utcnow
 
-__all__ = ["copy_server", "purge_server", "set_hidden", "unhide_statement", "hidden_uuids",
-           "hidden_before",
-           "CopiedRecords"]
+__all__ = ["copy_server", "purge_server", "delete_records", "being_deleted", "set_hidden",
+           "unhide_statement", "hidden_uuids", "hidden_before", "CopiedRecords"]
 
 _I, _F, _A, _E = t.instances, t.instance_faults, t.instance_actions, t.instance_action_events
 _TAGS, _PORTS, _MIG = t.tags, t.instance_ports, t.migrations
@@ -82,7 +81,7 @@ def copy_server(source: Database, target: Database, instance_uuid: str,
     with source.read() as conn:
         found = read_server(conn, instance_uuid)
     with target.write() as conn:
-        _delete(conn, instance_uuid)
+        delete_records(conn, instance_uuid)
         write_server(conn, found, hidden)
     return found
 
@@ -139,10 +138,17 @@ def set_hidden(db: Database, instance_uuid: str, hidden: bool) -> None:
 def purge_server(db: Database, instance_uuid: str) -> None:
     """Hard-delete every record of the server in `db` (nothing left is fine)."""
     with db.write() as conn:
-        _delete(conn, instance_uuid)
+        delete_records(conn, instance_uuid)
 
 
-def _delete(conn: Connection, instance_uuid: str) -> None:
+def being_deleted(conn: Connection, instance_uuid: str) -> bool:
+    """The server's row, locked until the transaction ends: deleted, or a delete began."""
+    row = conn.execute(sa.select(_I.c.task_state, _I.c.deleted).where(
+        _I.c.uuid == instance_uuid).with_for_update()).first()
+    return row is not None and (bool(row.deleted) or row.task_state == states.TASK.DELETING)
+
+
+def delete_records(conn: Connection, instance_uuid: str) -> None:
     actions: Sequence[int] = list(conn.execute(
         sa.select(_A.c.id).where(_A.c.instance_uuid == instance_uuid)).scalars())
     if actions:

@@ -8,16 +8,19 @@ Nova buries it), the build carries the server's records over:
     journal: carry executing {instance, cell}
     target database: the records copied, the instance hidden      (cell_copy)
     API database:    the instance mapping points at the target   <- the switch
-    target database: unhidden; with a host to build on, the build's
-                     continuation accepted there (its own journal)
-    source database: the records purged
-    journal: carry done; the continuation cast to the target's conductor
+    source database: the records purged (a delete that reached them is kept)
+    target database: unhidden; the build's continuation accepted there (its own
+                     journal) with a host to build on -- or the delete
+    journal: carry done; the continuation (or delete) cast to the target's conductor
 
 Cells that share a database need the mapping flip only. Until the flip the
 server is the source's; after it, the target's. So a crash before the flip
 leaves a hidden copy that nothing lists (the recovered build replaces or
-purges it), and `recover` finishes a carry the flip had reached: unhidden,
-continuation written (its claim dropped: it schedules again), source purged.
+purges it), and `recover` finishes a carry the flip had reached: source
+purged, unhidden, continuation written (its claim dropped: it schedules
+again). A DELETE that found the server in the source before the flip is not
+lost: the purge sees it under the row's lock and the target deletes the
+server instead of building it.
 """
 
 from __future__ import annotations
@@ -25,14 +28,16 @@ from __future__ import annotations
 import json
 import logging
 import uuid as uuidlib
+from dataclasses import dataclass
 from typing import Any
 
-from stowage.compute import cell_copy
+from stowage.compute import cell_copy, instances
 from stowage.compute import cells as cell_records
 from stowage.compute.cells import CellMapping
 from stowage.compute.conductor import tasks
 from stowage.compute.conductor.common import Ops
 from stowage.compute.conductor.tasks import Journal
+from stowage.compute.states import TASK
 from stowage.errors import NotFound
 
 __all__ = ["target_of", "carry", "bury", "recover", "sweep", "STEP", "CRASH_POINTS"]
@@ -72,13 +77,10 @@ def carry(ops: Ops, uuid: str, target: CellMapping, journal: Journal,
         cell_records.move_instance(conn, uuid, target)
     if ops.hook is not None:
         ops.hook(journal.operation, STEP, "switched")
-    if apart:
-        _settle(ops, uuid, target, _continuation(journal.uuid, uuid), choices)
+    settled = _settle(ops, uuid, target, journal.uuid, choices) if apart else None
     journal.record(STEP, "done")
-    if apart and choices is not None:
-        assert ops.conductor is not None
-        ops.conductor.build_instances([uuid], ops.request_id,
-                                      _continuation(journal.uuid, uuid), selections=choices)
+    if settled is not None:
+        _cast_next(ops, uuid, settled, choices)
     return apart
 
 
@@ -95,26 +97,65 @@ def bury(ops: Ops, uuid: str, journal: Journal) -> None:
         LOG.exception("could not move server %s to %s", uuid, cell0.name)
 
 
-def _continuation(operation_uuid: str, instance_uuid: str) -> str:
-    """The uuid of the build's continuation in the target (the same if written again)."""
-    return str(uuidlib.uuid5(uuidlib.UUID(operation_uuid), instance_uuid))
+@dataclass(frozen=True)
+class _Settled:
+    """How a carry ended in the target: what it accepted there (an operation uuid)."""
+
+    found: bool  # the target holds the copy
+    build: str | None = None  # the build's continuation, written now
+    delete: str | None = None  # a delete that reached the source during the carry
 
 
-def _settle(ops: Ops, uuid: str, target: CellMapping, continuation: str,
-            choices: list[dict[str, Any]] | None) -> bool:
-    """In the target: the server shown, the build's continuation accepted (a compute
-    cell's); then the source's records purged. False when the target has no copy."""
+def _next_uuid(operation_uuid: str, instance_uuid: str, what: str) -> str:
+    """The uuid of what the carry of `operation_uuid` accepts in the target (the same
+    if written again after a restart)."""
+    return str(uuidlib.uuid5(uuidlib.UUID(operation_uuid), f"{instance_uuid}:{what}"))
+
+
+def _settle(ops: Ops, uuid: str, target: CellMapping, operation_uuid: str,
+            choices: list[dict[str, Any]] | None) -> _Settled:
+    """The source's records purged (a delete that reached them meanwhile is carried
+    over), then in the target: the server shown and what comes next accepted -- the
+    delete, or the build's continuation (a compute cell's)."""
     assert ops.cells is not None
+    deleting = _purge_source(ops, uuid)
+    build, delete = (_next_uuid(operation_uuid, uuid, what) for what in ("build", "delete"))
     with ops.cells.database(target).write() as conn:
-        found = conn.execute(cell_copy.unhide_statement(uuid)).rowcount
-        if found and target.name != cell_records.CELL0 and not tasks.exists(conn, continuation):
+        if not conn.execute(cell_copy.unhide_statement(uuid)).rowcount:
+            return _Settled(False)
+        if deleting:
+            instances.update(conn, uuid, task_state=TASK.DELETING, progress=0)
+            if not tasks.exists(conn, delete):
+                tasks.accept(conn, "delete", uuid, ops.request_id, operation_uuid=delete)
+                return _Settled(True, delete=delete)
+        elif target.name != cell_records.CELL0 and not tasks.exists(conn, build):
             args: dict[str, Any] = {"instance_uuids": [uuid]}
             if choices is not None:
                 args["selections"] = choices
-            tasks.accept(conn, "build", uuid, ops.request_id, operation_uuid=continuation,
-                         **args)
-    cell_copy.purge_server(ops.db, uuid)
-    return bool(found)
+            tasks.accept(conn, "build", uuid, ops.request_id, operation_uuid=build, **args)
+            return _Settled(True, build=build)
+    return _Settled(True)
+
+
+def _purge_source(ops: Ops, uuid: str) -> bool:
+    """Hard-delete the source's records; True when a delete had reached them. Looked at
+    under the row's lock: a DELETE that found the server here (its mapping not switched
+    yet) commits before, and is seen, or after, and finds nothing."""
+    with ops.db.write() as conn:
+        deleting = cell_copy.being_deleted(conn, uuid)
+        cell_copy.delete_records(conn, uuid)
+    return deleting
+
+
+def _cast_next(ops: Ops, uuid: str, settled: _Settled,
+               choices: list[dict[str, Any]] | None) -> None:
+    assert ops.conductor is not None
+    if settled.delete is not None:
+        LOG.info("server %s was deleted while it was carried; deleting it there", uuid)
+        ops.conductor.delete_instance(uuid, ops.request_id, settled.delete)
+    elif settled.build is not None:
+        ops.conductor.build_instances([uuid], ops.request_id, settled.build,
+                                      selections=choices)
 
 
 def recover(ops: Ops, uuid: str, operation_uuid: str) -> bool:
@@ -129,16 +170,14 @@ def recover(ops: Ops, uuid: str, operation_uuid: str) -> bool:
     there = ops.cells.database(target)
     if there.engine is ops.db.engine:
         return False
-    continuation = _continuation(operation_uuid, uuid)
     with there.read() as conn:
-        written = tasks.exists(conn, continuation)
+        written = tasks.exists(conn, _next_uuid(operation_uuid, uuid, "build"))
     if not written and target.name != cell_records.CELL0:
         ops.placement.delete_allocations(uuid)  # the continuation schedules again
-    if _settle(ops, uuid, target, continuation, None) and not written:
+    settled = _settle(ops, uuid, target, operation_uuid, None)
+    if settled.found:
         LOG.warning("finished carrying %s to %s after a restart", uuid, target.name)
-        if target.name != cell_records.CELL0:
-            assert ops.conductor is not None
-            ops.conductor.build_instances([uuid], ops.request_id, continuation)
+        _cast_next(ops, uuid, settled, None)
     return True
 
 
