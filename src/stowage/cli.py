@@ -179,7 +179,11 @@ def _control_plane(settings: config.Settings, db: Database, placement_app: Any,
     plane = ControlPlane(settings.compute, db, placement, network, transport=transport,
                          roles=ALL_ROLES if everything else (),
                          cell_db=cells.database(cells.default()), cells=cells)
-    plane.start()
+    try:
+        plane.start()
+    except ValueError as exc:  # a host the deployment cannot run (e.g. an unknown cell)
+        plane.stop()
+        raise SystemExit(f"stowage: {exc}") from exc
     return plane
 
 

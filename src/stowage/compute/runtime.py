@@ -40,6 +40,7 @@ from stowage.compute.scheduler.manager import Scheduler
 from stowage.config import ComputeSettings
 from stowage.db import Database
 from stowage.db.engine import sides
+from stowage.errors import NotFound
 from stowage.messaging import Transport
 from stowage.messaging.local import LocalTransport
 from stowage.network.client import NetworkClient
@@ -159,9 +160,14 @@ class ControlPlane:
         """The database of the host's cell (mapping the host to it)."""
         if self.cells is None:
             return self.db
-        cell = self.cells.by_name(host.cell) if host.cell else self.cells.default()
+        try:
+            cell = self.cells.by_name(host.cell) if host.cell else self.cells.default()
+        except NotFound:
+            raise ValueError(f"host {host.name} names cell {host.cell!r}, which does not "
+                             "exist: create it with `stowage manage cell create`") from None
         if cell.name == cell_records.CELL0:
-            raise ValueError(f"host {host.name}: cell0 has no hosts")
+            raise ValueError(f"host {host.name}: cell0 keeps servers no host took; "
+                             "it has no hosts")
         with self.api_db.write() as conn:
             cell_records.map_host(conn, host.name, cell)
         return self.cells.database(cell)
