@@ -132,6 +132,9 @@ class ComputeSettings:
     service_down_time: float = 60.0
     # "spread" prefers the emptiest host, "pack" the fullest (Nova's weight multipliers).
     weigher: str = "spread"
+    # CrossCellWeigher: how much a move allowed to leave its cell prefers hosts of its
+    # own cell (Nova's [filter_scheduler] option); aggregates may set their own.
+    cross_cell_move_weight_multiplier: float = 1000000.0
     # Nova's [filter_scheduler] enabled_filters, among the optional filters of
     # compute/scheduler/filters.py (AggregateInstanceExtraSpecsFilter is off by
     # default, as in Nova).

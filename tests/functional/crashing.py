@@ -52,7 +52,7 @@ class Stowage:
     """One run of the service on `url`; `crash_at` = "operation:step:state" or ""."""
 
     def __init__(self, url: str, workdir: Path, crash_at: str = "", wait: bool = True,
-                 options: str = "") -> None:
+                 options: str = "", sim_hosts: int = 2) -> None:
         """`options`: more `[compute]` lines for this run (e.g. "shelved_offload_time = -1")."""
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -62,7 +62,8 @@ class Stowage:
         self.log = workdir / f"stowage-{self.port}.log"
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "stowage", "serve", "--sim-hosts", "2", "--database", url,
+                [sys.executable, "-m", "stowage", "serve", "--sim-hosts", str(sim_hosts),
+                 "--database", url,
                  "--config", str(config), "--bind", f"127.0.0.1:{self.port}",
                  "--log-level", "warning"],
                 stdout=out, stderr=subprocess.STDOUT, env={**os.environ})
@@ -175,8 +176,9 @@ class Stowage:
 
 
 @contextmanager
-def running(url: str, workdir: Path, crash_at: str = "", options: str = "") -> Iterator[Stowage]:
-    stowage = Stowage(url, workdir, crash_at, options=options)
+def running(url: str, workdir: Path, crash_at: str = "", options: str = "",
+            sim_hosts: int = 2) -> Iterator[Stowage]:
+    stowage = Stowage(url, workdir, crash_at, options=options, sim_hosts=sim_hosts)
     try:
         yield stowage
     finally:

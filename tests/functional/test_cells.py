@@ -189,8 +189,10 @@ def test_a_servers_records_are_copied_hidden_and_purged(
     for table, column in ((t.instance_faults, "instance_uuid"), (t.tags, "resource_id"),
                           (t.migrations, "instance_uuid"), (t.instance_ports, "instance_uuid"),
                           (t.instance_actions, "instance_uuid")):
-        assert _rows(cell2, table, column, server_id) == _rows(source, table, column,
-                                                                server_id), table.name
+        expected = _rows(source, table, column, server_id)
+        if table is t.migrations:  # a server's migrations hide and show with it
+            expected = [{**row, "hidden": True} for row in expected]
+        assert _rows(cell2, table, column, server_id) == expected, table.name
     [original] = _rows(source, t.instances, "uuid", server_id)
     [copy] = _rows(cell2, t.instances, "uuid", server_id)
     # The copy's updated_at says when it was made (cell_copy.hidden_before).

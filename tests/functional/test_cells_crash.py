@@ -18,10 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from stowage.compute import cells as cell_records
-from stowage.compute import tables as t
 from stowage.compute.audit import audit
 from stowage.compute.conductor import carry
 from stowage.config import ComputeSettings
@@ -29,7 +27,8 @@ from stowage.db import Database, schema
 from stowage.placement.client import PlacementClient
 from tests.conftest import BACKENDS
 from tests.dbs import throwaway_database
-from tests.functional.crashing import SMALL, Stowage, running
+from tests.functional.crashing import LARGE, SMALL, Stowage, running
+from tests.functional.two_cells import holders
 
 HOSTS_FILE = '''
 [[hosts]]
@@ -72,16 +71,6 @@ def _boot_on_host3(s: Stowage) -> str:
     return str(resp.json()["server"]["id"])
 
 
-def _holders(cells: cell_records.Cells, server_id: str) -> list[str]:
-    found = []
-    for members, db in cells.distinct():
-        with db.view(None).read() as conn:
-            rows = conn.execute(sa.select(t.instances.c.hidden).where(
-                t.instances.c.uuid == server_id)).all()
-        found += [f"{members[0].name}{' (hidden)' if row.hidden else ''}" for row in rows]
-    return found
-
-
 @pytest.mark.parametrize(("backend", "point"), _cases())
 def test_a_carry_cut_off_anywhere_ends_with_the_server_in_its_hosts_cell(
         backend: str, point: str, tmp_path: Path) -> None:
@@ -97,8 +86,70 @@ def test_a_carry_cut_off_anywhere_ends_with_the_server_in_its_hosts_cell(
             assert view is not None
             assert (view["status"], view["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", "host3")
             assert s.held(server_id) == {s.node("host3"): SMALL}
-            assert _holders(cells, server_id) == ["cell2"]
+            assert holders(cells, server_id) == ["cell2"]
             assert cells.mapped(server_id).name == "cell2"
+            client = PlacementClient.over_http(f"{s.base}/placement")
+            try:
+                assert audit([db for _, db in cells.distinct()], client) == []
+            finally:
+                client.close()
+
+
+# --- a cross-cell resize killed in each cell ------------------------------------------
+POLICY = 'compute:servers:resize:cross_cell: "rule:context_is_admin"\n'
+HOST2_IN_CELL2 = '''
+[[hosts]]
+name = "host2"
+cell = "cell2"
+'''
+# (where the process ends, what the user sees after the restart, the cell holding it)
+CROSS_CELL_POINTS = [
+    ("resize:hand_over:executing", "ACTIVE", "cell1"),  # undone from the source cell
+    ("cross_cell_resize:resize_instance:executing", "ACTIVE", "cell1"),  # undone, back
+    ("cross_cell_resize:swap:executing", "VERIFY_RESIZE", "cell2"),  # finished forward
+]
+
+
+def _cross_cell_cases() -> list[Any]:
+    return [pytest.param(backend, point, status, cell, id=f"{backend}-{point}")
+            for backend in BACKENDS for point, status, cell in CROSS_CELL_POINTS
+            if backend == "sqlite" or point.startswith("cross_cell_resize:resize")]
+
+
+@pytest.mark.parametrize(("backend", "point", "status", "cell"), _cross_cell_cases())
+def test_a_cross_cell_resize_cut_off_anywhere_ends_in_one_cell(
+        backend: str, point: str, status: str, cell: str, tmp_path: Path) -> None:
+    """host1 in cell1 (--sim-hosts 1 names it), host2 in cell2 (the hosts file)."""
+    hosts, policy = tmp_path / "hosts.toml", tmp_path / "policy.yaml"
+    hosts.write_text(HOST2_IN_CELL2, encoding="utf-8")
+    policy.write_text(POLICY, encoding="utf-8")
+    options = f'hosts_file = "{hosts}"\n[policy]\nfile = "{policy}"\n'
+    with _deployment(backend) as (url, cells):
+        with running(url, tmp_path, crash_at=point, options=options, sim_hosts=1) as s:
+            small, large = s.flavors()
+            resp = s.compute.post("/servers", json={"server": {
+                "name": "vm", "flavorRef": small, "imageRef": s.image(),
+                "networks": "none", "availability_zone": "nova:host1"}})
+            server_id = str(resp.json()["server"]["id"])
+            s.wait_status(server_id, "ACTIVE")
+            assert s.action(server_id, {"resize": {"flavorRef": large}}).status_code == 202
+            assert s.crashed(), "the resize never reached " + point
+        with running(url, tmp_path, options=options, sim_hosts=1) as s:
+            view = s.wait_status(server_id, status)
+            host = "host1" if cell == "cell1" else "host2"
+            assert view["OS-EXT-SRV-ATTR:host"] == host
+            assert holders(cells, server_id) == ([cell] if cell == "cell1"
+                                                 else ["cell1 (hidden)", "cell2"])
+            assert cells.mapped(server_id).name == cell
+            [mig] = s.migrations(server_id)
+            assert mig["status"] == ("error" if cell == "cell1" else "finished")
+            if cell == "cell2":
+                assert s.action(server_id, {"confirmResize": None}).status_code == 204
+                s.wait_status(server_id, "ACTIVE")
+                assert holders(cells, server_id) == ["cell2"]
+            amounts = SMALL if cell == "cell1" else LARGE
+            assert s.held(server_id) == {s.node(host): amounts}
+            assert s.held(mig["uuid"]) == {}
             client = PlacementClient.over_http(f"{s.base}/placement")
             try:
                 assert audit([db for _, db in cells.distinct()], client) == []

@@ -7,9 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from stowage.compute import cells as cell_records
 from stowage.compute import tables as t
-from stowage.db import Database, schema
 from tests.conftest import BACKENDS
 from tests.functional.conftest import Cloud, LiveServer, serving
 from tests.functional.servers import (
@@ -25,6 +23,7 @@ from tests.functional.servers import (
     server,
     settle,
 )
+from tests.functional.two_cells import add_cell
 
 SMALL = flavor_amounts(1, 512, 5)
 
@@ -34,13 +33,7 @@ def live_stowage(request: pytest.FixtureRequest,
                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     cell2_url = f"sqlite:///{tmp_path_factory.mktemp('cell2') / 'cell2.db'}"
     with serving(request.param) as live:
-        assert live.cells is not None
-        cell2_db = Database(cell2_url)
-        schema.upgrade(cell2_db)
-        cell2_db.dispose()
-        with live.cells.api.write() as conn:
-            cell_records.create_cell(conn, "cell2", cell2_url)
-        live.cells.reload()
+        add_cell(live, "cell2", cell2_url)
         yield live
 
 

@@ -18,11 +18,9 @@ import sqlalchemy as sa
 from stowage.compute import cell_copy
 from stowage.compute import cells as cell_records
 from stowage.compute import tables as t
-from stowage.config import ComputeSettings
-from stowage.db import Database, schema
+from stowage.db import Database
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
-from tests.functional.conftest import Cloud, LiveServer, serving
+from tests.functional.conftest import Cloud, LiveServer
 from tests.functional.servers import (
     action,
     assert_invariants,
@@ -37,21 +35,14 @@ from tests.functional.servers import (
     server,
     settle,
 )
+from tests.functional.two_cells import boot_on, cells_of, holders, serving_two_cells
 
 SMALL = flavor_amounts(1, 512, 5)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def live_stowage(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
-    """cell1 and cell2 in databases of their own (cell2 created as an operator would)."""
-    with throwaway_database(request.param) as cell1_url, \
-            throwaway_database(request.param) as cell2_url, \
-            serving(request.param, compute=ComputeSettings(cell1_database=cell1_url)) as live:
-        assert live.cells is not None
-        schema.upgrade(Database(cell2_url))
-        with live.cells.api.write() as conn:
-            cell_records.create_cell(conn, "cell2", cell2_url)
-        live.cells.reload()
+    with serving_two_cells(request.param) as live:
         yield live
 
 
@@ -68,41 +59,24 @@ def hosts(cloud: Cloud) -> dict[str, str]:
     return nodes
 
 
-def _cells(cloud: Cloud) -> cell_records.Cells:
-    assert cloud.live.cells is not None
-    return cloud.live.cells
-
-
-def _boot_on(cloud: Cloud, host: str, name: str = "vm") -> str:
-    server_id = boot(cloud, name, flavor_id(cloud, "small"), image(cloud),
-                     availability_zone=f"nova:{host}")
-    assert server(cloud, server_id)["status"] == "ACTIVE"
-    return server_id
-
-
 def _where(cloud: Cloud, server_id: str) -> str:
-    """The name of the only cell database holding the server (checked: only one)."""
-    cells = _cells(cloud)
-    holders = [members[0].name for members, db in cells.distinct()
-               if count_rows(db, t.instances, uuid=server_id)]
-    assert len(holders) == 1, holders
-    assert cells.mapped(server_id).name in [c.name for members, db in cells.distinct()
-                                            if members[0].name == holders[0]
-                                            for c in members]
-    return holders[0]
+    """The only cell holding the server (shown), which its mapping names."""
+    [holder] = holders(cells_of(cloud), server_id)
+    assert cells_of(cloud).mapped(server_id).name == holder
+    return holder
 
 
 def test_a_build_is_carried_to_its_hosts_cell(cloud: Cloud, hosts: dict[str, str]) -> None:
-    server_id = _boot_on(cloud, "host2")
+    server_id = boot_on(cloud, "host2")
     assert _where(cloud, server_id) == "cell2"
-    assert _cells(cloud).mapped(server_id).name == "cell2"
+    assert cells_of(cloud).mapped(server_id).name == "cell2"
     view = server(cloud, server_id)
     assert view["OS-EXT-SRV-ATTR:host"] == "host2"
     assert held(cloud, server_id) == {hosts["host2"]: SMALL}
     # Its action and events came along; the build's journal ended in both cells.
     events = cloud.compute.get(f"/servers/{server_id}/os-instance-actions").json()
     assert [a["action"] for a in events["instanceActions"]] == ["create"]
-    for _, db in _cells(cloud).distinct():
+    for _, db in cells_of(cloud).distinct():
         with db.read() as conn:
             assert conn.execute(sa.text(
                 "SELECT count(*) FROM operation_steps s WHERE NOT EXISTS (SELECT 1 FROM "
@@ -124,12 +98,12 @@ def test_a_build_no_host_takes_goes_to_cell0(cloud: Cloud, hosts: dict[str, str]
     view = server(cloud, server_id)
     assert view["status"] == "ERROR"
     assert "No valid host" in view["fault"]["message"]
-    assert _cells(cloud).mapped(server_id).name == "cell0"
-    cell0 = _cells(cloud).cell0()
+    assert cells_of(cloud).mapped(server_id).name == "cell0"
+    cell0 = cells_of(cloud).cell0()
     assert cell0 is not None
-    cell0_db = _cells(cloud).database(cell0)
+    cell0_db = cells_of(cloud).database(cell0)
     assert count_rows(cell0_db, t.instances, uuid=server_id) == 1
-    assert count_rows(_cells(cloud).database(_cells(cloud).default()), t.instances,
+    assert count_rows(cells_of(cloud).database(cells_of(cloud).default()), t.instances,
                   uuid=server_id) == (1 if cell0_db.engine is cloud.live.cell_db.engine
                                       else 0)
     assert held(cloud, server_id) == {}
@@ -143,7 +117,7 @@ def test_a_build_no_host_takes_goes_to_cell0(cloud: Cloud, hosts: dict[str, str]
 
 def test_listing_merges_the_cells_and_pages_across_them(
         cloud: Cloud, hosts: dict[str, str]) -> None:
-    made = [_boot_on(cloud, host, f"vm{i}")
+    made = [boot_on(cloud, host, f"vm{i}")
             for i, host in enumerate(("host1", "host2", "host1", "host3", "host2"))]
     assert {_where(cloud, uuid) for uuid in made} == {"cell1", "cell2"}
     detail = cloud.compute.get("/servers/detail").json()["servers"]
@@ -174,7 +148,7 @@ def test_listing_merges_the_cells_and_pages_across_them(
 
 
 def test_moves_stay_in_the_servers_cell(cloud: Cloud, hosts: dict[str, str]) -> None:
-    server_id = _boot_on(cloud, "host2")
+    server_id = boot_on(cloud, "host2")
     # host1 (cell1) is as free as host3; a cold migration keeps to cell2.
     for expected in ("host3", "host2"):
         action(cloud, server_id, {"migrate": None})
@@ -203,7 +177,7 @@ def test_moves_stay_in_the_servers_cell(cloud: Cloud, hosts: dict[str, str]) -> 
 def _down(cloud: Cloud, name: str) -> tuple[cell_records.CellMapping, str]:
     """Point `name`'s mapping at a database that cannot be opened; returns the cell and
     its real URL (for `_up`)."""
-    cells = _cells(cloud)
+    cells = cells_of(cloud)
     cell = cells.by_name(name)
     with cells.api.write() as conn:
         conn.execute(t.cell_mappings.update().where(t.cell_mappings.c.id == cell.id).values(
@@ -213,7 +187,7 @@ def _down(cloud: Cloud, name: str) -> tuple[cell_records.CellMapping, str]:
 
 
 def _up(cloud: Cloud, cell: cell_records.CellMapping, url: str) -> None:
-    cells = _cells(cloud)
+    cells = cells_of(cloud)
     with cells.api.write() as conn:
         conn.execute(t.cell_mappings.update().where(t.cell_mappings.c.id == cell.id)
                      .values(database_connection=url))
@@ -222,9 +196,9 @@ def _up(cloud: Cloud, cell: cell_records.CellMapping, url: str) -> None:
 
 def test_a_down_cell_is_answered_from_the_api_database(
         cloud: Cloud, hosts: dict[str, str]) -> None:
-    up_id = _boot_on(cloud, "host1", "up")
-    down_id = _boot_on(cloud, "host2", "down")
-    gone_id = _boot_on(cloud, "host3", "gone")
+    up_id = boot_on(cloud, "host1", "up")
+    down_id = boot_on(cloud, "host2", "down")
+    gone_id = boot_on(cloud, "host3", "gone")
     assert cloud.compute.delete(f"/servers/{gone_id}").status_code == 204
     settle(cloud)
     cell, url = _down(cloud, "cell2")

@@ -55,6 +55,8 @@ class Host:
     pci: Mapping[str, int] = field(default_factory=dict)
     # key -> values in the host's aggregates' metadata
     aggregates: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # The uuid of the host's cell (None: a deployment read without cells).
+    cell: str | None = None
 
     @property
     def uuid(self) -> str:
@@ -66,7 +68,7 @@ class Host:
                           disabled_reason="maintenance" if self.disabled else None,
                           forced_down=self.forced_down,
                           pci_stats={a: {"total": n, "free": n} for a, n in self.pci.items()},
-                          aggregate_metadata=dict(self.aggregates))
+                          aggregate_metadata=dict(self.aggregates), cell=self.cell)
 
     def summary(self) -> dict[str, Any]:
         totals = {"VCPU": self.vcpus, "MEMORY_MB": self.memory_mb, "DISK_GB": self.disk_gb}

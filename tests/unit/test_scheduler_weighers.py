@@ -7,7 +7,12 @@ from collections import Counter
 import pytest
 
 from stowage.compute.scheduler.request import GroupState
-from stowage.compute.scheduler.weighers import weigh, weighers_for
+from stowage.compute.scheduler.weighers import (
+    CROSS_CELL_KEY,
+    CrossCellWeigher,
+    weigh,
+    weighers_for,
+)
 from tests.unit.scheduler_builders import Host, host_states, request
 
 HOSTS = [Host("full", used={"VCPU": 12, "MEMORY_MB": 30000, "DISK_GB": 900}),
@@ -53,3 +58,40 @@ def test_soft_affinity_and_soft_anti_affinity() -> None:
 def test_unknown_strategy_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown weigher strategy"):
         weighers_for("random")
+
+
+# --- CrossCellWeigher ------------------------------------------------------------------
+SOURCE, OTHER = "cell-a", "cell-b"
+
+
+def cross_cell_order(hosts: list[Host], cross_cell_from: str | None,
+                     multiplier: float = 1000000.0) -> list[str]:
+    req = request(cross_cell_from=cross_cell_from)
+    stack = weighers_for("spread", cross_cell_multiplier=multiplier)
+    return [w.host.host for w in weigh(host_states(hosts, req), req, stack)]
+
+
+def test_a_move_allowed_to_leave_its_cell_prefers_its_own() -> None:
+    """The other cell's host is emptier (spread would pick it) but stays second."""
+    hosts = [Host("mine", used={"VCPU": 8, "MEMORY_MB": 16000}, cell=SOURCE),
+             Host("other", cell=OTHER)]
+    assert cross_cell_order(hosts, SOURCE) == ["mine", "other"]
+    assert cross_cell_order(hosts, None) == ["other", "mine"]  # not a cross-cell move
+
+
+def test_an_aggregate_multiplier_drains_a_cell() -> None:
+    """Aggregates of the source cell's host with a negative multiplier: the other cell
+    wins; the least of several values counts, a non-number is ignored."""
+    drained = {CROSS_CELL_KEY: frozenset({"-1000000.0", "5", "lots"})}
+    hosts = [Host("mine", cell=SOURCE, aggregates=drained),
+             Host("other", used={"VCPU": 8, "MEMORY_MB": 16000}, cell=OTHER)]
+    assert cross_cell_order(hosts, SOURCE) == ["other", "mine"]
+    req = request(cross_cell_from=SOURCE)
+    [mine] = [h for h in host_states(hosts, req) if h.host == "mine"]
+    assert CrossCellWeigher().multiplier_for(mine) == -1000000.0
+
+
+def test_the_setting_sets_the_multiplier() -> None:
+    hosts = [Host("mine", used={"VCPU": 8, "MEMORY_MB": 16000}, cell=SOURCE),
+             Host("other", cell=OTHER)]
+    assert cross_cell_order(hosts, SOURCE, multiplier=0.0) == ["other", "mine"]

@@ -21,7 +21,7 @@ the target, so running it again is safe; `purge_server` is idempotent.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -34,6 +34,7 @@ from stowage.errors import NotFound
 from stowage.timeutil import utcnow
 
 __all__ = ["copy_server", "purge_server", "delete_records", "being_deleted", "set_hidden",
+           "hide", "show", "exists",
            "unhide_statement", "hidden_uuids", "hidden_before", "CopiedRecords"]
 
 _I, _F, _A, _E = t.instances, t.instance_faults, t.instance_actions, t.instance_action_events
@@ -72,10 +73,12 @@ def read_server(conn: Connection, instance_uuid: str) -> CopiedRecords:
 
 
 def copy_server(source: Database, target: Database, instance_uuid: str,
-                hidden: bool = True) -> CopiedRecords:
-    """Copy the server's records from `source` into `target` (the instance `hidden`
-    there), replacing any earlier copy; returns what was copied. Two cells that
-    share one database have nothing to copy: that is a ValueError."""
+                hidden: bool = True, then: Callable[[Connection], None] | None = None
+                ) -> CopiedRecords:
+    """Copy the server's records from `source` into `target` (the instance and its
+    migrations `hidden` there), replacing any earlier copy; `then` writes more in the
+    target's transaction. Returns what was copied. Two cells that share one database
+    have nothing to copy: that is a ValueError."""
     if source.engine.url == target.engine.url:
         raise ValueError("the two cells keep their records in one database")
     with source.read() as conn:
@@ -83,6 +86,8 @@ def copy_server(source: Database, target: Database, instance_uuid: str,
     with target.write() as conn:
         delete_records(conn, instance_uuid)
         write_server(conn, found, hidden)
+        if then is not None:
+            then(conn)
     return found
 
 
@@ -92,8 +97,11 @@ def write_server(conn: Connection, found: CopiedRecords, hidden: bool) -> None:
     stamp = {"updated_at": utcnow()} if hidden else {}
     conn.execute(_I.insert(), [{**found[_I.name][0], "hidden": hidden, **stamp}])
     for table, _column in _BY_INSTANCE:
-        if found[table.name]:
-            conn.execute(table.insert(), found[table.name])
+        rows = found[table.name]
+        if table is _MIG:  # a move's record goes (and shows) with its server's
+            rows = [{**row, "hidden": hidden} for row in rows]
+        if rows:
+            conn.execute(table.insert(), rows)
     if found[_TAGS.name]:
         conn.execute(_TAGS.insert(), found[_TAGS.name])
     new_ids: dict[int, int] = {}
@@ -128,11 +136,34 @@ def hidden_before(db: Database, seconds: float) -> list[str]:
 
 
 def set_hidden(db: Database, instance_uuid: str, hidden: bool) -> None:
+    """Hide or show the server in `db`, with its migrations."""
     with db.write() as conn:
-        done = conn.execute(_I.update().where(_I.c.uuid == instance_uuid)
-                            .values(hidden=hidden))
-        if not done.rowcount:
+        done = _set_hidden(conn, instance_uuid, hidden)
+        if not done:
             raise NotFound(f"Instance {instance_uuid} could not be found.")
+
+
+def hide(conn: Connection, instance_uuid: str) -> bool:
+    return _set_hidden(conn, instance_uuid, True)
+
+
+def show(conn: Connection, instance_uuid: str) -> bool:
+    return _set_hidden(conn, instance_uuid, False)
+
+
+def _set_hidden(conn: Connection, instance_uuid: str, hidden: bool) -> bool:
+    done = conn.execute(_I.update().where(_I.c.uuid == instance_uuid).values(hidden=hidden))
+    conn.execute(_MIG.update().where(_MIG.c.instance_uuid == instance_uuid)
+                 .values(hidden=hidden))
+    return bool(done.rowcount)
+
+
+def exists(conn: Connection, instance_uuid: str, hidden: bool | None = None) -> bool:
+    """The server has a row here (shown or hidden, when asked)."""
+    query = sa.select(_I.c.id).where(_I.c.uuid == instance_uuid)
+    if hidden is not None:
+        query = query.where(_I.c.hidden == hidden)
+    return conn.execute(query).first() is not None
 
 
 def purge_server(db: Database, instance_uuid: str) -> None:

@@ -112,6 +112,9 @@ class Cells:
     def by_id(self, cell_id: int) -> CellMapping:
         return self._find(lambda cell: cell.id == cell_id, str(cell_id))
 
+    def by_uuid(self, cell_uuid: str) -> CellMapping:
+        return self._find(lambda cell: cell.uuid == cell_uuid, cell_uuid)
+
     def by_name(self, name: str) -> CellMapping:
         return self._find(lambda cell: cell.name == name, name)
 

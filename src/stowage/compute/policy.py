@@ -54,6 +54,9 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
                     "show:host_status", "create:forced_host", "create:zero_disk_flavor",
                     "migrations:index", "migrations:show")},
     "compute:servers:create:requested_destination": (ADMIN, None),
+    # Resize and cold migration may choose a host of another cell (docs/cells.md):
+    # nobody by default, as Nova ships it.
+    "compute:servers:resize:cross_cell": ("!", None),
     "os_compute_api:os-extended-server-attributes": (ADMIN, None),
     "os_compute_api:os-migrate-server:migrate": (ADMIN, None),
     "os_compute_api:os-migrate-server:migrate:host": (ADMIN, None),

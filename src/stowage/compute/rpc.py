@@ -71,11 +71,21 @@ class ConductorAPI:
 
     def migrate_server(self, instance_uuid: str, request_id: str,
                        new_flavor: dict[str, Any] | None, host: str | None,
-                       operation_uuid: str | None = None) -> None:
-        """Resize (`new_flavor` given) or cold migrate (`host` optional, admin's choice)."""
+                       operation_uuid: str | None = None, cross_cell: bool = False) -> None:
+        """Resize (`new_flavor` given) or cold migrate (`host` optional, admin's choice);
+        `cross_cell`: a host of another cell may be chosen."""
+        extra = {"cross_cell": True} if cross_cell else {}
         self.transport.cast(CONDUCTOR, "migrate_server", instance_uuid=instance_uuid,
                             request_id=request_id, new_flavor=new_flavor, host=host,
-                            operation_uuid=operation_uuid)
+                            operation_uuid=operation_uuid, **extra)
+
+    def cross_cell_resize(self, instance_uuid: str, request_id: str,
+                          operation_uuid: str, cell_uuid: str) -> None:
+        """The part of a cross-cell move that runs in the target cell (`cell_uuid`: its
+        journal is there, while the instance mapping still names the source)."""
+        self.transport.cast(CONDUCTOR, "cross_cell_resize", instance_uuid=instance_uuid,
+                            request_id=request_id, operation_uuid=operation_uuid,
+                            cell_uuid=cell_uuid)
 
     def confirm_resize(self, instance_uuid: str, migration_uuid: str, request_id: str,
                        operation_uuid: str | None = None) -> None:

@@ -370,10 +370,14 @@ class CellRouter:
         getattr(plane.conductor, method)  # an unknown method is an AttributeError now
 
         def dispatch(**kwargs: Any) -> Any:
-            uuid = kwargs.get("instance_uuid") or kwargs["instance_uuids"][0]
             assert plane.cells is not None
-            conductor = plane.conductor_for(plane.cells.db_of_instance(str(uuid)))
-            return getattr(conductor, method)(**kwargs)
+            cell = kwargs.pop("cell_uuid", None)  # a cast naming its cell (cross_cell.py)
+            if cell is not None:
+                db = plane.cells.database(plane.cells.by_uuid(str(cell)))
+            else:
+                uuid = kwargs.get("instance_uuid") or kwargs["instance_uuids"][0]
+                db = plane.cells.db_of_instance(str(uuid))
+            return getattr(plane.conductor_for(db), method)(**kwargs)
         return dispatch
 
 

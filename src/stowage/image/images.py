@@ -24,7 +24,7 @@ from stowage.image import tables as t
 from stowage.timeutil import utcnow as _now
 
 __all__ = ["Image", "ListQuery", "CORE_FIELDS", "MAX_DB_INT", "create", "get", "list_images",
-           "lock", "update", "replace_properties", "delete", "record_upload"]
+           "lock", "update", "replace_properties", "exists", "delete", "record_upload"]
 
 _I = t.images
 # As Glance's database layer: min_disk and min_ram are 4-byte INTEGER columns.
@@ -215,6 +215,10 @@ def replace_properties(conn: Connection, image_id: str, ctx: RequestContext,
     conn.execute(_I.update().where(_I.c.id == image.id)
                  .values(properties=dict(properties), updated_at=_now()))
     return get(conn, image_id, ctx)
+
+
+def exists(conn: Connection, image_id: str) -> bool:
+    return conn.execute(sa.select(_I.c.id).where(_I.c.id == image_id)).first() is not None
 
 
 def delete(conn: Connection, image_id: str, ctx: RequestContext) -> None:

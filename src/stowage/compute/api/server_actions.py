@@ -153,13 +153,21 @@ def _resize(req: Request, body: Any) -> Response:
         move_state(conn, instance, "resize", task_state=TASK.RESIZE_PREP, progress=0,
                    auto_disk_config=disk)
         snapshot = flv.snapshot(flavor)
-        op = accept(conn, req, instance, "resize", new_flavor=snapshot, host=None)
+        cross_cell = _cross_cell(req, instance)
+        op = accept(conn, req, instance, "resize", new_flavor=snapshot, host=None,
+                    **({"cross_cell": True} if cross_cell else {}))
     cast_after_commit(
         req, instance,
         lambda c: c.migrate_server(instance.uuid, req.context.request_id, new_flavor=snapshot,
-                                   host=None, operation_uuid=op),
+                                   host=None, operation_uuid=op, cross_cell=cross_cell),
         {"task_state": None}, ("resize", op))
     return empty_response(202)
+
+
+def _cross_cell(req: Request, instance: inst.Instance) -> bool:
+    """Whether the move may go to a host of another cell (Nova's policy, "!" by default)."""
+    return bool(req.app.enforcer.allowed("compute:servers:resize:cross_cell", req.context,
+                                         target(instance)))
 
 
 def _check_upsize_quota(req: Request, conn: Connection, instance: inst.Instance,
@@ -194,11 +202,13 @@ def _migrate(req: Request, body: Any) -> Response:
         start_action(conn, req, instance, "migrate")
         move_state(conn, instance, "migrate", task_state=TASK.RESIZE_PREP, progress=0,
                    auto_disk_config=False)  # as Nova's resize() without a diskConfig
-        op = accept(conn, req, instance, "migrate", new_flavor=None, host=host)
+        cross_cell = _cross_cell(req, instance)
+        op = accept(conn, req, instance, "migrate", new_flavor=None, host=host,
+                    **({"cross_cell": True} if cross_cell else {}))
     cast_after_commit(
         req, instance,
         lambda c: c.migrate_server(instance.uuid, req.context.request_id, new_flavor=None,
-                                   host=host, operation_uuid=op),
+                                   host=host, operation_uuid=op, cross_cell=cross_cell),
         {"task_state": None}, ("migrate", op))
     return empty_response(202)
 

@@ -58,7 +58,7 @@ def target_of(ops: Ops, uuid: str, choice: dict[str, Any]) -> CellMapping | None
     here = ops.cells.of_instance(uuid)
     if here.uuid == choice["cell_uuid"]:
         return None
-    return next(c for c in ops.cells.all() if c.uuid == choice["cell_uuid"])
+    return ops.cells.by_uuid(str(choice["cell_uuid"]))
 
 
 def carry(ops: Ops, uuid: str, target: CellMapping, journal: Journal,

@@ -341,7 +341,8 @@ class MoveState(OnServer):
         spec["move_source"] = {"migration_uuid": self.migration.uuid,
                                "allocations": held.allocations,
                                "generation": held.generation}
-        self.selections = self.ops.scheduler.select_destinations(spec, [self.instance.uuid])[0]
+        self.selections = self.ops.scheduler.select_destinations(
+            spec, [self.instance.uuid], any_cell=bool(spec.get("allow_cross_cell_move")))[0]
         self.dest = self.selections.pop(0)
 
     def give_source_back(self) -> None:

@@ -62,6 +62,7 @@ from stowage.compute.cells import Cells
 from stowage.compute.conductor import (
     build,
     carry,
+    cross_cell,
     evacuate,
     guest_actions,
     interfaces,
@@ -98,6 +99,7 @@ RECOVERY: dict[str, Recover] = {
     "build": build.recover_build,
     "resize": migrate.recover_move,
     "migrate": migrate.recover_move,
+    cross_cell.OPERATION: migrate.recover_cross_cell,
     "confirm_resize": resize_end.recover_confirm,
     "revert_resize": resize_end.recover_revert,
     "stop": lifecycle.recover_power,
@@ -196,10 +198,17 @@ class Conductor:
 
     def migrate_server(self, instance_uuid: str, request_id: str,
                        new_flavor: dict[str, Any] | None, host: str | None,
-                       operation_uuid: str | None = None) -> None:
+                       operation_uuid: str | None = None, cross_cell: bool = False) -> None:
         self._run("resize" if new_flavor else "migrate", instance_uuid, request_id,
                   operation_uuid,
-                  lambda ops, j: migrate.migrate_server(ops, instance_uuid, new_flavor, host, j))
+                  lambda ops, j: migrate.migrate_server(ops, instance_uuid, new_flavor, host, j,
+                                                        cross_cell))
+
+    def cross_cell_resize(self, instance_uuid: str, request_id: str,
+                          operation_uuid: str) -> None:
+        """The target cell's part of a cross-cell move (accepted by the source's hand-over)."""
+        self._run(cross_cell.OPERATION, instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: migrate.continue_in_target(ops, instance_uuid, j))
 
     def confirm_resize(self, instance_uuid: str, migration_uuid: str, request_id: str,
                        operation_uuid: str | None = None) -> None:

@@ -43,10 +43,12 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import instances, migrations, states
-from stowage.compute.conductor import ports, upgrade_checks
-from stowage.compute.conductor.common import MoveState, Ops, no_valid_host
+from stowage.compute import cell_copy, instances, migrations, states
+from stowage.compute.cells import CellMapping
+from stowage.compute.conductor import cross_cell, ports, tasks, upgrade_checks
+from stowage.compute.conductor.common import MoveState, Ops, being_deleted, no_valid_host
 from stowage.compute.conductor.tasks import (
+    Batch,
     Interrupted,
     Journal,
     Step,
@@ -57,10 +59,12 @@ from stowage.compute.conductor.tasks import (
 from stowage.compute.instances import Instance, UnexpectedTaskState
 from stowage.compute.migrations import Migration
 from stowage.compute.states import TASK
+from stowage.db import Database
 from stowage.errors import NotFound
 from stowage.messaging import RemoteError
 
-__all__ = ["migrate_server", "recover_move", "STEPS"]
+__all__ = ["migrate_server", "recover_move", "continue_in_target", "recover_cross_cell",
+           "STEPS"]
 
 LOG = logging.getLogger(__name__)
 
@@ -80,6 +84,25 @@ class Move(MoveState):
     # and the VF each SR-IOV port holds on the destination (from prep_resize).
     server_ports: ports.ServerPorts | None = None
     dest_pci: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A host of another cell may be chosen (`compute:servers:resize:cross_cell`).
+    cross_cell: bool = False
+    # The steps being run: ClaimDestination replaces the rest with a hand-over when the
+    # destination's cell keeps its records in another database (cross_cell.py).
+    steps: list[Step] = field(default_factory=list)
+    # The journal's operation uuid (a hand-over's continuation is named after it).
+    operation_uuid: str = ""
+    # Run in the target cell: the source cell's database, whose copy a delete marks.
+    source_db: Database | None = None
+
+    def gone_in(self, conn: Connection) -> bool:
+        """Deleted here, or -- run in the target cell -- in the source cell, where the
+        instance mapping still sends the DELETE until the swap."""
+        if super().gone_in(conn):
+            return True
+        if self.source_db is None:
+            return False
+        with self.source_db.read() as source:
+            return being_deleted(source, self.instance.uuid)
 
     def ports(self) -> ports.ServerPorts:
         if self.server_ports is None:
@@ -154,6 +177,9 @@ class ClaimDestination(Step):
                     ignore_hosts=[] if same_host_ok else [m.source_host],
                     requested_destination=({"host": m.requested_host, "node": None}
                                            if m.requested_host else None))
+        if m.cross_cell and m.ops.cells is not None:  # any cell's hosts, its own preferred
+            spec.update(allow_cross_cell_move=True,
+                        cross_cell_from=m.ops.cells.of_instance(m.instance.uuid).uuid)
         self.spec = spec
 
     def execute(self) -> None:
@@ -166,6 +192,10 @@ class ClaimDestination(Step):
             raise MaxRetriesExceeded(
                 f"Exhausted all hosts available during compute service level check for "
                 f"instance {m.instance.uuid}.")
+        target = cross_cell.target_cell(m.ops, m.dest)
+        if target is not None:  # the rest runs in the destination's cell
+            m.steps[m.steps.index(self) + 1:] = [
+                cross_cell.HandOver(m, target, m.operation_uuid)]
 
     def rollback(self) -> None:
         """Give the source back, or drop both claims of a server deleted meanwhile."""
@@ -338,13 +368,17 @@ class FinishOnDestination(Step):
                           self.move.instance.uuid)
 
     def after(self, conn: Connection) -> None:
+        self.on_destination(conn, vm_state=states.RESIZED, task_state=None)
+
+    def on_destination(self, conn: Connection, **state: Any) -> None:
+        """The records of the server on its destination (and the migration finished)."""
         m = self.move
         assert m.dest is not None
         migrations.save(conn, m.migration.uuid, status="finished")
         instances.save(conn, m.instance.uuid, expected_task_state=TASK.RESIZE_FINISH,
                        host=m.dest["host"], node=m.dest["node"], flavor=m.new_flavor,
-                       vm_state=states.RESIZED, task_state=None,
-                       power_state=states.RUNNING if self.power_on else states.SHUTDOWN)
+                       power_state=states.RUNNING if self.power_on else states.SHUTDOWN,
+                       **state)
 
     def rollback(self) -> None:
         m = self.move
@@ -356,8 +390,9 @@ class FinishOnDestination(Step):
 
 
 def _steps(move: Move) -> list[Step]:
-    return [CreateMigration(move), ClaimDestination(move), PrepOnDestination(move),
-            ResizeOnSource(move), FinishOnDestination(move)]
+    move.steps = [CreateMigration(move), ClaimDestination(move), PrepOnDestination(move),
+                  ResizeOnSource(move), FinishOnDestination(move)]
+    return move.steps
 
 
 # The journal steps of a move, in order (crash tests enumerate them).
@@ -366,8 +401,9 @@ STEPS = ("create_migration", "claim_destination", "prep_resize", "resize_instanc
 
 
 def migrate_server(ops: Ops, instance_uuid: str, new_flavor: dict[str, Any] | None,
-                   host: str | None, journal: Journal) -> None:
-    """Run a resize (`new_flavor`) or cold migration; on failure, undo and report."""
+                   host: str | None, journal: Journal, cross_cell_ok: bool = False) -> None:
+    """Run a resize (`new_flavor`) or cold migration; on failure, undo and report.
+    `cross_cell_ok`: the destination may be in another cell (cross_cell.py)."""
     try:
         inst = ops.instance(instance_uuid)
     except NotFound:
@@ -381,11 +417,92 @@ def migrate_server(ops: Ops, instance_uuid: str, new_flavor: dict[str, Any] | No
         old_flavor_id=inst.flavor.get("id"),
         new_flavor_id=(new_flavor or inst.flavor).get("id"),
         project_id=inst.project_id, user_id=inst.user_id)
-    move = Move(ops, inst, new_flavor or inst.flavor, host, migration)
+    move = Move(ops, inst, new_flavor or inst.flavor, host, migration,
+                cross_cell=cross_cell_ok, operation_uuid=journal.uuid)
+    finishing = ops.finishing(inst.uuid)
+
+    def last(batch: Batch) -> None:
+        """A move handed over ends here; its action, in the target cell."""
+        if any(isinstance(step, cross_cell.HandOver) for step in move.steps):
+            batch.end()
+        else:
+            finishing(batch)
     try:
-        run_steps(_steps(move), journal, ops.finishing(inst.uuid))
+        run_steps(_steps(move), journal, last)
     except StepFailed as failure:
         _after_failure(move, failure)
+
+
+# --- the target cell's part of a cross-cell move (cross_cell.py) ---------------------
+class ClaimedInSource(Step):
+    """The claims the source cell's conductor made (the migration owns the source, the
+    instance the destination): given back if the move fails here."""
+
+    name = "claimed_in_source"
+    acts = False
+
+    def __init__(self, move: Move) -> None:
+        self.move = move
+
+    def rollback(self) -> None:
+        self.move.give_source_back()
+
+
+class FinishInTarget(FinishOnDestination):
+    """finish_resize in the target cell: the records of the destination, but the task
+    stays `resize_finish` until the swap shows the server here (VERIFY_RESIZE then)."""
+
+    def after(self, conn: Connection) -> None:
+        self.on_destination(conn)
+
+
+def _target_steps(move: Move) -> list[Step]:
+    snapshot = [cross_cell.SnapshotAtSource(move)] if cross_cell.snapshots(move) else []
+    move.steps = [ClaimedInSource(move), PrepOnDestination(move), *snapshot,
+                  ResizeOnSource(move), FinishInTarget(move), cross_cell.Swap(move)]
+    return move.steps
+
+
+def _target_move(ops: Ops, instance_uuid: str, args: dict[str, Any]) -> Move:
+    """The move as the target cell has it: its copies of the instance and migration."""
+    with ops.db.read() as conn:
+        inst = instances.get(conn, instance_uuid, read_deleted=True)
+        migration = migrations.get(conn, str(args["migration_uuid"]))
+    move = Move(ops, inst, dict(args["new_flavor"]), None, migration, cross_cell=True,
+                source_db=cross_cell.source_db(ops, migration))
+    move.selections = [dict(choice) for choice in args.get("selections") or ()]
+    move.dest = move.selections.pop(0) if move.selections else (
+        {"host": migration.dest_compute, "node": migration.dest_node}
+        if migration.dest_compute else None)
+    return move
+
+
+def continue_in_target(ops: Ops, instance_uuid: str, journal: Journal) -> None:
+    """The target cell's part of a cross-cell move, up to VERIFY_RESIZE here; a failure
+    carries the records back to the source cell."""
+    op = tasks.operation(ops.db, journal.uuid)
+    if op is None:
+        return
+    try:
+        move = _target_move(ops, instance_uuid, op.args)
+    except NotFound:
+        LOG.info("nothing of %s's move is left in this cell", instance_uuid)
+        return
+    try:
+        run_steps(_target_steps(move), journal, ops.finishing(instance_uuid))
+    except StepFailed as failure:
+        _failed_in_target(move, failure)
+
+
+def _failed_in_target(move: Move, failure: StepFailed) -> None:
+    """As any failed move, then back to the source cell -- unless a delete reached the
+    server there meanwhile: this cell's copy is dropped and the delete has the rest."""
+    if move.gone():
+        _stopped_by_delete(move)
+        cell_copy.purge_server(move.ops.db, move.instance.uuid)
+        return
+    _after_failure(move, failure)
+    cross_cell.carry_back(move.ops, move.migration)
 
 
 # The task states of a running move: its end state is written only from one of them.
@@ -466,14 +583,53 @@ def recover_move(ops: Ops, op: Interrupted, journal: Journal) -> None:
             and not inst.deleted):
         ops.finish_action(inst.uuid, "Error")
         return
+    target = _handed_to(ops, op)
+    if target is not None and cross_cell.handed_over(ops, target, op.operation_uuid):
+        return  # the move is the target cell's now: its journal recovers it
     if migration is not None:
         move = Move(ops, inst, op.args.get("new_flavor") or inst.new_flavor or inst.flavor,
                     op.args.get("host"), migration)
         if migration.dest_compute:
             move.dest = {"host": migration.dest_compute, "node": migration.dest_node}
         LOG.warning("undoing the move %s of %s cut off by a restart", migration.uuid, inst.uuid)
-        roll_back(_steps(move), {name: op.state(name) for name in STEPS}, journal)
+        steps = _steps(move) + ([cross_cell.HandOver(move, target, op.operation_uuid)]
+                                if target is not None else [])
+        roll_back(steps, {step.name: op.state(step.name) for step in steps}, journal)
     _settle_undone(ops, inst.uuid, migration)
+
+
+def _handed_to(ops: Ops, op: Interrupted) -> CellMapping | None:
+    """The cell a cut-off move was being handed over to (journaled with the step)."""
+    detail = op.detail(cross_cell.HandOver.name)
+    if ops.cells is None or not isinstance(detail, dict) or not detail.get("cell"):
+        return None
+    return ops.cells.by_uuid(str(detail["cell"]))
+
+
+def recover_cross_cell(ops: Ops, op: Interrupted, journal: Journal) -> None:
+    """The target cell's part of a move a crash cut off: VERIFY_RESIZE reached -> the swap
+    (again) and the action; else its steps undone, settled on the source as any move
+    undone by a restart, and the records carried back to the source cell."""
+    assert op.instance_uuid is not None
+    try:
+        move = _target_move(ops, op.instance_uuid, op.args)
+    except NotFound:
+        return  # carried back already: nothing is left here
+    if move.migration.status == "finished":
+        swap = cross_cell.Swap(move)
+        swap.execute()
+        with ops.db.write() as conn:
+            swap.after(conn)
+        ops.finish_action(move.instance.uuid)
+        return
+    if move.gone():
+        _forget_deleted(ops, move.instance, move.migration)
+        cell_copy.purge_server(ops.db, move.instance.uuid)
+        return
+    steps = _target_steps(move)
+    roll_back(steps, {step.name: op.state(step.name) for step in steps}, journal)
+    _settle_undone(ops, move.instance.uuid, move.migration)
+    cross_cell.carry_back(ops, move.migration)
 
 
 def _migration_of(conn: Any, op: Interrupted) -> Migration | None:

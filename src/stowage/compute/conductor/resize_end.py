@@ -35,7 +35,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import instances, migrations, states
-from stowage.compute.conductor import ports
+from stowage.compute.conductor import cross_cell, ports
 from stowage.compute.conductor.common import Ops
 from stowage.compute.conductor.tasks import (
     Batch,
@@ -100,6 +100,19 @@ class DropMigrationAllocation(Step):
         self.ops.placement.delete_allocations(self.migration.uuid)
 
 
+class ForgetSourceCopy(Step):
+    """A move from another cell: that cell's (hidden) copy of the server is hard-deleted
+    once the source host let the old guest go (cross_cell.py)."""
+
+    name = "forget_source_copy"
+
+    def __init__(self, ops: Ops, migration: Migration) -> None:
+        self.ops, self.migration = ops, migration
+
+    def execute(self) -> None:
+        cross_cell.forget_source_copy(self.ops, self.migration)
+
+
 class Settle(Step):
     """The records: migration confirmed, and the server out of VERIFY_RESIZE (unless a delete
     confirms it, which settles the server itself)."""
@@ -131,8 +144,11 @@ def confirm_migration(ops: Ops, migration: Migration, journal: Journal,
     """The steps of a confirm under `journal` (a delete runs them under its own, and
     settles the instance itself); False if the source failed and the resize was kept
     open. `last` writes the operation's final records with the settle."""
-    steps = [CleanSource(ops, migration, mark_confirming),
-             DropMigrationAllocation(ops, migration), Settle(migration, settle_instance)]
+    steps: list[Step] = [CleanSource(ops, migration, mark_confirming),
+                         DropMigrationAllocation(ops, migration)]
+    if cross_cell.crossed(ops, migration):
+        steps.append(ForgetSourceCopy(ops, migration))
+    steps.append(Settle(migration, settle_instance))
     try:
         run_steps(steps, journal, last)
     except StepFailed as failure:
@@ -216,8 +232,11 @@ def revert_resize(ops: Ops, migration_uuid: str, journal: Journal,
                        old_flavor=old_flavor, power_on=power_on)
     except Exception as exc:
         _source_failed(ops, journal, migration, old_flavor, exc)
+        cross_cell.carry_back(ops, migration)  # ERROR on the source host, in its cell
         return
-    _settle_reverted(ops, journal, migration, old_flavor)
+    crossed = cross_cell.crossed(ops, migration)
+    if _settle_reverted(ops, journal, migration, old_flavor, end=not crossed) and crossed:
+        cross_cell.carry_back(ops, migration)  # the journal ends after (`_run`)
 
 
 def _before_source(ops: Ops, journal: Journal, migration: Migration) -> bool | None:
@@ -258,9 +277,9 @@ def _source_failed(ops: Ops, journal: Journal, migration: Migration,
 
 
 def _settle_reverted(ops: Ops, journal: Journal, migration: Migration,
-                     old_flavor: dict[str, Any]) -> None:
-    """Source done, the records settled, the action and the operation ended: one
-    transaction (a server deleted meanwhile is left to the delete)."""
+                     old_flavor: dict[str, Any], end: bool = True) -> bool:
+    """Source done, the records settled, the action and (`end`) the operation ended: one
+    transaction; False when a server deleted meanwhile was left to the delete."""
     uuid = migration.instance_uuid
     events = ops.events(uuid)
     try:
@@ -269,7 +288,8 @@ def _settle_reverted(ops: Ops, journal: Journal, migration: Migration,
             batch.record(_START_SOURCE, "done")
             _settle_records(batch, migration, old_flavor)
             events.finish_action(batch.conn)
-            batch.end()
+            if end:
+                batch.end()
     except (NotFound, UnexpectedTaskState):
         if not _deleting(ops, uuid):
             raise
@@ -277,6 +297,8 @@ def _settle_reverted(ops: Ops, journal: Journal, migration: Migration,
             events.finish(batch.conn, _START_EVENT)
             batch.record(_START_SOURCE, "done")
         _left_to_the_delete(ops, migration)  # the delete destroys the guest started again
+        return False
+    return True
 
 
 def _settle_records(batch: Batch, migration: Migration, old_flavor: dict[str, Any]) -> None:
@@ -315,6 +337,7 @@ def _left_to_the_delete(ops: Ops, migration: Migration) -> None:
     with ops.db.write() as conn:
         migrations.update(conn, migration.uuid, status="error")
     ops.finish_action(uuid, "Error")
+    cross_cell.forget_source_copy(ops, migration)  # the delete has this cell's copy
 
 
 # --- crash recovery: both go forward --------------------------------------------
@@ -337,6 +360,8 @@ def recover_revert(ops: Ops, op: Interrupted, journal: Journal) -> None:
     else:
         ops.finish_action(migration.instance_uuid,
                           None if migration.status == "reverted" else "Error")
+        if migration.status in ("reverted", "error"):
+            cross_cell.carry_back(ops, migration)  # a cross-cell revert's last part
 
 
 def _migration_of(ops: Ops, op: Interrupted, running: str) -> Migration:

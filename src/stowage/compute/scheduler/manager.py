@@ -222,7 +222,8 @@ class Scheduler:
                       rejections: list[Rejection]) -> tuple[list[dict[str, Any]], Holding]:
         passed = run_filters(hosts, req, rejections,
                              self.filters or filters_for(self.settings.enabled_filters))
-        stack = self.weighers or weighers_for(self.settings.weigher)
+        stack = self.weighers or weighers_for(self.settings.weigher,
+                                              self.settings.cross_cell_move_weight_multiplier)
         ordered = weigh(passed, req, stack)
         for index, weighed in enumerate(ordered):
             host = weighed.host

@@ -96,6 +96,8 @@ class SchedulingRequest:
     # Only hosts of this cell (a cell uuid), as a cell's conductor asks for its moves;
     # None: any cell's (a build).
     cell: str | None = None
+    # A move that may leave its cell: the uuid of the cell it starts in (CrossCellWeigher).
+    cross_cell_from: str | None = None
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any], instance_uuids: list[str]
@@ -122,6 +124,7 @@ class SchedulingRequest:
             move=bool(spec.get("move")),
             move_source=MoveSource.from_spec(spec.get("move_source")),
             cell=spec.get("cell") or None,
+            cross_cell_from=spec.get("cross_cell_from") or None,
         )
 
     def amounts(self) -> dict[str, int]:

@@ -10,6 +10,9 @@ state always gives the same order.
     DiskWeigher       free DISK_GB              spread: +1, pack: -1
     ServerGroupSoftAffinityWeigher       members of a soft-affinity group here: +1
     ServerGroupSoftAntiAffinityWeigher   members of a soft-anti-affinity group here: -1
+    CrossCellWeigher  a move that may leave its cell: a host of the server's own cell
+                      +cross_cell_move_weight_multiplier (1000000.0), or what the host's
+                      aggregates' metadata of that name say (the least), as Nova's
 
 Free amounts come from Placement's provider summaries as reduced by this
 request's own claims, so a multi-instance spread really spreads.
@@ -17,6 +20,7 @@ request's own claims, so a multi-instance spread really spreads.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -25,7 +29,12 @@ from stowage.compute.scheduler.host_state import HostState
 from stowage.compute.scheduler.request import SchedulingRequest
 
 __all__ = ["Weigher", "WeighedHost", "weigh", "weighers_for", "ResourceWeigher",
-           "ServerGroupSoftAffinityWeigher", "ServerGroupSoftAntiAffinityWeigher"]
+           "ServerGroupSoftAffinityWeigher", "ServerGroupSoftAntiAffinityWeigher",
+           "CrossCellWeigher", "CROSS_CELL_KEY"]
+
+LOG = logging.getLogger(__name__)
+# The aggregate metadata key (and `[compute]` setting) of the CrossCellWeigher.
+CROSS_CELL_KEY = "cross_cell_move_weight_multiplier"
 
 SPREAD, PACK = "spread", "pack"
 
@@ -79,7 +88,34 @@ class ServerGroupSoftAntiAffinityWeigher:
         return float(group.per_host[host.host])
 
 
-def weighers_for(strategy: str) -> list[Weigher]:
+class CrossCellWeigher:
+    """A move allowed to leave its cell stays in it unless told otherwise: hosts of the
+    server's cell weigh 1 (scaled by the multiplier), the others 0. An operator drains
+    a cell by giving its hosts' aggregates a lower (or negative) multiplier."""
+
+    name = "CrossCellWeigher"
+
+    def __init__(self, multiplier: float = 1000000.0) -> None:
+        self.multiplier = multiplier
+
+    def raw(self, host: HostState, req: SchedulingRequest) -> float:
+        if req.cross_cell_from is None:
+            return 0.0
+        return 1.0 if host.cell == req.cross_cell_from else 0.0
+
+    def multiplier_for(self, host: HostState) -> float:
+        """The least of the host's aggregates' values when any parses, else the setting."""
+        found = []
+        for value in host.record.aggregate_metadata.get(CROSS_CELL_KEY, ()):
+            try:
+                found.append(float(value))
+            except ValueError:
+                LOG.warning("aggregate metadata %s=%r of %s is not a number; ignored",
+                            CROSS_CELL_KEY, value, host.host)
+        return min(found) if found else self.multiplier
+
+
+def weighers_for(strategy: str, cross_cell_multiplier: float = 1000000.0) -> list[Weigher]:
     """The weigher stack of `[scheduler] weigher` = spread | pack."""
     if strategy not in (SPREAD, PACK):
         raise ValueError(f"unknown weigher strategy {strategy!r}; use spread or pack")
@@ -87,7 +123,8 @@ def weighers_for(strategy: str) -> list[Weigher]:
     return [ResourceWeigher("RAMWeigher", "MEMORY_MB", sign),
             ResourceWeigher("CPUWeigher", "VCPU", sign),
             ResourceWeigher("DiskWeigher", "DISK_GB", sign),
-            ServerGroupSoftAffinityWeigher(), ServerGroupSoftAntiAffinityWeigher()]
+            ServerGroupSoftAffinityWeigher(), ServerGroupSoftAntiAffinityWeigher(),
+            CrossCellWeigher(cross_cell_multiplier)]
 
 
 def _normalized(values: list[float]) -> list[float]:
@@ -105,8 +142,10 @@ def weigh(hosts: Sequence[HostState], req: SchedulingRequest,
         return []
     for weigher in weighers:
         scaled = _normalized([weigher.raw(w.host, req) for w in weighed])
+        per_host = getattr(weigher, "multiplier_for", None)  # a multiplier per host
         for w, value in zip(weighed, scaled, strict=True):
-            contribution = weigher.multiplier * value
+            multiplier = weigher.multiplier if per_host is None else per_host(w.host)
+            contribution = multiplier * value
             w.parts[weigher.name] = contribution
             w.weight += contribution
     return sorted(weighed, key=lambda w: (-w.weight, w.host.host, w.host.node))
