@@ -15,6 +15,8 @@ database; then the rest of the move runs in that cell, under its journal:
       copied into the target, hidden,
       with the continuation accepted ──> prep_resize      (destination host; its
     end                                                     alternates, same cell)
+                                        snapshot_at_source (an image-backed server:
+                                                         an image record of its root)
                                         resize_instance  (source host)
                                         finish_resize    (destination host)
                                         swap: the source's copy hidden, the mapping
