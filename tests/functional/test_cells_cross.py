@@ -121,6 +121,34 @@ def test_a_move_to_another_cell_then_revert(cloud: Cloud, world: dict[str, str],
     assert_invariants(cloud)
 
 
+def test_the_source_cell_shows_the_moves_progress(
+        cloud: Cloud, world: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """While cell2 runs the move the user sees the server in cell1: its task and its
+    migration (with the destination) follow, so events reach both hosts."""
+    server_id = world["server"]
+    seen: list[tuple[str, str, str | None]] = []
+    delivered: list[str] = []
+    agent = cloud.plane.agent("host2")
+    original = agent.finish_resize
+
+    def finish_resize(**kwargs: Any) -> None:
+        view = server(cloud, server_id)
+        [mig] = migrations_of(cloud, server_id)
+        seen.append((view["OS-EXT-STS:task_state"], mig["status"], mig["dest_compute"]))
+        resp = cloud.compute.post("/os-server-external-events", json={"events": [
+            {"name": "network-vif-plugged", "server_uuid": server_id, "tag": "p1"}]})
+        assert resp.status_code == 200, resp.text
+        original(**kwargs)
+    for host in ("host1", "host2"):
+        monkeypatch.setattr(cloud.plane.agent(host), "external_instance_events",
+                            lambda host=host, **kwargs: delivered.append(host))
+    monkeypatch.setattr(agent, "finish_resize", finish_resize)
+    _move(cloud, server_id, "resize")
+    assert seen == [("resize_finish", "post-migrating", "host2")]
+    assert sorted(delivered) == ["host1", "host2"]  # both hosts of the move heard it
+    assert server(cloud, server_id)["status"] == "VERIFY_RESIZE"
+
+
 def _images(cloud: Cloud) -> list[str]:
     """Every image's name, as the Image service lists them to an admin."""
     with httpx.Client(base_url=f"{cloud.live.url}/image", timeout=30,

@@ -456,10 +456,53 @@ class FinishInTarget(FinishOnDestination):
         self.on_destination(conn)
 
 
+class Mirrored(Step):
+    """A step of the target's part whose progress the source cell's copy -- the one the
+    user sees until the swap -- is told before it acts: the task state and the
+    migration's status and destination, so that the move looks like any resize and
+    external events reach both hosts (server_external_events._hosts)."""
+
+    def __init__(self, move: Move, step: Step) -> None:
+        self.move, self.step = move, step
+        self.name, self.event, self.acts = step.name, step.event, step.acts
+
+    def event_host(self) -> str | None:
+        return self.step.event_host()
+
+    def journal_detail(self) -> str | None:
+        return self.step.journal_detail()
+
+    def before(self, conn: Connection) -> None:
+        self.step.before(conn)
+
+    def execute(self) -> None:
+        self._mirror()
+        self.step.execute()
+
+    def after(self, conn: Connection) -> None:
+        self.step.after(conn)
+
+    def rollback(self) -> None:
+        self.step.rollback()
+
+    def _mirror(self) -> None:
+        m = self.move
+        assert m.source_db is not None
+        with m.ops.db.read() as conn:
+            now = instances.get(conn, m.instance.uuid)
+            move = migrations.get(conn, m.migration.uuid)
+        with m.source_db.write() as conn, contextlib.suppress(NotFound, UnexpectedTaskState):
+            migrations.save(conn, move.uuid, status=move.status, dest_compute=move.dest_compute,
+                            dest_node=move.dest_node, dest_host=move.dest_host)
+            instances.save(conn, now.uuid, expected_task_state=_MOVING,
+                           task_state=now.task_state)
+
+
 def _target_steps(move: Move) -> list[Step]:
     snapshot = [cross_cell.SnapshotAtSource(move)] if cross_cell.snapshots(move) else []
-    move.steps = [ClaimedInSource(move), PrepOnDestination(move), *snapshot,
-                  ResizeOnSource(move), FinishInTarget(move), cross_cell.Swap(move)]
+    acting = [PrepOnDestination(move), *snapshot, ResizeOnSource(move), FinishInTarget(move)]
+    move.steps = [ClaimedInSource(move), *(Mirrored(move, step) for step in acting),
+                  cross_cell.Swap(move)]
     return move.steps
 
 
@@ -515,7 +558,8 @@ def _after_failure(move: Move, failure: StepFailed) -> None:
     A server deleted during its move is not written back: the delete owns it.
     """
     ops, inst = move.ops, move.instance
-    touched = isinstance(failure.step, (ResizeOnSource, FinishOnDestination)) and not (
+    step = failure.step.step if isinstance(failure.step, Mirrored) else failure.step
+    touched = isinstance(step, (ResizeOnSource, FinishOnDestination)) and not (
         isinstance(failure.cause, RemoteError)
         and failure.cause.exc_type == "InstanceFaultRollback")
     vm_state = states.ERROR if touched else inst.vm_state
