@@ -19,6 +19,7 @@ from stowage.compute import cells as cell_records
 from stowage.compute import tables as t
 from stowage.config import PolicySettings
 from tests.conftest import BACKENDS
+from tests.functional import ports
 from tests.functional.conftest import Cloud, LiveServer
 from tests.functional.servers import (
     EMPTY,
@@ -29,9 +30,12 @@ from tests.functional.servers import (
     flavor,
     flavor_amounts,
     flavor_id,
+    guests,
     held,
+    image,
     migrations_of,
     server,
+    settle,
     usages,
 )
 from tests.functional.two_cells import boot_on, cells_of, holders, serving_two_cells
@@ -305,4 +309,64 @@ def test_the_weigher_keeps_a_move_in_its_cell_unless_an_aggregate_drains_it(
     assert server(cloud, server_id)["OS-EXT-SRV-ATTR:host"] == "host2"
     action(cloud, server_id, {"confirmResize": None}, status=204)
     _in(cloud, server_id, "cell2")
+    assert_invariants(cloud)
+
+
+def test_a_server_with_qos_ports_moves_across_cells(cloud: Cloud) -> None:
+    """Its ports' bandwidth and VF are claimed in cell2's host, the ports bound there on
+    finish, back on host1 after a revert, and host1's VF freed after a confirm."""
+    hosts = {name: ports.net_host(cloud, name, vfs=4, **({"cell": "cell2"}
+                                                           if name == "host2" else {}))
+             for name in ("host1", "host2")}
+    nets = ports.Nets(cloud)
+    try:
+        small, large = flavor(cloud, "small", 1, 512, 5), flavor(cloud, "large", 2, 1024, 10)
+        normal, direct = nets.qos_port("a"), nets.qos_port("b", vnic="direct")
+        server_id = ports.boot(cloud, "vm", small, image(cloud),
+                               [{"port": normal}, {"port": direct}])
+        assert server(cloud, server_id)["OS-EXT-SRV-ATTR:host"] == "host1"
+
+        def on(host: str, amounts: dict[str, int]) -> dict[str, dict[str, int]]:
+            h = hosts[host]
+            assert h.bridge is not None and h.pf is not None
+            return {h.node: amounts, h.bridge: ports.QOS, h.pf: ports.QOS_VF}
+
+        def bound_to(host: str) -> None:
+            nets.assert_bound(normal, server_id, host, hosts[host].bridge)
+            nets.assert_bound(direct, server_id, host, hosts[host].pf)
+
+        for end in ("revertResize", "confirmResize"):
+            action(cloud, server_id, {"resize": {"flavorRef": large}})
+            assert server(cloud, server_id)["status"] == "VERIFY_RESIZE"
+            assert holders(cells_of(cloud), server_id) == ["cell1 (hidden)", "cell2"]
+            assert ports.holding(cloud, server_id) == on("host2", LARGE)
+            assert ports.holding(cloud, migrations_of(cloud, server_id)[0]["uuid"]) == on(
+                "host1", SMALL)
+            bound_to("host2")
+            assert ports.vf_usage(cloud, "host2") == {"ens5": 1}
+            action(cloud, server_id, {end: None}, status=202 if end == "revertResize" else 204)
+            host = "host1" if end == "revertResize" else "host2"
+            _in(cloud, server_id, "cell1" if host == "host1" else "cell2")
+            assert ports.holding(cloud, server_id) == on(host, SMALL if host == "host1"
+                                                         else LARGE)
+            bound_to(host)
+            assert ports.vf_usage(cloud, "host1") == {"ens5": 1 if host == "host1" else 0}
+            assert_invariants(cloud)
+    finally:
+        nets.close()
+
+
+def test_a_delete_in_verify_resize_leaves_nothing_in_either_cell(
+        cloud: Cloud, world: dict[str, str]) -> None:
+    server_id = world["server"]
+    mig = _move(cloud, server_id, "resize")
+    assert server(cloud, server_id)["status"] == "VERIFY_RESIZE"
+    assert cloud.compute.delete(f"/servers/{server_id}").status_code == 204
+    settle(cloud)
+    assert cloud.compute.get(f"/servers/{server_id}").status_code == 404
+    assert held(cloud, server_id) == held(cloud, mig["uuid"]) == {}
+    assert usages(cloud, world["host1"]) == usages(cloud, world["host2"]) == EMPTY
+    cell1 = cells_of(cloud).database(cells_of(cloud).by_name("cell1"))
+    assert count_rows(cell1, t.instances, uuid=server_id) == 0  # the hidden copy is gone
+    assert guests(cloud, server_id) == {}
     assert_invariants(cloud)

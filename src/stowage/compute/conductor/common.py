@@ -153,6 +153,14 @@ class Ops:
             found = self._events[instance_uuid] = ActionEvents(instance_uuid, self.request_id)
         return found
 
+    def host_db(self, host: str) -> Database:
+        """The database of the host's cell: its compute service and node are there (a
+        cross-cell move's destination is another cell's host)."""
+        if self.cells is None or self.cells.only_compute_cell() is not None:
+            return self.db
+        cell = self.cells.of_host(host)
+        return self.db if cell is None else self.cells.database(cell)
+
     def instance(self, uuid: str) -> Instance:
         with self.db.read() as conn:
             return instances.get(conn, uuid)

@@ -174,7 +174,7 @@ def _service_up(ops: Ops, host: str | None) -> bool:
     """Nova's `servicegroup_api.service_is_up` for the host's compute service (none: down)."""
     if not host:
         return False
-    with ops.db.read() as conn:
+    with ops.host_db(host).read() as conn:  # a cross-cell move's source: another cell's
         service = services.compute_service(conn, host)
     return service is not None and services.is_up(service, ops.settings)
 

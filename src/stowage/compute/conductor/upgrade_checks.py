@@ -43,7 +43,7 @@ def host_taking_ports(ops: Ops, instance: Instance, dest: dict[str, Any],
     setting = ops.settings.upgrade_levels_compute
     while True:
         host = str(dest["host"])
-        with ops.db.read() as conn:
+        with ops.host_db(host).read() as conn:
             fits = upgrade.host_takes_qos_move(conn, host, setting)
         if fits:
             return dest
