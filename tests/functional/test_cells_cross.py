@@ -370,3 +370,35 @@ def test_a_delete_in_verify_resize_leaves_nothing_in_either_cell(
     assert count_rows(cell1, t.instances, uuid=server_id) == 0  # the hidden copy is gone
     assert guests(cloud, server_id) == {}
     assert_invariants(cloud)
+
+
+def test_the_alternates_stay_in_the_chosen_hosts_cell(
+        cloud: Cloud, world: dict[str, str]) -> None:
+    """cell1 drained (its aggregate's multiplier), cell2 chosen: its second host is the
+    alternate, and when both of cell2's hosts refuse the move fails -- it never falls
+    back to host1b in cell1."""
+    cloud.add_host("host3", vcpus=8, memory_mb=4096, disk_gb=50, cell="cell2")
+    cloud.add_host("host1b", vcpus=8, memory_mb=4096, disk_gb=50)
+    _aggregate(cloud, "drain-cell1", ["host1", "host1b"],
+               {"cross_cell_move_weight_multiplier": "-1000000.0"})
+    server_id = world["server"]
+    for host in ("host2", "host3"):
+        cloud.plane.agent(host).driver.fail("claim", times=None)
+    mig = _move(cloud, server_id, "migrate")
+    view = server(cloud, server_id)
+    assert (view["status"], view["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", "host1")
+    assert mig["status"] == "error"
+    [last, *_] = cloud.compute.get(f"/servers/{server_id}/os-instance-actions").json()[
+        "instanceActions"]
+    events = cloud.compute.get(f"/servers/{server_id}/os-instance-actions/"
+                               f"{last['request_id']}").json()["instanceAction"]["events"]
+    assert sorted(e["host"] for e in events if e["event"] == "compute_prep_resize") == [
+        "host2", "host3"]  # both of cell2's hosts tried, no other
+    _in(cloud, server_id, "cell1")
+    cloud.plane.agent("host3").driver.clear_faults()
+    _move(cloud, server_id, "migrate")
+    view = server(cloud, server_id)  # host2 refused again, its alternate host3 took it
+    assert (view["status"], view["OS-EXT-SRV-ATTR:host"]) == ("VERIFY_RESIZE", "host3")
+    action(cloud, server_id, {"confirmResize": None}, status=204)
+    _in(cloud, server_id, "cell2")
+    assert_invariants(cloud)
