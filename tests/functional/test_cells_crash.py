@@ -87,7 +87,7 @@ def test_a_carry_cut_off_anywhere_ends_with_the_server_in_its_hosts_cell(
             assert (view["status"], view["OS-EXT-SRV-ATTR:host"]) == ("ACTIVE", "host3")
             assert s.held(server_id) == {s.node("host3"): SMALL}
             assert holders(cells, server_id) == ["cell2"]
-            assert cells.mapped(server_id).name == "cell2"
+            assert cells.of_instance(server_id).name == "cell2"
             client = PlacementClient.over_http(f"{s.base}/placement")
             try:
                 assert audit([db for _, db in cells.distinct()], client) == []
@@ -140,7 +140,7 @@ def test_a_cross_cell_resize_cut_off_anywhere_ends_in_one_cell(
             assert view["OS-EXT-SRV-ATTR:host"] == host
             assert holders(cells, server_id) == ([cell] if cell == "cell1"
                                                  else ["cell1 (hidden)", "cell2"])
-            assert cells.mapped(server_id).name == cell
+            assert cells.of_instance(server_id).name == cell
             [mig] = s.migrations(server_id)
             assert mig["status"] == ("error" if cell == "cell1" else "finished")
             if cell == "cell2":

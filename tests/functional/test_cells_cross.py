@@ -72,7 +72,7 @@ def _move(cloud: Cloud, server_id: str, kind: str) -> dict[str, Any]:
 def _in(cloud: Cloud, server_id: str, cell: str) -> None:
     """Only `cell` holds the server, and its mapping names it."""
     assert holders(cells_of(cloud), server_id) == [cell]
-    assert cells_of(cloud).mapped(server_id).name == cell
+    assert cells_of(cloud).of_instance(server_id).name == cell
 
 
 @pytest.mark.parametrize("kind", ["resize", "migrate"])
@@ -85,7 +85,7 @@ def test_a_move_to_another_cell_then_confirm(cloud: Cloud, world: dict[str, str]
     assert (view["status"], view["OS-EXT-SRV-ATTR:host"]) == ("VERIFY_RESIZE", "host2")
     # The source's copy waits hidden; the migration owns the source, the instance the dest.
     assert holders(cells_of(cloud), server_id) == ["cell1 (hidden)", "cell2"]
-    assert cells_of(cloud).mapped(server_id).name == "cell2"
+    assert cells_of(cloud).of_instance(server_id).name == "cell2"
     assert (mig["status"], mig["dest_compute"]) == ("finished", "host2")
     with cells_of(cloud).database(cells_of(cloud).by_name("cell2")).read() as conn:
         assert migrations.get(conn, mig["uuid"]).cross_cell_move

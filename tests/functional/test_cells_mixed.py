@@ -49,7 +49,7 @@ def test_a_sqlite_cell_beside_a_server_database(cloud: Cloud) -> None:
     cell2_db = cells.database(cells.by_name("cell2"))
     assert cell2_db.engine.url.get_backend_name() == "sqlite"
     assert count_rows(cell2_db, t.instances, uuid=ids["host2"]) == 1
-    assert cells.mapped(ids["host1"]).name == "cell1"
+    assert cells.of_instance(ids["host1"]).name == "cell1"
     listed = {s["id"]: s["OS-EXT-SRV-ATTR:host"]
               for s in cloud.compute.get("/servers/detail").json()["servers"]}
     assert listed == {ids["host1"]: "host1", ids["host2"]: "host2"}

@@ -62,14 +62,14 @@ def hosts(cloud: Cloud) -> dict[str, str]:
 def _where(cloud: Cloud, server_id: str) -> str:
     """The only cell holding the server (shown), which its mapping names."""
     [holder] = holders(cells_of(cloud), server_id)
-    assert cells_of(cloud).mapped(server_id).name == holder
+    assert cells_of(cloud).of_instance(server_id).name == holder
     return holder
 
 
 def test_a_build_is_carried_to_its_hosts_cell(cloud: Cloud, hosts: dict[str, str]) -> None:
     server_id = boot_on(cloud, "host2")
     assert _where(cloud, server_id) == "cell2"
-    assert cells_of(cloud).mapped(server_id).name == "cell2"
+    assert cells_of(cloud).of_instance(server_id).name == "cell2"
     view = server(cloud, server_id)
     assert view["OS-EXT-SRV-ATTR:host"] == "host2"
     assert held(cloud, server_id) == {hosts["host2"]: SMALL}
@@ -98,7 +98,7 @@ def test_a_build_no_host_takes_goes_to_cell0(cloud: Cloud, hosts: dict[str, str]
     view = server(cloud, server_id)
     assert view["status"] == "ERROR"
     assert "No valid host" in view["fault"]["message"]
-    assert cells_of(cloud).mapped(server_id).name == "cell0"
+    assert cells_of(cloud).of_instance(server_id).name == "cell0"
     cell0 = cells_of(cloud).cell0()
     assert cell0 is not None
     cell0_db = cells_of(cloud).database(cell0)

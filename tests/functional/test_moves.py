@@ -21,6 +21,7 @@ from tests.functional.servers import (
     boot,
     flavor,
     flavor_amounts,
+    flavor_id,
     held,
     host_of,
     image,
@@ -44,18 +45,13 @@ def two_hosts(cloud: Cloud) -> dict[str, str]:
 
 
 def _boot_small(cloud: Cloud) -> str:
-    server_id = boot(cloud, "vm", _flavor_id(cloud, "small"), image(cloud))
+    server_id = boot(cloud, "vm", flavor_id(cloud, "small"), image(cloud))
     assert server(cloud, server_id)["status"] == "ACTIVE"
     return server_id
 
 
-def _flavor_id(cloud: Cloud, name: str) -> str:
-    flavors = cloud.compute.get("/flavors").json()["flavors"]
-    return str(next(f["id"] for f in flavors if f["name"] == name))
-
-
 def _resize(cloud: Cloud, server_id: str, to: str = "large") -> dict[str, object]:
-    action(cloud, server_id, {"resize": {"flavorRef": _flavor_id(cloud, to)}})
+    action(cloud, server_id, {"resize": {"flavorRef": flavor_id(cloud, to)}})
     migs = migrations_of(cloud, server_id)
     assert len(migs) == 1
     return migs[0]
@@ -109,7 +105,7 @@ def test_same_host_resize_beyond_max_unit(cloud: Cloud) -> None:
     cloud.configure(allow_resize_to_same_host=True)
     flavor(cloud, "three", 3, 512, 5)
     flavor(cloud, "four", 4, 512, 5)
-    server_id = boot(cloud, "vm", _flavor_id(cloud, "three"), image(cloud))
+    server_id = boot(cloud, "vm", flavor_id(cloud, "three"), image(cloud))
 
     mig = _resize(cloud, server_id, to="four")
     assert server(cloud, server_id)["status"] == "VERIFY_RESIZE"
@@ -151,8 +147,8 @@ def test_anti_affinity_is_kept_on_boot_and_on_migrate(cloud: Cloud) -> None:
     flavor(cloud, "small", 1, 512, 5)
     group = cloud.compute.post("/os-server-groups", json={
         "server_group": {"name": "apart", "policy": "anti-affinity"}}).json()["server_group"]
-    first = boot(cloud, "a", _flavor_id(cloud, "small"), image(cloud), hints={"group": group["id"]})
-    second = boot(cloud, "b", _flavor_id(cloud, "small"), image(cloud),
+    first = boot(cloud, "a", flavor_id(cloud, "small"), image(cloud), hints={"group": group["id"]})
+    second = boot(cloud, "b", flavor_id(cloud, "small"), image(cloud),
                   hints={"group": group["id"]})
     assert {host_of(cloud, first), host_of(cloud, second)} == {"host1", "host2"}
 
@@ -184,7 +180,7 @@ def test_revert_after_the_source_host_filled_up(cloud: Cloud) -> None:
     server_id = _boot_small(cloud)
     assert host_of(cloud, server_id) == "host1"
     _resize(cloud, server_id)
-    filler = boot(cloud, "filler", _flavor_id(cloud, "small"), image(cloud))
+    filler = boot(cloud, "filler", flavor_id(cloud, "small"), image(cloud))
     assert host_of(cloud, filler) == "host1"
     assert usages(cloud, source)["VCPU"] == 2
 
@@ -229,7 +225,7 @@ def test_volume_backed_server_holds_no_root_disk_through_a_resize(
     during and after the move; only ephemeral/swap disk would."""
     bdm = [{"uuid": "5d4bd7ec-3f5b-4c1e-9d0a-1b2c3d4e5f60", "source_type": "volume",
             "destination_type": "volume", "boot_index": 0}]
-    server_id = boot(cloud, "vm", _flavor_id(cloud, "small"), "",
+    server_id = boot(cloud, "vm", flavor_id(cloud, "small"), "",
                      block_device_mapping_v2=bdm)
     assert server(cloud, server_id)["status"] == "ACTIVE"
     assert held(cloud, server_id) == {two_hosts["host1"]: {"VCPU": 1, "MEMORY_MB": 512}}

@@ -102,7 +102,7 @@ def test_a_cell_holding_servers_or_hosts_is_not_deleted(tmp_path: Path) -> None:
         cells.delete_cell(conn, "cell2", force=True)
     assert [c.name for c in found.reload()] == [cells.CELL0, cells.CELL1]
     assert found.of_host("host9") is None
-    assert found.mapped("11111111-2222-3333-4444-555555555555") == found.default()
+    assert found.of_instance("11111111-2222-3333-4444-555555555555") == found.default()
 
 
 def test_a_host_is_never_moved_to_another_cell_silently(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ from stowage.timeutil import utcnow
 
 __all__ = ["copy_server", "purge_server", "delete_records", "being_deleted", "set_hidden",
            "hide", "show", "exists",
-           "unhide_statement", "hidden_uuids", "hidden_before", "CopiedRecords"]
+           "hidden_uuids", "hidden_before", "CopiedRecords"]
 
 _I, _F, _A, _E = t.instances, t.instance_faults, t.instance_actions, t.instance_action_events
 _TAGS, _PORTS, _MIG = t.tags, t.instance_ports, t.migrations
@@ -114,10 +114,6 @@ def write_server(conn: Connection, found: CopiedRecords, hidden: bool) -> None:
                "action_id": new_ids[int(e["action_id"])]} for e in found[_E.name]]
     if events:
         conn.execute(_E.insert(), events)
-
-
-def unhide_statement(instance_uuid: str) -> sa.Update:
-    return _I.update().where(_I.c.uuid == instance_uuid).values(hidden=False)
 
 
 def hidden_uuids(conn: Connection) -> set[str]:

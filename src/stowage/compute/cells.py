@@ -13,8 +13,9 @@ actions, faults, tags, ports rows and journal (`tables.CELL_TABLES`)::
 
 A cell database carries the whole schema (one Alembic history for all);
 only its cell tables are used. `Cells` keeps one handle per cell database.
-A deployment with a single cell never reads a mapping to find a server's
-cell: there is only one place it can be.
+A deployment whose cells all keep their records in one database never
+reads a mapping to find a server's database: there is only one place it
+can be (`Cells.db_of_instance`).
 """
 
 from __future__ import annotations
@@ -147,11 +148,6 @@ class Cells:
         cells = self.compute_cells()
         return cells[0] if len(cells) == 1 else None
 
-    def single(self) -> CellMapping | None:
-        """The only cell, when there is just one (no mapping needs reading then)."""
-        cells = self.all()
-        return cells[0] if len(cells) == 1 else None
-
     def one_database(self) -> Database | None:
         """The database every cell keeps its records in, when they all share one: a
         server's database is then known without reading its mapping."""
@@ -192,9 +188,6 @@ class Cells:
             entry[0].append(cell)
         return list(found.values())
 
-    def same_database(self, a: CellMapping, b: CellMapping) -> bool:
-        return a.database_connection == b.database_connection
-
     def dispose(self) -> None:
         with self._lock:
             handles, self._handles = list(self._handles.values()), {}
@@ -209,14 +202,8 @@ class Cells:
         return None if cell_id is None else self.by_id(int(cell_id))
 
     def of_instance(self, instance_uuid: str) -> CellMapping:
-        """The server's cell; NotFound when no cell holds it."""
-        single = self.single()
-        if single is not None:
-            return single
-        return self.mapped(instance_uuid)
-
-    def mapped(self, instance_uuid: str) -> CellMapping:
-        """The cell the server's mapping names (read every time: moves change it)."""
+        """The cell the server's mapping names (read every time: moves change it);
+        NotFound when no cell holds it."""
         with self.api.read() as conn:
             cell_id = conn.execute(sa.select(_IM.c.cell_id).where(
                 _IM.c.instance_uuid == instance_uuid)).scalar()
@@ -321,7 +308,6 @@ def delete_cell(conn: Connection, name: str, force: bool = False) -> CellMapping
     conn.execute(_H.delete().where(_H.c.cell_id == cell.id))
     conn.execute(_C.delete().where(_C.c.id == cell.id))
     return cell
-
 
 
 def create_cell(conn: Connection, name: str, database_connection: str) -> CellMapping:

@@ -249,12 +249,15 @@ class ControlPlane:
             return False
         if isinstance(self.transport, LocalTransport):
             return True
-        while any(tasks.interrupted(c.db) for c in list(self.conductors.values())) or (
-                self.conductor is None and tasks.interrupted(self.db)):
+        while any(tasks.interrupted(db) for db in self._journal_dbs()):
             if time.monotonic() + _JOURNAL_POLL > deadline:
                 return False
             time.sleep(_JOURNAL_POLL)
         return self.transport.drain(max(deadline - time.monotonic(), 0.0))
+
+    def _journal_dbs(self) -> list[Database]:
+        """Where operations are journaled: every cell's database."""
+        return [self.db] if self.cells is None else [db for _, db in self.cells.distinct()]
 
     def stop(self) -> None:
         """Stop consuming first, then the hosts: a host's handler still running finds its

@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError
 
 from stowage.compute.api import all_routes
 from stowage.compute.api.root import PUBLIC_PATHS
-from stowage.compute.cells import Cells
+from stowage.compute.cells import CellMapping, Cells
 from stowage.compute.policy import COMPUTE_RULES
 from stowage.compute.versions import VERSIONS
 from stowage.config import Settings
@@ -106,18 +106,31 @@ class ComputeState:
         an admin listing gathers. With `skip_down` (Nova's os-hosts and migrations) a cell
         database that does not answer is left out with a warning, unless it is the only one;
         else its error propagates (a 500, as Nova answers for hypervisors with a down cell)."""
+        if skip_down:
+            return self.gather(read)[0]
+        results: list[T] = []
+        for _, db in self.cells.distinct():
+            with db.read() as conn:
+                results.append(read(conn))
+        return results
+
+    def gather(self, read: Callable[[Connection], T]) -> tuple[list[T], list[CellMapping]]:
+        """`read` in each cell database that answers, the results in cell order, and the
+        cells whose database did not (down_cells.py); the only database's error stands."""
         databases = self.cells.distinct()
         results: list[T] = []
+        down: list[CellMapping] = []
         for members, db in databases:
             try:
                 with db.read() as conn:
                     results.append(read(conn))
             except DBAPIError as exc:
-                if not skip_down or len(databases) == 1:
+                if len(databases) == 1:
                     raise
                 LOG.warning("cells %s did not answer; their records are left out: %s",
                             [c.name for c in members], exc)
-        return results
+                down += members
+        return results, down
 
     def server_db(self, server_uuid: str) -> Database:
         """The database of the cell that holds the server; the default cell's when none

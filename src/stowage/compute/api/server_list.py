@@ -16,10 +16,9 @@ query parameters are a 400 instead of being ignored.
 from __future__ import annotations
 
 import datetime
-import logging
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.engine import Connection
 
 from stowage.compute.api import down_cells, server_security_groups
 from stowage.compute.api import server_queries as queries
@@ -81,7 +80,6 @@ USER_FILTERS_MORE = 83
 HOSTNAME_FILTER = 90  # with 2.90's settable hostname
 _TAG_FILTERS = ("tags", "tags-any", "not-tags", "not-tags-any")
 _STRING = {"type": "string"}
-LOG = logging.getLogger(__name__)
 
 
 def _index_query(req: Request) -> dict[str, Any]:
@@ -303,24 +301,16 @@ def _gather(req: Request, query: queries.ServerQuery, detailed: bool
     if query.marker is not None and len(databases) > 1:
         with req.app.server_db(query.marker).read() as conn:
             marker = queries.find_marker(conn, query)
-    parts: list[list[Instance]] = []
-    down: list[CellMapping] = []
+
+    def read(conn: Connection) -> tuple[list[Instance], views.Extras]:
+        part = queries.list_servers(conn, query, marker)
+        return part, views.load_extras(conn, part) if detailed else views.Extras()
+    found, down = req.app.gather(read)
     extras = views.Extras() if detailed else None
-    for members, db in databases:
-        try:
-            with db.read() as conn:
-                part = queries.list_servers(conn, query, marker)
-                if extras is not None:
-                    extras.merge(views.load_extras(conn, part))
-        except DBAPIError as exc:
-            if len(databases) == 1:
-                raise
-            LOG.warning("cells %s did not answer; their servers are not listed: %s",
-                        [c.name for c in members], exc)
-            down += members
-            continue
-        parts.append(part)
-    return queries.merge_sorted(parts, query), extras, down
+    if extras is not None:
+        for _, more in found:
+            extras.merge(more)
+    return queries.merge_sorted([part for part, _ in found], query), extras, down
 
 
 def list_servers(req: Request) -> Response:

@@ -16,7 +16,6 @@ import uuid
 from typing import Any
 
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
 
 from stowage.compute import aggregates as aggs
 from stowage.compute import cells as cell_records
@@ -37,7 +36,6 @@ from stowage.compute.api.common import (
     validate_body,
     validate_query,
 )
-from stowage.compute.cells import CellMapping
 from stowage.db import Database
 from stowage.errors import NotFound
 from stowage.placement.client import PlacementError
@@ -125,18 +123,10 @@ def list_services(req: Request) -> Response:
     authorize(req, "os_compute_api:os-services:list", {})
     validate_query(req, INDEX_QUERY_2_75 if at_least(req, STRICT_QUERY) else INDEX_QUERY)
     host, binary = query_param(req, "host") or None, query_param(req, "binary") or None
-    found: list[svc.Service] = []
-    down: list[CellMapping] = []
-    databases = req.app.cells.distinct()
-    for members, db in databases:  # each cell's, in cell order (Nova's scatter-gather)
-        try:
-            with db.read() as conn:
-                found += svc.list_services(conn, host=host, binary=binary)
-        except DBAPIError as exc:
-            if len(databases) == 1:
-                raise
-            LOG.warning("cells %s did not answer: %s", [c.name for c in members], exc)
-            down += members
+    # Each cell's, in cell order (Nova's scatter-gather).
+    parts, down = req.app.gather(lambda conn: svc.list_services(conn, host=host,
+                                                                binary=binary))
+    found: list[svc.Service] = [service for part in parts for service in part]
     now = utcnow()
     shown = [service_view(req, s, now) for s in in_zones(req, found)]
     if down and at_least(req, down_cells.DOWN_CELLS) and binary in (None, svc.COMPUTE):

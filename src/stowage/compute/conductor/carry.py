@@ -69,8 +69,8 @@ def carry(ops: Ops, uuid: str, target: CellMapping, journal: Journal,
     assert ops.cells is not None
     journal.record(STEP, "executing", json.dumps({"instance_uuid": uuid,
                                                   "cell": target.uuid}))
-    source = ops.cells.of_instance(uuid)
-    apart = not ops.cells.same_database(source, target)
+    # The build runs in the conductor of the server's (source) cell database.
+    apart = ops.cells.database(target).engine is not ops.db.engine
     if apart:
         cell_copy.copy_server(ops.db, ops.cells.database(target), uuid, hidden=True)
     with ops.api_db.write() as conn:
@@ -121,7 +121,7 @@ def _settle(ops: Ops, uuid: str, target: CellMapping, operation_uuid: str,
     deleting = _purge_source(ops, uuid)
     build, delete = (_next_uuid(operation_uuid, uuid, what) for what in ("build", "delete"))
     with ops.cells.database(target).write() as conn:
-        if not conn.execute(cell_copy.unhide_statement(uuid)).rowcount:
+        if not cell_copy.show(conn, uuid):
             return _Settled(False)
         if deleting:
             instances.update(conn, uuid, task_state=TASK.DELETING, progress=0)
@@ -164,7 +164,7 @@ def recover(ops: Ops, uuid: str, operation_uuid: str) -> bool:
     if ops.cells is None:
         return False
     try:
-        target = ops.cells.mapped(uuid)
+        target = ops.cells.of_instance(uuid)
     except NotFound:
         return False
     there = ops.cells.database(target)
@@ -189,7 +189,7 @@ def sweep(ops: Ops, older_than_seconds: float) -> None:
         return
     for uuid in cell_copy.hidden_before(ops.db, older_than_seconds):
         try:
-            cell = ops.cells.mapped(uuid)
+            cell = ops.cells.of_instance(uuid)
         except NotFound:
             cell = None
         if cell is None or ops.cells.database(cell).engine is not ops.db.engine:

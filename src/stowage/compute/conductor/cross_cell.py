@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from stowage.compute.conductor.migrate import Move
 
 __all__ = ["OPERATION", "target_cell", "HandOver", "SnapshotAtSource", "Swap",
-           "continuation_of", "carry_back", "forget_source_copy", "source_db", "snapshots"]
+           "continuation_of", "carry_back", "forget_source_copy", "source_copy", "snapshots"]
 
 LOG = logging.getLogger(__name__)
 # The continuation's operation name in the target cell's journal.
@@ -197,8 +197,8 @@ class Swap(Step):
     def execute(self) -> None:
         m = self.move
         ops = m.ops
-        assert ops.cells is not None
-        cell_copy.set_hidden(source_db(ops, m.migration), m.instance.uuid, True)
+        assert m.source_db is not None
+        cell_copy.set_hidden(m.source_db, m.instance.uuid, True)
         with ops.api_db.write() as conn:
             cell_records.move_instance(conn, m.instance.uuid, _cell_of_db(ops, ops.db))
 
@@ -215,32 +215,22 @@ class Swap(Step):
     def rollback(self) -> None:
         m = self.move
         ops = m.ops
-        assert ops.cells is not None
+        assert m.source_db is not None
         with ops.db.write() as conn:
             cell_copy.hide(conn, m.instance.uuid)
         with ops.api_db.write() as conn:
-            cell_records.move_instance(conn, m.instance.uuid,
-                                       _cell_of_db(ops, source_db(ops, m.migration)))
-        cell_copy.set_hidden(source_db(ops, m.migration), m.instance.uuid, False)
+            cell_records.move_instance(conn, m.instance.uuid, _cell_of_db(ops, m.source_db))
+        cell_copy.set_hidden(m.source_db, m.instance.uuid, False)
 
 
-def source_db(ops: Ops, migration: Migration) -> Database:
-    """The database of the move's source cell (its source host's cell)."""
-    assert ops.cells is not None and migration.source_compute is not None
-    cell = ops.cells.of_host(migration.source_compute)
-    if cell is None:
-        raise LookupError(f"host {migration.source_compute} is mapped to no cell")
-    return ops.cells.database(cell)
-
-
-def crossed(ops: Ops, migration: Migration) -> bool:
-    """The move came from another cell's database (its source's copy is there)."""
-    if ops.cells is None or migration.source_compute is None:
-        return False
-    try:
-        return source_db(ops, migration).engine is not ops.db.engine
-    except LookupError:
-        return False
+def source_copy(ops: Ops, migration: Migration) -> Database | None:
+    """The database of the move's source cell when it is another than this one (the
+    source's copy is there); None for a move within one database -- found without a
+    read while there is one compute cell (every confirm and revert asks)."""
+    if migration.source_compute is None:
+        return None
+    source = ops.host_db(migration.source_compute)
+    return None if source.engine is ops.db.engine else source
 
 
 def _cell_of_db(ops: Ops, db: Database) -> CellMapping:
@@ -253,10 +243,10 @@ def _cell_of_db(ops: Ops, db: Database) -> CellMapping:
 def carry_back(ops: Ops, migration: Migration) -> None:
     """The server's records back to the source cell (over its copy there), the mapping
     pointed at it, this cell's copy hard-deleted. Idempotent: a restart runs it again."""
-    if not crossed(ops, migration):
+    source = source_copy(ops, migration)
+    if source is None:
         return
     uuid = migration.instance_uuid
-    source = source_db(ops, migration)
     with ops.db.write() as conn:
         here = cell_copy.exists(conn, uuid)
         cell_copy.hide(conn, uuid)  # never listed twice: hidden here before shown there
@@ -271,11 +261,12 @@ def carry_back(ops: Ops, migration: Migration) -> None:
 
 def forget_source_copy(ops: Ops, migration: Migration) -> None:
     """A confirmed cross-cell move: the source cell's (hidden) copy is hard-deleted."""
-    if crossed(ops, migration):
-        source = source_db(ops, migration)
-        with source.read() as conn:
-            if cell_copy.exists(conn, migration.instance_uuid, hidden=False):
-                return  # the server is the source's again (never delete a shown copy)
-        cell_copy.purge_server(source, migration.instance_uuid)
+    source = source_copy(ops, migration)
+    if source is None:
+        return
+    with source.read() as conn:
+        if cell_copy.exists(conn, migration.instance_uuid, hidden=False):
+            return  # the server is the source's again (never delete a shown copy)
+    cell_copy.purge_server(source, migration.instance_uuid)
 
 

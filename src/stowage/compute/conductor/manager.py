@@ -132,7 +132,7 @@ class Conductor:
                  cell_db: Database | None = None, cells: Cells | None = None) -> None:
         self.settings = settings
         # The API database (request specs, flavors, groups, quotas, aggregates) and the
-        # cell's (one conductor per cell database: compute/conductor/cells.py).
+        # cell's (one conductor per cell database: runtime.CellRouter routes the casts).
         self.api_db, self.db = sides(db, cell_db)
         self.cells = cells
         self.placement = placement

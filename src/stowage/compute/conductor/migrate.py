@@ -512,7 +512,7 @@ def _target_move(ops: Ops, instance_uuid: str, args: dict[str, Any]) -> Move:
         inst = instances.get(conn, instance_uuid, read_deleted=True)
         migration = migrations.get(conn, str(args["migration_uuid"]))
     move = Move(ops, inst, dict(args["new_flavor"]), None, migration, cross_cell=True,
-                source_db=cross_cell.source_db(ops, migration))
+                source_db=cross_cell.source_copy(ops, migration))
     move.selections = [dict(choice) for choice in args.get("selections") or ()]
     move.dest = move.selections.pop(0) if move.selections else (
         {"host": migration.dest_compute, "node": migration.dest_node}

@@ -146,7 +146,7 @@ def confirm_migration(ops: Ops, migration: Migration, journal: Journal,
     open. `last` writes the operation's final records with the settle."""
     steps: list[Step] = [CleanSource(ops, migration, mark_confirming),
                          DropMigrationAllocation(ops, migration)]
-    if cross_cell.crossed(ops, migration):
+    if cross_cell.source_copy(ops, migration) is not None:
         steps.append(ForgetSourceCopy(ops, migration))
     steps.append(Settle(migration, settle_instance))
     try:
@@ -234,7 +234,7 @@ def revert_resize(ops: Ops, migration_uuid: str, journal: Journal,
         _source_failed(ops, journal, migration, old_flavor, exc)
         cross_cell.carry_back(ops, migration)  # ERROR on the source host, in its cell
         return
-    crossed = cross_cell.crossed(ops, migration)
+    crossed = cross_cell.source_copy(ops, migration) is not None
     if _settle_reverted(ops, journal, migration, old_flavor, end=not crossed) and crossed:
         cross_cell.carry_back(ops, migration)  # the journal ends after (`_run`)
 

@@ -48,6 +48,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from stowage.compute import aggregates, server_groups
+from stowage.compute import cells as cell_records
 from stowage.compute.cells import CellMapping, Cells
 from stowage.compute.scheduler import NoValidHost
 from stowage.compute.scheduler.filters import Filter, Rejection, filters_for, run_filters
@@ -206,17 +207,16 @@ class Scheduler:
 
     def _cells_of(self, members: list[CellMapping], found: Mapping[str, NodeRecord]
                   ) -> list[tuple[str, NodeRecord, str]]:
-        """Each node with its cell: the database's only cell, else the host's mapping."""
+        """Each node with its cell: the database's only cell, else (cells sharing one
+        database) the cell its host is mapped to, one read of each cell's hosts."""
         assert self.cells is not None
         if len(members) == 1:
             return [(uuid, record, members[0].uuid) for uuid, record in found.items()]
-        wanted = {c.uuid for c in members}
-        tagged = []
-        for uuid, record in found.items():
-            cell = self.cells.of_host(record.host)
-            if cell is not None and cell.uuid in wanted:
-                tagged.append((uuid, record, cell.uuid))
-        return tagged
+        with self.cells.api.read() as conn:
+            cell_of = {host: cell.uuid for cell in members
+                       for host in cell_records.hosts_of(conn, cell)}
+        return [(uuid, record, cell_of[record.host]) for uuid, record in found.items()
+                if record.host in cell_of]
 
     def _schedule_one(self, uuid: str, req: SchedulingRequest, hosts: list[HostState],
                       rejections: list[Rejection]) -> tuple[list[dict[str, Any]], Holding]:
