@@ -1,8 +1,8 @@
 """Request bodies checked the way Neutron's API layer checks them (its attribute maps).
 
 Each resource declares its attributes once: whether POST and PUT may set
-them, how a value is validated and converted, whether it is required, and
-whether only an admin may send it. `parse()` then refuses, in Neutron's
+them, how a value is validated and converted, and whether it is required.
+`parse()` then refuses, in Neutron's
 words and with nothing written:
 
 - a body without the resource key ("Unable to find 'port' in request body");
@@ -12,8 +12,10 @@ words and with nothing written:
 - a bad value ("Invalid input for mtu. Reason: 'x' is not an integer.");
 - a missing required one ("Failed to parse request. Required attribute
   'network_id' not specified");
-- an admin-only one from anybody else (403 PolicyNotAuthorized);
 - another project named by a non-admin.
+
+Who may send which attribute is for the rules (`create_network:shared`, ...;
+network/policy.py), asked where the record is known.
 
 The validators raise ValueError with Neutron's reason; `parse()` words it.
 """
@@ -30,7 +32,6 @@ from typing import Any
 
 from stowage.context import RequestContext
 from stowage.network import errors as e
-from stowage.network import policy
 from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError, shorten
 from stowage.web.http import Request
@@ -51,7 +52,6 @@ class Attr:
     post: bool = True
     put: bool = True
     required: bool = False
-    admin: bool = False
 
 
 def bad(message: str) -> HTTPError:
@@ -310,8 +310,5 @@ def parse(req: Request, resource: str, attrs: Sequence[Attr], create: bool,
             if attr.required and attr.name not in values:
                 raise bad(f"Failed to parse request. Required attribute '{attr.name}' not "
                           "specified")
-    for name in values:
-        if known[name].admin and not req.context.is_admin:
-            raise policy.deny_attribute(action, name)
     _project(values, req.context)
     return values

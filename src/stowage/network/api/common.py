@@ -18,10 +18,13 @@ from urllib.parse import urlencode
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from stowage.errors import DomainError
 from stowage.network.api.attributes import bad, boolean
+from stowage.network.policy import Guard
 from stowage.web.http import Request, Response, json_response
 
-__all__ = ["listing", "write", "read", "expected_revision", "stamp", "fields_of", "select_fields",
+__all__ = ["guard", "authorize", "readable", "listing", "write", "read", "expected_revision",
+           "stamp", "fields_of", "select_fields",
            "query_filters", "apply_filters", "page", "PAGING_PARAMS"]
 
 LOG = logging.getLogger(__name__)
@@ -41,6 +44,30 @@ def _retryable(exc: sa.exc.DBAPIError) -> bool:
         return True
     args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
     return len(args) > 0 and args[0] in _RETRY_MYSQL_CODES
+
+
+def guard(req: Request) -> Guard:
+    """The caller held to the service's rules (network/policy.py)."""
+    return Guard(req.app.enforcer, req.context)
+
+
+def authorize(req: Request, action: str, target: Mapping[str, object] | None = None,
+              missing: Callable[[], DomainError] | None = None) -> None:
+    """403 (or `missing()`, 404, when the caller may not see `target`) unless the rules
+    allow `action`; with no target, the caller's own project is the target."""
+    guard(req).check(action, target if target is not None else req.context.policy_target(),
+                     missing=missing)
+
+
+def readable(req: Request, action: str, views: Iterable[dict[str, Any]],
+             targets: Mapping[str, Mapping[str, object]] | None = None
+             ) -> list[dict[str, Any]]:
+    """The records whose `get_<resource>` rule (`action`) lets the caller see them, as
+    Neutron filters a listing; `targets` (by id) stand in for views that lack what the
+    rule reads (a subnet's network owner)."""
+    check = guard(req)
+    return [v for v in views
+            if check.allows(action, (targets or {}).get(v["id"], v))]
 
 
 def write(req: Request, work: Callable[[Connection], T]) -> T:
