@@ -209,6 +209,10 @@ class Enforcer:
         tokens = _TOKEN.findall(check_str)
         return _Parser(tokens, self._lookup).parse()
 
+    def defines(self, name: str) -> bool:
+        """Whether a rule of that name exists: a default, or one an operator added."""
+        return name in self._checks
+
     def _lookup(self, name: str) -> Check:
         return self._checks.get(name, lambda ctx, t: False)
 

@@ -337,6 +337,8 @@ def test_nova_image_proxy_is_held_to_glance_rules(live_stowage: LiveServer,
 # --- an operator's policy file -------------------------------------------------------------
 
 OVERRIDES = {"create_network": "rule:admin_only",
+             # A rule Neutron does not define: an operator's attribute rule is held too.
+             "update_network:mtu": "rule:admin_only",
              "get_network:provider:network_type": "role:reader",
              "delete_image": "role:admin",
              "publicize_image": "role:member and project_id:%(project_id)s"}
@@ -357,6 +359,12 @@ def test_policy_overrides_change_network_and_image_rules(overridden: LiveServer)
         shown = nw.made(alice.get(f"/v2.0/networks/{net['id']}"), "network", 200)
         assert shown["provider:network_type"] == net["provider:network_type"]
         assert "provider:segmentation_id" not in shown
+        message = nw.neutron_error(alice.put(f"/v2.0/networks/{net['id']}", json={
+            "network": {"mtu": 1400}}), 403, "PolicyNotAuthorized")
+        assert message == ("(rule:update_network and rule:update_network:mtu) is disallowed "
+                           "by policy")
+        assert nw.made(alice.put(f"/v2.0/networks/{net['id']}", json={
+            "network": {"name": "renamed"}}), "network", 200)["mtu"] == net["mtu"]
     with _client(overridden, "image", "alice:proj-a", MEMBER) as alice:
         made = _image(alice, "alices", visibility="public")
         assert _glance_error(alice.delete(f"/v2/images/{made}"), 403) == \

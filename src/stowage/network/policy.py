@@ -15,7 +15,8 @@ With the defaults (`[policy] enforce_new_defaults = true`):
 - admin-only attributes are rules of their own, `ACTION:ATTRIBUTE`
   (`create_network:shared`, `update_port:binding:host_id`,
   `get_port:binding:profile`, ...): a caller without them gets 403 for
-  sending one and does not see it in answers;
+  sending one and does not see it in answers. An operator may add such a
+  rule for any attribute (`update_network:mtu`);
 - the `service` role (`rule:service_api`) may do what Nova does to ports
   and their bindings.
 
@@ -199,7 +200,7 @@ class Guard:
         `missing()` (404) when the caller may not even see the record as it is (`seen`;
         Neutron's `get_<resource>` rule), so that a refusal gives nothing away."""
         held = [action, *(f"{action}:{name}" for name in attributes
-                          if f"{action}:{name}" in NETWORK_RULES)]
+                          if self.rules.defines(f"{action}:{name}"))]
         if all(self.allows(name, target) for name in held):
             return
         if missing is not None and not self.allows(shown_by(action), seen or target):
@@ -211,7 +212,7 @@ class Guard:
         """The view less the attributes whose `get_<resource>:<attribute>` rule refuses
         (the rules read `target`, the view itself by default)."""
         return {k: v for k, v in view.items()
-                if f"{action}:{k}" not in NETWORK_RULES
+                if not self.rules.defines(f"{action}:{k}")
                 or self.allows(f"{action}:{k}", view if target is None else target)}
 
 
