@@ -58,10 +58,12 @@ def _parser() -> argparse.ArgumentParser:
     identity.add_argument("action", choices=["hash-password"],
                           help="print the password_hash of a password read from stdin")
     from stowage.manage_cells import add_parser as add_cells
+    from stowage.manage_hosts import add_parser as add_hosts
     from stowage.manage_placement import add_parser
 
     add_parser(manage_sub)
     add_cells(manage_sub)
+    add_hosts(manage_sub)
     return p
 
 
@@ -392,6 +394,10 @@ def _manage(args: argparse.Namespace) -> int:
         from stowage.manage_cells import run as run_cells
 
         return run_cells(args, settings, db)
+    if args.area == "host":
+        from stowage.manage_hosts import run as run_hosts
+
+        return run_hosts(args, settings, db)
     print(f"stowage: upgrading schema of {db.backend} database ...", file=sys.stderr)
     schema.upgrade(db)
     _cells(settings, db)

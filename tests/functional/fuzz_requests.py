@@ -266,6 +266,17 @@ _COMPUTE: dict[str, Spec] = {
     "DELETE /v2.1/os-aggregates/{aggregate_id}": Spec({"aggregate_id": _AGGREGATE}),
     "PUT /v2.1/os-hosts/{host_name}": Spec({"host_name": ("host.1", "host.2", "host.new")}, [
         {"status": "disable"}, {"status": "Enable"}, {"maintenance_mode": "enable"}]),
+    # stowage's own (docs/faults.md): a simulated host's faults. "agent" (a kill) is left
+    # out of the valid bodies: the world's restore() brings killed agents back anyway.
+    "POST /v2.1/os-simulator/hosts/{host_name}/faults": Spec(
+        {"host_name": ("host.1", "host.2", "host.new")}, [
+            {"fault": {"step": "spawn"}},
+            {"fault": {"step": "prep_resize", "mode": "times", "times": 2, "error": "fz"}},
+            {"fault": {"step": "heartbeat", "mode": "always"}}]),
+    "DELETE /v2.1/os-simulator/hosts/{host_name}/faults": Spec(
+        {"host_name": ("host.1", "host.2", "host.new")}),
+    "DELETE /v2.1/os-simulator/hosts/{host_name}/faults/{fault_id}": Spec(
+        {"host_name": ("host.1", "host.new"), "fault_id": ("uuid.new",)}),
     "DELETE /v2.1/servers/{server_id}/os-server-password": Spec({"server_id": _SERVER},
                                                                  caller="member"),
     "POST /v2.1/os-aggregates/{aggregate_id}/action": Spec({"aggregate_id": _AGGREGATE}, [

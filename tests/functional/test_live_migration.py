@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from stowage.compute import tables as t
 from tests.functional.conftest import Cloud
+from tests.functional.faults import arm
 from tests.functional.live import (
     MIB,
     SMALL,
@@ -205,7 +206,7 @@ def test_the_source_host_must_be_up(cloud: Cloud, hosts: dict[str, str]) -> None
 
 def test_a_failed_destination_check_reschedules_to_the_alternate(
         cloud: Cloud, hosts: dict[str, str]) -> None:
-    cloud.plane.agent("host2").driver.fail("check_can_live_migrate_destination")
+    arm(cloud, "host2", "check_can_live_migrate_destination")  # over the API
     live_migrate(cloud, hosts["server"])
 
     mig = _assert_on(cloud, hosts, "host3")

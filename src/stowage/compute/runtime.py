@@ -105,6 +105,8 @@ class ControlPlane:
         # Where the conductor and scheduler services of this process are listed.
         self.controller_host = socket.gethostname()
         self._stop = threading.Event()
+        # Set when faults killed every agent of an agent process (`kill_host`).
+        self.killed = threading.Event()
         self._timer: threading.Thread | None = None
         self._beater: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -203,6 +205,7 @@ class ControlPlane:
         does not start: its records are there)."""
         agent = ComputeAgent(host, self.settings, self.api_db, self.placement,
                              cell_db=self.cell_db_of_host(host))
+        agent.on_kill = lambda: self.kill_host(host.name, agent)
         agent.start()
         with self._lock:
             self.agents[host.name] = agent
@@ -218,6 +221,18 @@ class ControlPlane:
         self.transport.unregister(rpc.agent_target(name))
         if agent is not None:
             agent.stop()
+
+    def kill_host(self, name: str, agent: ComputeAgent) -> None:
+        """A fault killed the host's agent (agent/faults.py): it stops as `stop_host` stops
+        it. In an agent process whose last host this was, `killed` is set and the process
+        exits (compute/worker.py), as a dead nova-compute would be gone."""
+        with self._lock:
+            if self.agents.get(name) is not agent:
+                return  # a newer agent of that name runs now
+        self.stop_host(name)
+        LOG.warning("host %s: agent stopped (killed by fault injection)", name)
+        if self.roles == {COMPUTE_ROLE} and not self.agents:
+            self.killed.set()
 
     def reconfigure(self, settings: ComputeSettings) -> None:
         """New options for the conductor, scheduler and agents started from now on."""
@@ -318,7 +333,7 @@ class ControlPlane:
                     services.heartbeat(conn, self.controller_host, binary)
         by_db: dict[str, tuple[Database, list[str]]] = {}
         for agent in list(self.agents.values()):
-            if agent.running:
+            if agent.beats():  # running, and no heartbeat fault (agent/faults.py)
                 by_db.setdefault(_key(agent.db), (agent.db, []))[1].append(agent.host.name)
         for db, hosts in by_db.values():
             for start in range(0, len(hosts), _HEARTBEAT_CHUNK):

@@ -40,6 +40,8 @@ from stowage.compute.agent import resource_tracker as rt
 from stowage.compute.agent.driver import Driver
 from stowage.compute.agent.evacuation import EvacuationSteps
 from stowage.compute.agent.external_events import ExternalEvents
+from stowage.compute.agent.fault_injection import FaultInjection
+from stowage.compute.agent.faults import PREP_RESIZE
 from stowage.compute.agent.guest_queries import GuestQueries
 from stowage.compute.agent.guest_store import GuestStore
 from stowage.compute.agent.live_migration import LiveMigrationSteps
@@ -65,7 +67,7 @@ class InstanceFaultRollback(Exception):
 
 
 class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQueries,
-                   ExternalEvents):
+                   ExternalEvents, FaultInjection):
     """One host's agent; `start()` does the I/O, the constructor none."""
 
     def __init__(self, host: HostConfig, settings: ComputeSettings, db: Database,
@@ -105,6 +107,7 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
         self._recover()
         self._running = True
         self.update_available_resource()
+        self.arm_configured_faults()
 
     def stop(self) -> None:
         """Stop answering and reporting; the records stay (the service will be seen down)."""
@@ -198,8 +201,9 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
         return self._running
 
     def heartbeat(self) -> None:
-        """This host's alone (the control plane beats all of its hosts together)."""
-        if not self._running:
+        """This host's alone (the control plane beats all of its hosts together); a
+        heartbeat fault skips it."""
+        if not self.beats():
             return
         with self.db.write() as conn:
             if not services.heartbeat(conn, self.host.name, services.COMPUTE):
@@ -352,6 +356,7 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
         """Destination: claim the new flavor's PCI devices and the ports' VFs under the
         migration's key, then this host as the migration's destination, after the late
         check of the group policy; returns each SR-IOV port's VF here."""
+        self.driver.checkpoint(PREP_RESIZE)
         with self._pci_claim((instance_uuid, migration_uuid), new_flavor, vf_ports) as vfs:
             self._claim_destination(instance_uuid, migration_uuid)
         return vfs
