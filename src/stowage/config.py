@@ -306,6 +306,10 @@ class IdentitySettings:
     # Base URL the catalog names (e.g. "https://cloud.example"); default: the request's host.
     public_url: str | None = None
     region: str = "RegionOne"
+    # Keystone's [security_compliance] lockout: after this many wrong passwords in a
+    # row a user is refused for `lockout_duration` seconds (0, the default: never).
+    lockout_failure_attempts: int = 0
+    lockout_duration: int = 1800
     users: tuple[IdentityUser, ...] = ()
     projects: tuple[IdentityProject, ...] = ()
     assignments: tuple[IdentityAssignment, ...] = ()
@@ -319,6 +323,11 @@ class IdentitySettings:
                 ("http://", "https://")):
             raise ValueError(f"[identity] public_url must be an http(s) URL, not "
                              f"{self.public_url!r}")
+        for name, least in (("lockout_failure_attempts", 0), ("lockout_duration", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"[identity] {name} must be an integer >= {least}, not "
+                                 f"{value!r}")
 
 
 # The schemes `transport_url` may name (see stowage.messaging.get_transport).

@@ -221,10 +221,12 @@ async def _read_request(scope: Scope, receive: Receive, state: Any) -> Request:
     host = headers.get("host") or "{}:{}".format(*scope.get("server") or ("localhost", 80))
     scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
     root = scope.get("root_path", "")
+    client = scope.get("client")
     return Request(method=scope["method"], path=scope["path"] or "/",
                    query_string=scope.get("query_string", b"").decode("latin-1"),
                    headers=headers, body=b"".join(chunks),
-                   base_url=f"{scheme}://{host}{root}", root_path=root, app=state)
+                   base_url=f"{scheme}://{host}{root}", root_path=root, app=state,
+                   remote_addr=str(client[0]) if client else "-")
 
 
 async def _send(send: Send, resp: Response) -> None:

@@ -2,7 +2,9 @@
 
 POST is public: its body proves who the caller is (`identity.login`); the
 answer is 201 with the token in `X-Subject-Token` and Keystone's token body
-(catalog included unless `?nocatalog`). The other methods need a caller's
+(catalog included unless `?nocatalog`). A refusal is logged at WARNING with
+the peer's address, in Keystone's words, and a wrong password counts
+towards the user's lockout (`identity.lockout`). The other methods need a caller's
 token in `X-Auth-Token` and name the token they are about in
 `X-Subject-Token`; an unknown, revoked or expired subject is a 404. A caller
 may validate or revoke its own tokens; the admin role may do so for anyone's
@@ -12,6 +14,7 @@ may validate or revoke its own tokens; the admin role may do so for anyone's
 from __future__ import annotations
 
 import datetime
+import logging
 from typing import Any
 
 from stowage.identity import tokens
@@ -27,12 +30,15 @@ from stowage.identity.api.common import (
     unauthorized,
 )
 from stowage.identity.directory import DEFAULT_DOMAIN
+from stowage.identity.lockout import Lockout
 from stowage.identity.login import LoginRefused, grant_for
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
 __all__ = ["ROUTES", "token_view"]
+
+LOG = logging.getLogger(__name__)
 
 
 def _stamp(moment: datetime.datetime) -> str:
@@ -77,9 +83,13 @@ def _wants_catalog(req: Request) -> bool:
 def issue(req: Request) -> Response:
     auth: dict[str, Any] = body_of(req, AUTH_SCHEMA)["auth"]
     app = state(req)
+    settings = app.settings.identity
+    lockout = Lockout(app.db, settings.lockout_failure_attempts, settings.lockout_duration)
     try:
-        grant = grant_for(app.db, directory_of(req), auth)
+        grant = grant_for(app.db, directory_of(req), auth, lockout)
     except LoginRefused as refused:
+        # Keystone's line for every 401, so that fail2ban-style tools find the source.
+        LOG.warning("Authorization failed. %s from %s", refused.detail, req.remote_addr)
         raise unauthorized(refused.detail) from None
     text, token = tokens.issue(app.db, grant, app.settings.identity.token_lifetime)
     return json_response(token_view(req, token, _wants_catalog(req)), status=201,
