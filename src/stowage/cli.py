@@ -34,7 +34,10 @@ WORKER_ARGS_ENV = "STOWAGE_SERVE_WORKER_ARGS"
 
 
 def _parser() -> argparse.ArgumentParser:
+    from stowage import __version__
+
     p = argparse.ArgumentParser(prog="stowage", description=__doc__)
+    p.add_argument("--version", action="version", version=f"stowage {__version__}")
     p.add_argument("--config", help="TOML settings file")
     sub = p.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the services in one process")
@@ -127,7 +130,20 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool,
         return next(iter(apps.values()))
     mounts: dict[str, Any] = {f"/{name}": app for name, app in apps.items()}
     mounts["/identity"] = _identity(settings, db)
-    return PrefixDispatcher(mounts)
+    return PrefixDispatcher(mounts, fallback=_root(list(mounts)))
+
+
+def _root(prefixes: list[str]) -> Any:
+    """What answers `/` and unknown paths: the mounted services, as the catalog names them."""
+    from stowage.identity.catalog import name_and_path
+    from stowage.web.root import MountedService, RootApp
+
+    services = []
+    for prefix in prefixes:
+        kind = prefix.strip("/")
+        name, endpoint = name_and_path(kind)
+        services.append(MountedService(kind, name, prefix, endpoint))
+    return RootApp(services)
 
 
 def _compute_notifier(settings: config.Settings, db: Database, compute_app: Any) -> Any:

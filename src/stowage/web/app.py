@@ -31,7 +31,8 @@ from stowage.web.errors import DETAIL_LIMIT, HTTPError, shorten
 from stowage.web.http import Request, Response
 from stowage.web.routing import Router
 
-__all__ = ["ServiceApp", "ServiceSpec", "PrefixDispatcher", "require_json_content"]
+__all__ = ["ServiceApp", "ServiceSpec", "PrefixDispatcher", "require_json_content",
+           "send_response"]
 
 LOG = logging.getLogger(__name__)
 
@@ -120,12 +121,12 @@ class ServiceApp:
         req = await _read_request(scope, receive, self.state)
         cors = self.spec.cors
         if cors is not None and cors.is_preflight(req):
-            await _send(send, cors.preflight(req))
+            await send_response(send, cors.preflight(req))
             return
         resp = await run_in_threadpool(self.respond, req)
         if cors is not None:
             cors.decorate(req, resp)
-        await _send(send, resp)
+        await send_response(send, resp)
 
     def respond(self, req: Request) -> Response:
         """The whole pipeline after CORS, synchronously: also what in-process clients call."""
@@ -229,7 +230,8 @@ async def _read_request(scope: Scope, receive: Receive, state: Any) -> Request:
                    remote_addr=str(client[0]) if client else "-")
 
 
-async def _send(send: Send, resp: Response) -> None:
+async def send_response(send: Send, resp: Response) -> None:
+    """Write `resp` to the ASGI connection (a HEAD's body is dropped by the server)."""
     headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
     if resp.status not in (204, 304):
         headers.append((b"content-length", str(len(resp.body)).encode()))
@@ -248,7 +250,8 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 
 
 class PrefixDispatcher:
-    """Serves several services under path prefixes (`/placement`, `/compute`, ...)."""
+    """Serves several services under path prefixes (`/placement`, `/compute`, ...);
+    `fallback` answers every other path (`web.root.RootApp`: the list of services)."""
 
     def __init__(self, mounts: dict[str, Any], fallback: Any = None) -> None:
         # Longest prefix first so that "" (root) is tried last.
@@ -267,5 +270,8 @@ class PrefixDispatcher:
                 sub["path"] = path[len(prefix):] or "/"
                 await app(sub, receive, send)
                 return
-        await _send(send, Response(404, b'{"error": "not found"}',
-                                   [("content-type", "application/json")]))
+        if self.fallback is not None:
+            await self.fallback(scope, receive, send)
+            return
+        await send_response(send, Response(404, b'{"error": "not found"}',
+                                           [("content-type", "application/json")]))
