@@ -4,7 +4,8 @@ The per-request pipeline mirrors upstream Placement's middleware order:
 CORS, auth (401 before anything else), content-length/type sanity,
 microversion negotiation, routing (404/405), Accept and Content-Type checks,
 then the handler; the whole pipeline runs in a worker thread. Each service supplies its routes, its
-version list and how its errors are rendered.
+version list and how its errors are rendered. Every request read off the
+socket is then written to the request log (`requestlog`).
 
 Defences every route gets without asking: a path holding a NUL character is
 404 (no record can be named so), a query holding one is 400, every error
@@ -15,6 +16,7 @@ detail is cut to `DETAIL_LIMIT`, and a value the database refuses to store
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.policy import PolicyNotAuthorized
-from stowage.web import microversion
+from stowage.web import microversion, requestlog
 from stowage.web.body import unstorable
 from stowage.web.errors import DETAIL_LIMIT, HTTPError, shorten
 from stowage.web.http import Request, Response
@@ -118,15 +120,20 @@ class ServiceApp:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
+        started = time.monotonic()
         req = await _read_request(scope, receive, self.state)
         cors = self.spec.cors
         if cors is not None and cors.is_preflight(req):
-            await send_response(send, cors.preflight(req))
-            return
-        resp = await run_in_threadpool(self.respond, req)
-        if cors is not None:
-            cors.decorate(req, resp)
+            resp = cors.preflight(req)
+        else:
+            resp = await run_in_threadpool(self.respond, req)
+            if cors is not None:
+                cors.decorate(req, resp)
         await send_response(send, resp)
+        query = f"?{req.query_string}" if req.query_string else ""
+        requestlog.write(req.context.request_id, req.remote_addr, req.method,
+                         f"{req.root_path}{req.path}{query}", resp.status, len(resp.body),
+                         requestlog.microversion_of(resp.headers), time.monotonic() - started)
 
     def respond(self, req: Request) -> Response:
         """The whole pipeline after CORS, synchronously: also what in-process clients call."""

@@ -12,15 +12,20 @@ the request's base URL, as the services' own version documents are.
 
 The answer is chosen by the request's Accept header from `_RENDERERS`; JSON
 is the only one today. A dashboard for browsers is meant to be added there
-as `text/html`, without changing what API clients get.
+as `text/html`, without changing what API clients get. Each answer carries
+an `X-OpenStack-Request-Id` and is written to the request log, as the
+services' are.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stowage.context import new_request_id
+from stowage.web import requestlog
 from stowage.web.app import Receive, Scope, Send, send_response
 from stowage.web.http import Response, json_response
 
@@ -101,7 +106,17 @@ class RootApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        await send_response(send, self.respond(scope))
+        started = time.monotonic()
+        resp = self.respond(scope)
+        request_id = new_request_id()
+        resp.headers.append(("x-openstack-request-id", request_id))
+        await send_response(send, resp)
+        client = scope.get("client")
+        query = scope.get("query_string", b"").decode("latin-1")
+        requestlog.write(request_id, str(client[0]) if client else "-", scope["method"],
+                         f"{scope.get('root_path', '')}{scope.get('path', '/')}"
+                         f"{'?' + query if query else ''}", resp.status, len(resp.body), "-",
+                         time.monotonic() - started)
 
     def respond(self, scope: Scope) -> Response:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
