@@ -86,7 +86,7 @@ def test_unknown_user_and_wrong_password_both_run_the_hash(
 
     def spy(password: str, stored: str) -> bool:
         seen.append(stored)
-        return real(password, stored)
+        return bool(real(password, stored))
 
     monkeypatch.setattr(login_module, "verify_password", spy)
     unknown = _post(live_identity, "no-such-user", "whatever")
