@@ -107,11 +107,11 @@ def test_unknown_user_and_wrong_password_both_run_the_hash(
 
 def test_each_failed_login_is_logged_with_the_source_address(
         live_identity: LiveServer, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="stowage.identity.api.auth_tokens"):
+    with caplog.at_level(logging.WARNING, logger="stowage.identity.api.common"):
         _post(live_identity, "no-such-user", "x")
         _post(live_identity, "alice", "wrong")
         assert _post(live_identity, "alice", "alice-pw").status_code == 201
-    lines = [r for r in caplog.records if r.name == "stowage.identity.api.auth_tokens"]
+    lines = [r for r in caplog.records if r.name == "stowage.identity.api.common"]
     assert [r.levelno for r in lines] == [logging.WARNING, logging.WARNING]
     assert [r.getMessage() for r in lines] == [
         f"Authorization failed. {GENERIC} from 127.0.0.1"] * 2
@@ -181,6 +181,31 @@ def test_an_admin_enabling_the_user_unlocks_it(locking: LiveServer) -> None:
         resp = client.patch(f"/users/{user_id}", json={"user": {"enabled": True}})
         assert resp.status_code == 200, resp.text
     assert _post(locking, "locked-out", "pw-1").status_code == 201
+
+
+def test_wrong_original_passwords_count_too(locking: LiveServer,
+                                            caplog: pytest.LogCaptureFixture) -> None:
+    """Keystone's password change authenticates the original password: same lockout."""
+    admin = login(locking, "admin", "admin")
+    made = httpx.post(f"{locking.url}/identity/v3/users", timeout=30,
+                      headers={"x-auth-token": admin},
+                      json={"user": {"name": "changer", "password": "pw-1"}})
+    assert made.status_code == 201, made.text
+    user_id = made.json()["user"]["id"]
+    token = login(locking, "changer", password="pw-1")
+
+    def change(original: str) -> httpx.Response:
+        return httpx.post(f"{locking.url}/identity/v3/users/{user_id}/password", timeout=30,
+                          headers={"x-auth-token": token},
+                          json={"user": {"original_password": original, "password": "pw-2"}})
+
+    with caplog.at_level(logging.WARNING, logger="stowage.identity.api.common"):
+        for _ in range(3):
+            assert _message(change("wrong")) == GENERIC
+    assert len([r for r in caplog.records if "from 127.0.0.1" in r.getMessage()]) == 3
+    locked = f"The account is locked for user: {user_id}."
+    assert _message(change("pw-1")) == locked
+    assert _message(_post(locking, "changer", "pw-1")) == locked
 
 
 def test_unknown_users_are_not_counted(locking: LiveServer) -> None:

@@ -23,7 +23,7 @@ from stowage.identity.directory import Directory, Domain, Project, User
 from stowage.identity.lockout import Lockout, locked_message
 from stowage.identity.passwords import dummy_hash, verify_password
 
-__all__ = ["LoginRefused", "grant_for", "METHODS"]
+__all__ = ["LoginRefused", "grant_for", "check_password", "METHODS"]
 
 METHODS = ("password", "token")
 _GENERIC = "The request you have made requires authentication."
@@ -61,6 +61,13 @@ def _password_user(directory: Directory, lockout: Lockout, body: dict[str, Any])
     if user is None:
         verify_password(password, dummy_hash())  # the same work as a wrong password
         raise LoginRefused()
+    check_password(lockout, user, password)
+    return user
+
+
+def check_password(lockout: Lockout, user: User, password: str) -> None:
+    """LoginRefused unless `password` is the user's and the user is not locked out; a
+    wrong one is counted, a right one clears the count (login and password change)."""
     now = tokens.utcnow()
     if lockout.is_locked(user.id, now):
         raise LoginRefused(locked_message(user.id))
@@ -68,7 +75,6 @@ def _password_user(directory: Directory, lockout: Lockout, body: dict[str, Any])
         lockout.failed(user.id, now)
         raise LoginRefused()
     lockout.succeeded(user.id)
-    return user
 
 
 def _identify(db: Database, directory: Directory, lockout: Lockout,

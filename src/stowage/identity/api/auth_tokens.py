@@ -14,7 +14,6 @@ may validate or revoke its own tokens; the admin role may do so for anyone's
 from __future__ import annotations
 
 import datetime
-import logging
 from typing import Any
 
 from stowage.identity import tokens
@@ -25,20 +24,18 @@ from stowage.identity.api.common import (
     catalog_of,
     directory_of,
     is_admin,
+    lockout_of,
+    refused_login,
     require,
     state,
-    unauthorized,
 )
 from stowage.identity.directory import DEFAULT_DOMAIN
-from stowage.identity.lockout import Lockout
 from stowage.identity.login import LoginRefused, grant_for
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
 __all__ = ["ROUTES", "token_view"]
-
-LOG = logging.getLogger(__name__)
 
 
 def _stamp(moment: datetime.datetime) -> str:
@@ -83,14 +80,10 @@ def _wants_catalog(req: Request) -> bool:
 def issue(req: Request) -> Response:
     auth: dict[str, Any] = body_of(req, AUTH_SCHEMA)["auth"]
     app = state(req)
-    settings = app.settings.identity
-    lockout = Lockout(app.db, settings.lockout_failure_attempts, settings.lockout_duration)
     try:
-        grant = grant_for(app.db, directory_of(req), auth, lockout)
+        grant = grant_for(app.db, directory_of(req), auth, lockout_of(req))
     except LoginRefused as refused:
-        # Keystone's line for every 401, so that fail2ban-style tools find the source.
-        LOG.warning("Authorization failed. %s from %s", refused.detail, req.remote_addr)
-        raise unauthorized(refused.detail) from None
+        raise refused_login(req, refused.detail) from None
     text, token = tokens.issue(app.db, grant, app.settings.identity.token_lifetime)
     return json_response(token_view(req, token, _wants_catalog(req)), status=201,
                          headers=[("x-subject-token", text)])
