@@ -129,11 +129,13 @@ class ServiceApp:
             resp = await run_in_threadpool(self.respond, req)
             if cors is not None:
                 cors.decorate(req, resp)
-        await send_response(send, resp)
+        # Written as the answer starts, as Nova's start_response does: a client that has
+        # its answer finds the line already there.
         query = f"?{req.query_string}" if req.query_string else ""
         requestlog.write(req.context.request_id, req.remote_addr, req.method,
                          f"{req.root_path}{req.path}{query}", resp.status, len(resp.body),
                          requestlog.microversion_of(resp.headers), time.monotonic() - started)
+        await send_response(send, resp)
 
     def respond(self, req: Request) -> Response:
         """The whole pipeline after CORS, synchronously: also what in-process clients call."""

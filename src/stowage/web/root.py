@@ -110,13 +110,13 @@ class RootApp:
         resp = self.respond(scope)
         request_id = new_request_id()
         resp.headers.append(("x-openstack-request-id", request_id))
-        await send_response(send, resp)
         client = scope.get("client")
         query = scope.get("query_string", b"").decode("latin-1")
         requestlog.write(request_id, str(client[0]) if client else "-", scope["method"],
                          f"{scope.get('root_path', '')}{scope.get('path', '/')}"
                          f"{'?' + query if query else ''}", resp.status, len(resp.body), "-",
                          time.monotonic() - started)
+        await send_response(send, resp)
 
     def respond(self, scope: Scope) -> Response:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
