@@ -306,6 +306,10 @@ class IdentitySettings:
     # Base URL the catalog names (e.g. "https://cloud.example"); default: the request's host.
     public_url: str | None = None
     region: str = "RegionOne"
+    # Keystone's [security_compliance] lockout: after this many wrong passwords in a
+    # row a user is refused for `lockout_duration` seconds (0, the default: never).
+    lockout_failure_attempts: int = 0
+    lockout_duration: int = 1800
     users: tuple[IdentityUser, ...] = ()
     projects: tuple[IdentityProject, ...] = ()
     assignments: tuple[IdentityAssignment, ...] = ()
@@ -319,6 +323,11 @@ class IdentitySettings:
                 ("http://", "https://")):
             raise ValueError(f"[identity] public_url must be an http(s) URL, not "
                              f"{self.public_url!r}")
+        for name, least in (("lockout_failure_attempts", 0), ("lockout_duration", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"[identity] {name} must be an integer >= {least}, not "
+                                 f"{value!r}")
 
 
 # The schemes `transport_url` may name (see stowage.messaging.get_transport).
@@ -359,12 +368,15 @@ class Settings:
                              f"{name!r}")
 
 
-def _section(cls: type[Any], raw: Mapping[str, Any]) -> Any:
-    """Build a section dataclass, rejecting unknown keys so typos are loud."""
+def _section(cls: type[Any], raw: Any, where: str) -> Any:
+    """Build a section dataclass, rejecting unknown keys so typos are loud; `where` is
+    the section as the settings file spells it (`[api]`, `[[identity.users]]`)."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where} must be a table of settings, not {raw!r}")
     known = {f.name: f for f in dataclasses.fields(cls)}
     unknown = set(raw) - set(known)
     if unknown:
-        raise ValueError(f"unknown setting(s) in [{cls.__name__}]: {sorted(unknown)}")
+        raise ValueError(f"unknown setting(s) in {where}: {sorted(unknown)}")
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
     return cls(**values)
 
@@ -392,21 +404,21 @@ def _identity_user(raw: Mapping[str, Any]) -> IdentityUser:
     elif not is_password_hash(str(values.get("password_hash", ""))):
         raise ValueError(f"[[identity.users]] {values.get('name')!r} needs a password or a "
                          "password_hash made by `stowage manage identity hash-password`")
-    return _section(IdentityUser, values)  # type: ignore[no-any-return]
+    return _section(IdentityUser, values, "[[identity.users]]")  # type: ignore[no-any-return]
 
 
 def _identity(raw: Mapping[str, Any]) -> IdentitySettings:
     values = dict(raw)
     entries: dict[str, Callable[[Mapping[str, Any]], Any]] = {
         "users": _identity_user,
-        "projects": lambda e: _section(IdentityProject, e),
-        "assignments": lambda e: _section(IdentityAssignment, e)}
+        "projects": lambda e: _section(IdentityProject, e, "[[identity.projects]]"),
+        "assignments": lambda e: _section(IdentityAssignment, e, "[[identity.assignments]]")}
     for key, build in entries.items():
         items = values.get(key, [])
         if not isinstance(items, list) or not all(isinstance(e, dict) for e in items):
             raise ValueError(f"[identity] {key} must be a list of tables ([[identity.{key}]])")
         values[key] = tuple(build(e) for e in items)
-    return _section(IdentitySettings, values)  # type: ignore[no-any-return]
+    return _section(IdentitySettings, values, "[identity]")  # type: ignore[no-any-return]
 
 
 _COMPUTE_FLAGS = ("sim_hosts", "hosts_file")
@@ -415,7 +427,7 @@ _COMPUTE_FLAGS = ("sim_hosts", "hosts_file")
 def _compute(raw: Mapping[str, Any], flags: Mapping[str, Any]) -> ComputeSettings:
     values = dict(raw)
     values.update({k: flags[k] for k in _COMPUTE_FLAGS if flags.get(k) is not None})
-    return _section(ComputeSettings, values)  # type: ignore[no-any-return]
+    return _section(ComputeSettings, values, "[compute]")  # type: ignore[no-any-return]
 
 
 def _upgrade_levels(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -435,15 +447,33 @@ def _upgrade_levels(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {"upgrade_levels_compute": value}
 
 
+def _check_top(raw: Mapping[str, Any]) -> None:
+    """A misspelt section or top-level key is an error naming it as the file spells it;
+    the file's sections are the fields of `Settings` (plus Nova's `[upgrade_levels]`)."""
+    known = {f.name for f in dataclasses.fields(Settings)} | {"upgrade_levels"}
+    unknown = sorted(set(raw) - known)
+    sections = [f"[{k}]" for k in unknown if isinstance(raw[k], dict)]
+    if sections:
+        raise ValueError(f"unknown section(s) {', '.join(sections)}; known: "
+                         f"{', '.join(f'[{k}]' for k in sorted(known) if k not in _TOP_KEYS)}")
+    if unknown:
+        raise ValueError(f"unknown setting(s) at the top of the file: {unknown}; known: "
+                         f"{', '.join(_TOP_KEYS)}")
+
+
+# The settings of the file's top level (before any [section]).
+_TOP_KEYS = ("database", "bind", "services", "transport_url", "control_exchange")
+
+
 def load(path: str | None = None, env: Mapping[str, str] | None = None,
          **flags: Any) -> Settings:
     """Build settings from a TOML file, then `STOWAGE_*` env vars, then flags."""
     raw: dict[str, Any] = {}
     if path:
         raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    _check_top(raw)
     env = env or {}
-    top: dict[str, Any] = {k: raw[k] for k in ("database", "bind", "services", "transport_url",
-                                               "control_exchange") if k in raw}
+    top: dict[str, Any] = {k: raw[k] for k in _TOP_KEYS if k in raw}
     for key in ("database", "transport_url"):
         if env.get(ENV_PREFIX + key.upper()):
             top[key] = env[ENV_PREFIX + key.upper()]
@@ -452,16 +482,16 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         svc = top["services"]
         top["services"] = tuple(svc.split(",") if isinstance(svc, str) else svc)
     policy_raw = dict(raw.get("policy", {}))
-    policy = _section(PolicySettings, policy_raw)
+    policy = _section(PolicySettings, policy_raw, "[policy]")
     policy = dataclasses.replace(policy, overrides=_policy_overrides(policy.file))
     return Settings(
-        api=_section(ApiSettings, raw.get("api", {})),
+        api=_section(ApiSettings, raw.get("api", {}), "[api]"),
         policy=policy,
-        cors=_section(CorsSettings, raw.get("cors", {})),
-        placement=_section(PlacementSettings, raw.get("placement", {})),
+        cors=_section(CorsSettings, raw.get("cors", {}), "[cors]"),
+        placement=_section(PlacementSettings, raw.get("placement", {}), "[placement]"),
         compute=_compute({**raw.get("compute", {}), **_upgrade_levels(raw)}, flags),
-        network=_section(NetworkSettings, raw.get("network", {})),
+        network=_section(NetworkSettings, raw.get("network", {}), "[network]"),
         identity=_identity(raw.get("identity", {})),
-        quota=_section(QuotaSettings, raw.get("quota", {})),
+        quota=_section(QuotaSettings, raw.get("quota", {}), "[quota]"),
         **{k: v for k, v in top.items() if k not in _COMPUTE_FLAGS},
     )

@@ -21,6 +21,7 @@ inject faults.
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import threading
@@ -36,6 +37,7 @@ from stowage.compute.cells import Cells
 from stowage.compute.conductor import tasks
 from stowage.compute.conductor.manager import Conductor
 from stowage.compute.hosts import SIM_BRIDGE, HostConfig, load_hosts_file, sim_hosts
+from stowage.compute.reachable import until_reachable
 from stowage.compute.scheduler.manager import Scheduler
 from stowage.config import ComputeSettings
 from stowage.db import Database
@@ -117,7 +119,9 @@ class ControlPlane:
         Heartbeats get their own thread and start before the hosts: an agent of
         thousands of hosts takes minutes to register them, and a host that
         registered first must not be seen down meanwhile (nor behind a long
-        resource-tracker round on the timer thread).
+        resource-tracker round on the timer thread). A host whose start cannot
+        reach Placement is tried again with back-off (`reachable`), as
+        nova-compute waits for the API rather than exiting.
         """
         if self.scheduler is not None:
             self.transport.register(rpc.SCHEDULER, self.scheduler)
@@ -133,9 +137,10 @@ class ControlPlane:
             self._beater = self._thread("heartbeats", self._beat)
         if COMPUTE_ROLE in self.roles:
             for host in self.configured_hosts():
-                if self._stop.is_set():
+                # Placement may not answer yet (the API starts later): tried again.
+                if until_reachable(functools.partial(self.add_host, host),
+                                   f"host {host.name}: start", self._stop) is None:
                     return
-                self.add_host(host)
         if self.conductor is not None and not self._stop.is_set():
             # Once the agents are up: recovery asks their hypervisors what really exists.
             for conductor in list(self.conductors.values()):

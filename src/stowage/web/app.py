@@ -4,7 +4,8 @@ The per-request pipeline mirrors upstream Placement's middleware order:
 CORS, auth (401 before anything else), content-length/type sanity,
 microversion negotiation, routing (404/405), Accept and Content-Type checks,
 then the handler; the whole pipeline runs in a worker thread. Each service supplies its routes, its
-version list and how its errors are rendered.
+version list and how its errors are rendered. Every request read off the
+socket is then written to the request log (`requestlog`).
 
 Defences every route gets without asking: a path holding a NUL character is
 404 (no record can be named so), a query holding one is 400, every error
@@ -15,6 +16,7 @@ detail is cut to `DETAIL_LIMIT`, and a value the database refuses to store
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,13 +27,14 @@ from starlette.concurrency import run_in_threadpool
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.policy import PolicyNotAuthorized
-from stowage.web import microversion
+from stowage.web import microversion, requestlog
 from stowage.web.body import unstorable
 from stowage.web.errors import DETAIL_LIMIT, HTTPError, shorten
 from stowage.web.http import Request, Response
 from stowage.web.routing import Router
 
-__all__ = ["ServiceApp", "ServiceSpec", "PrefixDispatcher", "require_json_content"]
+__all__ = ["ServiceApp", "ServiceSpec", "PrefixDispatcher", "require_json_content",
+           "send_response"]
 
 LOG = logging.getLogger(__name__)
 
@@ -117,15 +120,22 @@ class ServiceApp:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
+        started = time.monotonic()
         req = await _read_request(scope, receive, self.state)
         cors = self.spec.cors
         if cors is not None and cors.is_preflight(req):
-            await _send(send, cors.preflight(req))
-            return
-        resp = await run_in_threadpool(self.respond, req)
-        if cors is not None:
-            cors.decorate(req, resp)
-        await _send(send, resp)
+            resp = cors.preflight(req)
+        else:
+            resp = await run_in_threadpool(self.respond, req)
+            if cors is not None:
+                cors.decorate(req, resp)
+        # Written as the answer starts, as Nova's start_response does: a client that has
+        # its answer finds the line already there.
+        query = f"?{req.query_string}" if req.query_string else ""
+        requestlog.write(req.context.request_id, req.remote_addr, req.method,
+                         f"{req.root_path}{req.path}{query}", resp.status, len(resp.body),
+                         requestlog.microversion_of(resp.headers), time.monotonic() - started)
+        await send_response(send, resp)
 
     def respond(self, req: Request) -> Response:
         """The whole pipeline after CORS, synchronously: also what in-process clients call."""
@@ -221,13 +231,16 @@ async def _read_request(scope: Scope, receive: Receive, state: Any) -> Request:
     host = headers.get("host") or "{}:{}".format(*scope.get("server") or ("localhost", 80))
     scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
     root = scope.get("root_path", "")
+    client = scope.get("client")
     return Request(method=scope["method"], path=scope["path"] or "/",
                    query_string=scope.get("query_string", b"").decode("latin-1"),
                    headers=headers, body=b"".join(chunks),
-                   base_url=f"{scheme}://{host}{root}", root_path=root, app=state)
+                   base_url=f"{scheme}://{host}{root}", root_path=root, app=state,
+                   remote_addr=str(client[0]) if client else "-")
 
 
-async def _send(send: Send, resp: Response) -> None:
+async def send_response(send: Send, resp: Response) -> None:
+    """Write `resp` to the ASGI connection (a HEAD's body is dropped by the server)."""
     headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
     if resp.status not in (204, 304):
         headers.append((b"content-length", str(len(resp.body)).encode()))
@@ -246,7 +259,8 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 
 
 class PrefixDispatcher:
-    """Serves several services under path prefixes (`/placement`, `/compute`, ...)."""
+    """Serves several services under path prefixes (`/placement`, `/compute`, ...);
+    `fallback` answers every other path (`web.root.RootApp`: the list of services)."""
 
     def __init__(self, mounts: dict[str, Any], fallback: Any = None) -> None:
         # Longest prefix first so that "" (root) is tried last.
@@ -265,5 +279,8 @@ class PrefixDispatcher:
                 sub["path"] = path[len(prefix):] or "/"
                 await app(sub, receive, send)
                 return
-        await _send(send, Response(404, b'{"error": "not found"}',
-                                   [("content-type", "application/json")]))
+        if self.fallback is not None:
+            await self.fallback(scope, receive, send)
+            return
+        await send_response(send, Response(404, b'{"error": "not found"}',
+                                           [("content-type", "application/json")]))

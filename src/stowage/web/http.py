@@ -34,6 +34,9 @@ class Request:
     # True only for requests one stowage service hands another in-process
     # (`service_client.in_process`); a request read off a socket never is.
     trusted: bool = False
+    # The peer's address as the socket saw it (Keystone's `remote_addr`): what failed
+    # logins are logged with; "-" for an in-process request.
+    remote_addr: str = "-"
     _query: list[tuple[str, str]] | None = None
 
     @property
