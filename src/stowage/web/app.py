@@ -9,7 +9,8 @@ version list and how its errors are rendered.
 Defences every route gets without asking: a path holding a NUL character is
 404 (no record can be named so), a query holding one is 400, every error
 detail is cut to `DETAIL_LIMIT`, and a value the database refuses to store
-(DataError) is a 400, not a 500.
+(DataError) or a number too long for `int()` (`web.numbers`) is a 400, not a
+500.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from stowage.web import microversion
 from stowage.web.body import unstorable
 from stowage.web.errors import DETAIL_LIMIT, HTTPError, shorten
 from stowage.web.http import Request, Response
+from stowage.web.numbers import TOO_MANY_DIGITS, too_many_digits
 from stowage.web.routing import Router
 
 __all__ = ["ServiceApp", "ServiceSpec", "PrefixDispatcher", "require_json_content"]
@@ -163,15 +165,24 @@ class ServiceApp:
                         shorten(str(exc.orig), 500))
             refused = HTTPError(400, "Invalid input: a value cannot be stored.")
             resp = self._render(req, refused, versioned)
+        except ValueError as exc:
+            if not too_many_digits(exc):
+                resp = self._failed(req, versioned)
+            else:
+                resp = self._render(req, HTTPError(400, TOO_MANY_DIGITS), versioned)
         except Exception:
-            LOG.exception("unexpected error in %s %s", req.method, req.path)
-            failure = HTTPError(500, "An unexpected error occurred; see the service log.")
-            resp = self._render(req, failure, versioned)
+            resp = self._failed(req, versioned)
         if versioned and self.spec.microversioned:
             self._version_headers(req, resp)
         resp.headers.extend((name, req.context.request_id)
                             for name in self.spec.request_id_headers)
         return resp
+
+    def _failed(self, req: Request, versioned: bool) -> Response:
+        """The 500 of an unexpected exception (being handled), which goes to the log."""
+        LOG.exception("unexpected error in %s %s", req.method, req.path)
+        failure = HTTPError(500, "An unexpected error occurred; see the service log.")
+        return self._render(req, failure, versioned)
 
     def _render(self, req: Request, err: HTTPError, versioned: bool) -> Response:
         """The service's error body, its detail bounded whatever the handler put in it."""
