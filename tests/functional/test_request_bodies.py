@@ -222,3 +222,9 @@ def test_identity_bodies_are_bounded_too(identity_live: LiveServer) -> None:
     with token_client(identity_live, token, "/placement") as placement:
         resp = placement.post("/resource_providers", json={"name": "cn1"})
         assert resp.status_code == 403, resp.text  # read, judged: a member may not
+
+
+def test_a_body_to_no_service_is_not_read_either(live: LiveServer) -> None:
+    resp, _ = exchange(live.url, post_head("/nowhere", ANNOUNCED, "admin"), b"{")
+    assert resp.status == 404
+    assert resp.getheader("connection") == "close"

@@ -357,5 +357,8 @@ class PrefixDispatcher:
                 sub["path"] = path[len(prefix):] or "/"
                 await app(sub, receive, send)
                 return
-        await _send(send, Response(404, b'{"error": "not found"}',
-                                   [("content-type", "application/json")]))
+        headers = [("content-type", "application/json")]
+        if expects_body({k.decode("latin-1").lower(): v.decode("latin-1")
+                         for k, v in scope.get("headers", ())}):
+            headers.append(("connection", "close"))  # its body is not read
+        await _send(send, Response(404, b'{"error": "not found"}', headers))
