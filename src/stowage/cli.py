@@ -309,6 +309,8 @@ def _log_level(level: str) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from stowage.web.server import raise_open_files_limit, uvicorn_options
+
     services = args.services.split(",") if args.services else list(ALL_SERVICES)
     settings = _settings(args, database=args.database, bind=args.bind, services=services,
                          sim_hosts=args.sim_hosts, hosts_file=args.hosts_file,
@@ -321,12 +323,14 @@ def _serve(args: argparse.Namespace) -> int:
     schema.upgrade(db)
     cells = _cells(settings, db) if "compute" in settings.services else None
     host, _, port = settings.bind.rpartition(":")
-    # Every worker gets the same keep-alive timeout: uvicorn's own (5 s) is
-    # shorter than pooled clients keep idle connections.
+    # Every worker gets the same connection limits and timeouts (web/server.py).
     run: dict[str, Any] = {"host": host or "127.0.0.1", "port": int(port),
                            "log_level": args.log_level,
                            "access_log": args.log_level == "debug",
-                           "timeout_keep_alive": settings.api.keepalive_timeout}
+                           **uvicorn_options(settings.api)}
+    short = raise_open_files_limit(settings.api)
+    if short:
+        print(f"stowage: {short}", file=sys.stderr, flush=True)
     print(_banner(settings, bool(args.services), max(args.workers, 1)), file=sys.stderr,
           flush=True)
     if args.workers > 1:

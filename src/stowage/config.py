@@ -17,7 +17,8 @@ from typing import Any
 import yaml
 
 __all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
-           "IdentityAssignment", "IdentityProject", "IdentitySettings", "IdentityUser",
+           "DEFAULT_BODY_SIZES", "OSLO_MAX_REQUEST_BODY_SIZE", "IdentityAssignment",
+           "IdentityProject", "IdentitySettings", "IdentityUser",
            "NetworkSettings", "PlacementSettings", "PolicySettings", "QuotaSettings", "Settings",
            "TRANSPORT_SCHEMES", "load"]
 
@@ -32,6 +33,27 @@ ENV_PREFIX = "STOWAGE_"
 AUTH_STRATEGIES = ("noauth2", "builtin-identity")
 
 
+# oslo.middleware's `max_request_body_size` default, which Nova and Keystone
+# run (their `sizelimit` filter): 112 KiB holds Nova's largest body, a server
+# create with 65,535 bytes of user_data and its personality files.
+OSLO_MAX_REQUEST_BODY_SIZE = 114_688
+MIB = 1 << 20
+# Services whose upstream sets no body limit at all get more room by default
+# (docs/security.md): Placement's bulk `POST /allocations`, reshaper and
+# `PUT .../traits` carry whole trees; Neutron and Glance take bulk JSON too.
+DEFAULT_BODY_SIZES = {"placement": 16 * MIB, "network": MIB, "image": MIB}
+BODY_SIZE_SERVICES = ("placement", "compute", "image", "network", "identity")
+# Glance's `image_size_cap` default (1 TiB): the most `PUT /v2/images/{id}/file`
+# may send; the data is counted as it arrives, never held.
+GLANCE_IMAGE_SIZE_CAP = 1 << 40
+
+
+def _positive(name: str, value: object, kind: type | tuple[type, ...] = (int, float)) -> None:
+    """Refuse anything but a positive number of `kind` (a TOML string or bool included)."""
+    if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:  # type: ignore[operator]
+        raise ValueError(f"[api] {name} must be a positive number, not {value!r}")
+
+
 @dataclass(frozen=True)
 class ApiSettings:
     # "noauth2" is upstream's test convention: the token names the caller;
@@ -43,6 +65,25 @@ class ApiSettings:
     # that drops them sooner races their next request (RemoteDisconnected).
     # 75 s is nginx's default, longer than a typical periodic task's interval.
     keepalive_timeout: float = 75.0
+    # Bytes a request body may hold (413 beyond), for every service not named
+    # in `max_request_body_sizes`; read only after the token is accepted.
+    max_request_body_size: int = OSLO_MAX_REQUEST_BODY_SIZE
+    # Per-service overrides, e.g. `[api.max_request_body_sizes] placement = 33554432`;
+    # merged over DEFAULT_BODY_SIZES.
+    max_request_body_sizes: Mapping[str, int] = field(default_factory=dict)
+    image_size_cap: int = GLANCE_IMAGE_SIZE_CAP
+    # Seconds a client may take to send a request's headers (from the
+    # connection's start, or the next request's first byte): 408 and close
+    # beyond. uvicorn has no such limit of its own (slow-loris).
+    header_timeout: float = 30.0
+    # Seconds a client may take to send a whole request body (408 and close
+    # beyond); for an image upload, the longest pause between two chunks.
+    body_timeout: float = 60.0
+    # Connections (and running requests) one worker process serves at once;
+    # beyond, requests are answered 503 at once instead of queueing.
+    max_connections: int = 1000
+    # Bytes of request line plus headers (h11's incomplete-event limit): 400 beyond.
+    max_header_size: int = 65_536
 
     def __post_init__(self) -> None:
         if self.auth_strategy not in AUTH_STRATEGIES:
@@ -53,6 +94,23 @@ class ApiSettings:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ValueError("[api] keepalive_timeout must be a positive number of seconds, "
                              f"not {self.keepalive_timeout!r}")
+        for name in ("header_timeout", "body_timeout"):
+            _positive(name, getattr(self, name))
+        for name in ("max_request_body_size", "image_size_cap", "max_connections",
+                     "max_header_size"):
+            _positive(name, getattr(self, name), int)
+        sizes = self.max_request_body_sizes
+        if not isinstance(sizes, Mapping) or set(sizes) - set(BODY_SIZE_SERVICES):
+            raise ValueError("[api.max_request_body_sizes] takes "
+                             f"{', '.join(BODY_SIZE_SERVICES)}, not {sizes!r}")
+        for service, size in sizes.items():
+            _positive(f"max_request_body_sizes.{service}", size, int)
+
+    def body_limit(self, service: str) -> int:
+        """The most bytes a request body to `service` may hold."""
+        if service in self.max_request_body_sizes:
+            return self.max_request_body_sizes[service]
+        return DEFAULT_BODY_SIZES.get(service, self.max_request_body_size)
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,18 @@ then the handler; the whole pipeline runs in a worker thread. Each service suppl
 version list and how its errors are rendered. Every request read off the
 socket is then written to the request log (`requestlog`).
 
+A request read off a socket is authenticated from its headers before its
+body is read: an anonymous client's body is never read at all (401, then
+the connection is closed), and an accepted one's is read within the
+service's `web.limits` (413 when too large, 408 when too slow).
+In-process requests (`respond`, called by other stowage services) arrive
+whole and are not bounded.
+
 Defences every route gets without asking: a path holding a NUL character is
 404 (no record can be named so), a query holding one is 400, every error
 detail is cut to `DETAIL_LIMIT`, and a value the database refuses to store
-(DataError) is a 400, not a 500.
+(DataError) or a number too long for `int()` (`web.numbers`) is a 400, not a
+500.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ from stowage.web import microversion, requestlog
 from stowage.web.body import unstorable
 from stowage.web.errors import DETAIL_LIMIT, HTTPError, shorten
 from stowage.web.http import Request, Response
+from stowage.web.limits import BodyLimits, BodyRefused, ClientGone, expects_body, read_body
+from stowage.web.numbers import TOO_MANY_DIGITS, too_many_digits
 from stowage.web.routing import Router
 
 __all__ = ["ServiceApp", "ServiceSpec", "PrefixDispatcher", "require_json_content",
@@ -64,6 +74,12 @@ class ServiceSpec:
     cors: Any = None
     # oslo.middleware's header on every service; Nova adds its older X-Compute-Request-Id.
     request_id_headers: Sequence[str] = ("x-openstack-request-id",)
+    # How much body a request read off a socket may send, and how fast (None: no bound,
+    # e.g. an embedder's app); in-process requests (`respond`) are never bounded.
+    limits: BodyLimits | None = None
+    # How a 413 is rendered when upstream answers it from oslo.middleware's `sizelimit`
+    # in front of the service (Nova, Keystone: webob's body); None: `render_error`.
+    render_too_large: ErrorRenderer | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -121,14 +137,10 @@ class ServiceApp:
             await _lifespan(receive, send)
             return
         started = time.monotonic()
-        req = await _read_request(scope, receive, self.state)
-        cors = self.spec.cors
-        if cors is not None and cors.is_preflight(req):
-            resp = cors.preflight(req)
-        else:
-            resp = await run_in_threadpool(self.respond, req)
-            if cors is not None:
-                cors.decorate(req, resp)
+        req = _request_head(scope, self.state)
+        resp = await self._answer(req, receive)
+        if resp is None:
+            return  # the client went away while its body was read
         # Written as the answer starts, as Nova's start_response does: a client that has
         # its answer finds the line already there.
         query = f"?{req.query_string}" if req.query_string else ""
@@ -137,11 +149,78 @@ class ServiceApp:
                          requestlog.microversion_of(resp.headers), time.monotonic() - started)
         await send_response(send, resp)
 
+    async def _answer(self, req: Request, receive: Receive) -> Response | None:
+        """CORS, the body within the service's limits, then the pipeline in a thread;
+        None when the client is gone."""
+        cors = self.spec.cors
+        if cors is not None and cors.is_preflight(req):
+            preflight: Response = cors.preflight(req)
+            return preflight
+        if expects_body(req.headers):
+            try:
+                refused = await self._take_body(req, receive)
+            except ClientGone:
+                return None
+            if refused is not None:
+                # The rest of the body stays unread: answer, then close the connection.
+                refused.headers.append(("connection", "close"))
+                if cors is not None:
+                    cors.decorate(req, refused)
+                return refused
+        resp = await run_in_threadpool(self.respond, req)
+        if cors is not None:
+            cors.decorate(req, resp)
+        return resp
+
+    async def _take_body(self, req: Request, receive: Receive) -> Response | None:
+        """Authenticate from the headers, then read the body within the service's limits;
+        or the answer (401, 413, 408) that refuses the request before the body is read."""
+        refused = await run_in_threadpool(self._admit, req)
+        if refused is not None:
+            return refused
+        limits = self.spec.limits
+        if limits is None:
+            req.body = await _read_all(receive)
+            return None
+        upload = self._is_upload(req)
+        try:
+            body, size = await read_body(receive, req.headers, limits, upload)
+        except BodyRefused as exc:
+            render = self.spec.render_too_large if exc.status == 413 else None
+            err = HTTPError(exc.status, exc.detail)
+            resp = (render or self.spec.render_error)(req, err, False)
+            return self._stamp(req, resp, False)
+        req.body = body
+        if upload:
+            req.uploaded = size
+        return None
+
+    def _admit(self, req: Request) -> Response | None:
+        """None once the headers' token is accepted (kept on `req`); else the pipeline's
+        own answer for the request without its body -- the 401, or the error the
+        authenticator ran into."""
+        try:
+            ctx = self._authenticate(req)
+        except Exception:
+            ctx = None
+        if ctx is None:
+            return self.respond(req)
+        req.context = ctx
+        req.authenticated = True
+        return None
+
+    def _is_upload(self, req: Request) -> bool:
+        try:
+            route, _ = self.spec.router.match(req.method, req.path)
+        except HTTPError:
+            return False
+        return route.upload
+
     def respond(self, req: Request) -> Response:
         """The whole pipeline after CORS, synchronously: also what in-process clients call."""
         versioned = False
         try:
-            ctx = self._authenticate(req)
+            ctx = req.context if req.authenticated else self._authenticate(req)
             if ctx is None:
                 raise self._unauthorized(req)
             req.context = ctx
@@ -173,15 +252,28 @@ class ServiceApp:
                         shorten(str(exc.orig), 500))
             refused = HTTPError(400, "Invalid input: a value cannot be stored.")
             resp = self._render(req, refused, versioned)
+        except ValueError as exc:
+            if not too_many_digits(exc):
+                resp = self._failed(req, versioned)
+            else:
+                resp = self._render(req, HTTPError(400, TOO_MANY_DIGITS), versioned)
         except Exception:
-            LOG.exception("unexpected error in %s %s", req.method, req.path)
-            failure = HTTPError(500, "An unexpected error occurred; see the service log.")
-            resp = self._render(req, failure, versioned)
+            resp = self._failed(req, versioned)
+        return self._stamp(req, resp, versioned)
+
+    def _stamp(self, req: Request, resp: Response, versioned: bool) -> Response:
+        """Every answer's headers: the version (once negotiated) and the request id."""
         if versioned and self.spec.microversioned:
             self._version_headers(req, resp)
         resp.headers.extend((name, req.context.request_id)
                             for name in self.spec.request_id_headers)
         return resp
+
+    def _failed(self, req: Request, versioned: bool) -> Response:
+        """The 500 of an unexpected exception (being handled), which goes to the log."""
+        LOG.exception("unexpected error in %s %s", req.method, req.path)
+        failure = HTTPError(500, "An unexpected error occurred; see the service log.")
+        return self._render(req, failure, versioned)
 
     def _render(self, req: Request, err: HTTPError, versioned: bool) -> Response:
         """The service's error body, its detail bounded whatever the handler put in it."""
@@ -220,13 +312,8 @@ class ServiceApp:
             raise HTTPError(exc.status, f"Invalid microversion: {exc}", extra=extra) from None
 
 
-async def _read_request(scope: Scope, receive: Receive, state: Any) -> Request:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
+def _request_head(scope: Scope, state: Any) -> Request:
+    """The request as far as its headers go; the body is read later, if at all."""
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
     host = headers.get("host") or "{}:{}".format(*scope.get("server") or ("localhost", 80))
     scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
@@ -234,9 +321,21 @@ async def _read_request(scope: Scope, receive: Receive, state: Any) -> Request:
     client = scope.get("client")
     return Request(method=scope["method"], path=scope["path"] or "/",
                    query_string=scope.get("query_string", b"").decode("latin-1"),
-                   headers=headers, body=b"".join(chunks),
+                   headers=headers, body=b"",
                    base_url=f"{scheme}://{host}{root}", root_path=root, app=state,
                    remote_addr=str(client[0]) if client else "-")
+
+
+async def _read_all(receive: Receive) -> bytes:
+    """The whole body, unbounded: for a service built without `ServiceSpec.limits`."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 async def send_response(send: Send, resp: Response) -> None:
@@ -282,5 +381,8 @@ class PrefixDispatcher:
         if self.fallback is not None:
             await self.fallback(scope, receive, send)
             return
-        await send_response(send, Response(404, b'{"error": "not found"}',
-                                           [("content-type", "application/json")]))
+        headers = [("content-type", "application/json")]
+        if expects_body({k.decode("latin-1").lower(): v.decode("latin-1")
+                         for k, v in scope.get("headers", ())}):
+            headers.append(("connection", "close"))  # its body is not read
+        await send_response(send, Response(404, b'{"error": "not found"}', headers))

@@ -37,7 +37,17 @@ class Request:
     # The peer's address as the socket saw it (Keystone's `remote_addr`): what failed
     # logins are logged with; "-" for an in-process request.
     remote_addr: str = "-"
+    # Set by the ASGI side once the token in the headers is accepted, before
+    # the body is read (`web.app`): the pipeline does not authenticate again.
+    authenticated: bool = False
+    # The bytes an upload (`Route.upload`) sent: counted as they came, not kept.
+    uploaded: int | None = None
     _query: list[tuple[str, str]] | None = None
+
+    @property
+    def body_size(self) -> int:
+        """Bytes of the body: an upload's count, else the body held."""
+        return len(self.body) if self.uploaded is None else self.uploaded
 
     @property
     def query(self) -> list[tuple[str, str]]:

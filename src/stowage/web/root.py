@@ -28,6 +28,7 @@ from stowage.context import new_request_id
 from stowage.web import requestlog
 from stowage.web.app import Receive, Scope, Send, send_response
 from stowage.web.http import Response, json_response
+from stowage.web.limits import expects_body
 
 __all__ = ["MountedService", "RootApp"]
 
@@ -110,6 +111,9 @@ class RootApp:
         resp = self.respond(scope)
         request_id = new_request_id()
         resp.headers.append(("x-openstack-request-id", request_id))
+        if expects_body({k.decode("latin-1").lower(): v.decode("latin-1")
+                         for k, v in scope.get("headers", ())}):
+            resp.headers.append(("connection", "close"))  # its body is not read
         client = scope.get("client")
         query = scope.get("query_string", b"").decode("latin-1")
         requestlog.write(request_id, str(client[0]) if client else "-", scope["method"],
