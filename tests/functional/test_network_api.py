@@ -183,7 +183,7 @@ def test_pages_follow_next_links(network: httpx.Client) -> None:
     for name in "abcde":
         nw.network(network, name)
     seen: list[str] = []
-    url: str | None = "/v2.0/networks?limit=2&sort_key=name"
+    url: str | None = "/v2.0/networks?limit=2&sort_key=name&sort_dir=asc"
     while url:
         body = network.get(url).json()
         seen += [n["name"] for n in body["networks"]]

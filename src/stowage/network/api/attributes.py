@@ -140,9 +140,13 @@ def dict_or_none(value: Any) -> dict[str, Any] | None:
     return value
 
 
+# Neutron's INVALID_MAC_ADDRESSES: the all-zero and the broadcast address.
+_INVALID_MACS = frozenset({"00:00:00:00:00:00", "ff:ff:ff:ff:ff:ff"})
+
+
 def mac_address(value: Any) -> str:
     if not isinstance(value, str) or not _MAC.match(value) \
-            or value.replace("-", ":").lower() == "00:00:00:00:00:00":
+            or value.replace("-", ":").lower() in _INVALID_MACS:
         raise ValueError(f"'{_shown(value)}' is not a valid MAC address")
     return value.replace("-", ":").lower()
 
@@ -207,14 +211,14 @@ def nameservers(value: Any) -> list[str]:
         return []
     if not isinstance(value, list):
         raise ValueError(f"Invalid data format for nameserver: '{_shown(value)}'")
-    seen: list[str] = []
+    seen: set[str] = set()
     for item in value:
         if _address(item) is None:
             raise ValueError(f"'{_shown(item)}' is not a valid nameserver")
         if item in seen:
             raise ValueError(f"Duplicate nameserver '{item}'")
-        seen.append(item)
-    return seen
+        seen.add(item)
+    return list(value)
 
 
 def _route(value: Any) -> dict[str, str]:
