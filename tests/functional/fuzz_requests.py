@@ -459,6 +459,12 @@ _NETWORK: dict[str, Spec] = {
                                  "port_range_max": 22, "remote_ip_prefix": "10.0.0.0/8"}}]),
     "DELETE /v2.0/security-group-rules/{rule_id}": Spec({"rule_id": _SG_RULE},
                                                         caller="member"),
+    "PUT /v2.0/quotas/{project_id}": Spec({"project_id": ("project", "uuid.new")}, [
+        {"quota": {"network": 50, "subnet": -1, "port": 0, "router": 10, "floatingip": 5,
+                   "security_group": 3, "security_group_rule": 2**31 - 1}},
+        {"quota": {"network": 1, "check_limit": True}},
+        {"quota": {"port": 7, "force": True}}]),
+    "DELETE /v2.0/quotas/{project_id}": Spec({"project_id": ("project", "uuid.new")}),
 }
 
 SPECS: dict[tuple[str, str, str], Spec] = {

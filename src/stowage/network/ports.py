@@ -38,6 +38,7 @@ from stowage.network import (
     networks,
     policy,
     qos,
+    quotas,
     resource_request,
     security_groups,
     subnets,
@@ -162,6 +163,7 @@ def _insert(conn: Connection, row: dict[str, Any], mac: str | None, base_mac: st
 
 def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any],
            settings: NetworkSettings) -> Port:
+    quotas.claim(conn, values.get("project_id") or ctx.project_id or "", "port")
     network = networks.hold(conn, values["network_id"], ctx)
     ipam.check_count(values.get("fixed_ips"), values.get("device_owner", ""))
     qos.check_usable(conn, ctx, values.get("qos_policy_id"))

@@ -22,7 +22,7 @@ from stowage.context import RequestContext
 from stowage.errors import DomainError, Invalid
 from stowage.network import addresses as a
 from stowage.network import errors as e
-from stowage.network import networks, policy
+from stowage.network import networks, policy, quotas
 from stowage.network import tables as t
 from stowage.network.standard import lock, utcnow
 
@@ -158,6 +158,7 @@ def _check_lists(values: Mapping[str, Any], net: a.Net, subnet_id: str | None) -
 
 
 def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> Subnet:
+    quotas.claim(conn, values.get("project_id") or ctx.project_id or "", "subnet")
     network_id = values["network_id"]
     network = networks.get(conn, ctx, network_id)
     if not policy.owns(ctx, network.project_id):
