@@ -142,3 +142,17 @@ def test_concurrent_creators_do_not_exceed_the_limit(live_stowage: LiveServer,
         thread.join()
     assert sorted(statuses) == [201] * 3 + [409] * 5
     assert len(network.get("/v2.0/networks").json()["networks"]) == 3
+
+
+def test_novas_security_group_proxy_answers_403_over_quota(compute: httpx.Client,
+                                                           network: httpx.Client) -> None:
+    """Nova turns Neutron's OverQuota into 403 (SecurityGroupLimitExceeded)."""
+    _set(network, "admin", security_group=1)
+    assert network.get("/v2.0/security-groups").status_code == 200  # makes `default`
+    resp = compute.post("/os-security-groups", json={"security_group": {
+        "name": "web", "description": "d"}},
+        headers={"openstack-api-version": "compute 2.35"})
+    assert resp.status_code == 403, resp.text
+    assert "Quota exceeded for resources: ['security_group']." in resp.text
+    assert [g["name"] for g in network.get("/v2.0/security-groups").json()[
+        "security_groups"]] == ["default"]
