@@ -55,6 +55,14 @@ def test_bad_limits_are_refused(network: httpx.Client, body: dict[str, Any], sta
     assert nw.made(network.get("/v2.0/quotas/p1"), "quota", 200) == DEFAULTS
 
 
+def test_a_project_id_too_long_to_keep_is_refused(network: httpx.Client) -> None:
+    long_id = "p" * 256
+    for resp in (network.put(f"/v2.0/quotas/{long_id}", json={"quota": {"network": 1}}),
+                 network.delete(f"/v2.0/quotas/{long_id}")):
+        assert "exceeds maximum length of 255" in nw.neutron_error(resp, 400, "HTTPBadRequest")
+    assert network.get("/v2.0/quotas").json() == {"quotas": []}
+
+
 def test_over_quota_is_409_and_writes_nothing(network: httpx.Client) -> None:
     _set(network, "admin", network=2, subnet=1, port=1, security_group=2,
          security_group_rule=5)

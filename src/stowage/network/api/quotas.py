@@ -34,6 +34,7 @@ __all__ = ["ROUTES"]
 # Neutron's DB_INTEGER_MAX_VALUE: the largest limit its column holds.
 _MAX_LIMIT = 2**31 - 1
 _IN_RANGE = integer(-1, _MAX_LIMIT)
+_PROJECT_LENGTH = 255
 
 
 def list_quotas(req: Request) -> Response:
@@ -99,9 +100,18 @@ def _wanted(req: Request) -> tuple[dict[str, int], bool]:
     return {name: _limit(name, value) for name, value in raw.items()}, check
 
 
+def _project(req: Request) -> str:
+    """The path's project id, which must fit the column a limit is kept in."""
+    project_id = str(req.params["project_id"])
+    if len(project_id) > _PROJECT_LENGTH:
+        raise bad(f"Invalid input for project_id. Reason: '{shorten(project_id)}' exceeds "
+                  f"maximum length of {_PROJECT_LENGTH}.")
+    return project_id
+
+
 def update_quota(req: Request) -> Response:
     quotas.authorize(req.context, "update_quota")
-    project_id = req.params["project_id"]
+    project_id = _project(req)
     wanted, check = _wanted(req)
 
     def work(conn: Any) -> dict[str, int]:
@@ -114,7 +124,7 @@ def update_quota(req: Request) -> Response:
 
 def delete_quota(req: Request) -> Response:
     quotas.authorize(req.context, "delete_quota")
-    project_id = req.params["project_id"]
+    project_id = _project(req)
     common.write(req, lambda conn: quotas.delete(conn, project_id))
     return empty_response(204)
 
