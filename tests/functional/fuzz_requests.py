@@ -354,7 +354,9 @@ _NETWORK: dict[str, Spec] = {
                      "provider:physical_network": "physnet1"}},
         {"network": {"name": "fz-new", "provider:network_type": "vxlan",
                      "provider:segmentation_id": 5000}},
-        {"network": {"name": "fz-new", "mtu": 1400}}]),
+        {"network": {"name": "fz-new", "mtu": 1400}},
+        # Neutron's bulk create: both item forms, one transaction.
+        {"networks": [{"name": "fz-bulk-1"}, {"network": {"name": "fz-bulk-2"}}]}]),
     "PUT /v2.0/networks/{network_id}": Spec({"network_id": _NET}, [
         {"network": {"name": "fz-renamed", "description": "d", "admin_state_up": False,
                      "mtu": 1400, "qos_policy_id": Ref("qos.policy")}},
@@ -394,7 +396,9 @@ _NETWORK: dict[str, Spec] = {
         {"port": {"network_id": Ref("net.tenant"), "binding:vnic_type": "macvtap",
                   "fixed_ips": [{"subnet_id": Ref("subnet.tenant")}]}},
         {"port": {"network_id": Ref("net.provider"), "mac_address": Ref("mac.plain"),
-                  "fixed_ips": [{"ip_address": Ref("ip.plain")}]}}]),
+                  "fixed_ips": [{"ip_address": Ref("ip.plain")}]}},
+        {"ports": [{"network_id": Ref("net.tenant")},
+                   {"port": {"network_id": Ref("net.provider"), "name": "fz-bulk"}}]}]),
     "PUT /v2.0/ports/{port_id}": Spec({"port_id": _PORT}, [
         {"port": {"name": "fz-renamed", "description": "d", "admin_state_up": False,
                   "device_id": "d", "device_owner": "compute:nova", "qos_policy_id": None,

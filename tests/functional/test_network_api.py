@@ -134,7 +134,7 @@ def test_segments_are_claimed_once(network: httpx.Client) -> None:
     ({"network": {"mtu": "big"}}, "Invalid input for mtu. Reason: 'big' is not an integer."),
     ({"network": {"name": "x" * 256}}, "exceeds maximum length of 255"),
     ({"network": {"qos_policy_id": "nope"}}, "'nope' is not a valid UUID"),
-    ({"networks": {}}, "Unable to find 'network' in request body"),
+    ({"netwrok": {}}, "Unable to find 'network' in request body"),
     ({}, "Resource body required"),
 ])
 def test_malformed_network_bodies(network: httpx.Client, body: dict[str, Any],

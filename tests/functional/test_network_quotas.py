@@ -164,3 +164,46 @@ def test_novas_security_group_proxy_answers_403_over_quota(compute: httpx.Client
     assert "Quota exceeded for resources: ['security_group']." in resp.text
     assert [g["name"] for g in network.get("/v2.0/security-groups").json()[
         "security_groups"]] == ["default"]
+
+
+def test_bulk_create_is_all_or_nothing_within_the_quota(network: httpx.Client) -> None:
+    """Neutron's bulk create (`{"networks": [...]}`) makes every record in one transaction;
+    the quota counts each, so a batch that does not fit writes none of it."""
+    made = network.post("/v2.0/networks", json={"networks": [
+        {"name": "a"}, {"network": {"name": "b"}}]})
+    assert made.status_code == 201, made.text
+    assert [n["name"] for n in made.json()["networks"]] == ["a", "b"]
+    _set(network, "admin", network=3)
+    resp = network.post("/v2.0/networks", json={"networks": [{"name": "c"}, {"name": "d"}]})
+    assert nw.neutron_error(resp, 409, "OverQuota") == \
+        "Quota exceeded for resources: ['network']."
+    resp = network.post("/v2.0/networks", json={"networks": [{"name": "c"}, {"nmae": "d"}]})
+    assert nw.neutron_error(resp, 400, "HTTPBadRequest") == "Unrecognized attribute(s) 'nmae'"
+    assert sorted(n["name"] for n in network.get("/v2.0/networks").json()["networks"]) == \
+        ["a", "b"]
+    net_id = made.json()["networks"][0]["id"]
+    nw.subnet(network, net_id, "10.0.0.0/24")
+    resp = network.post("/v2.0/ports", json={"ports": [
+        {"network_id": net_id, "name": "p1"}, {"port": {"network_id": net_id, "name": "p2"}}]})
+    assert resp.status_code == 201, resp.text
+    assert [(p["name"], p["fixed_ips"][0]["ip_address"]) for p in resp.json()["ports"]] == \
+        [("p1", "10.0.0.2"), ("p2", "10.0.0.3")]
+    group = resp.json()["ports"][0]["security_groups"][0]
+    rules = [{"security_group_id": group, "direction": "ingress", "protocol": "tcp",
+              "port_range_min": n, "port_range_max": n} for n in (22, 80)]
+    resp = network.post("/v2.0/security-group-rules", json={"security_group_rules": rules})
+    assert resp.status_code == 201, resp.text
+    assert [r["port_range_min"] for r in resp.json()["security_group_rules"]] == [22, 80]
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"networks": []}, "Resources required"),
+    ({"networks": {}}, "Resources required"),
+    ({"networks": {"name": "a"}}, "Body contains invalid data"),
+    ({"networks": ["a"]}, "Body contains invalid data"),
+])
+def test_malformed_bulk_bodies(network: httpx.Client, body: dict[str, Any],
+                               message: str) -> None:
+    resp = network.post("/v2.0/networks", json=body)
+    assert nw.neutron_error(resp, 400, "HTTPBadRequest") == message
+    assert network.get("/v2.0/networks").json()["networks"] == []

@@ -2,8 +2,9 @@
 
 Each resource declares its attributes once: whether POST and PUT may set
 them, how a value is validated and converted, whether it is required, and
-whether only an admin may send it. `parse()` then refuses, in Neutron's
-words and with nothing written:
+whether only an admin may send it. `parse()` (and `parse_create()`, which
+also takes Neutron's bulk body `{"<resource>s": [...]}`) then refuses, in
+Neutron's words and with nothing written:
 
 - a body without the resource key ("Unable to find 'port' in request body");
 - an unknown attribute ("Unrecognized attribute(s) 'foo'");
@@ -35,7 +36,7 @@ from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError, shorten
 from stowage.web.http import Request
 
-__all__ = ["Attr", "parse", "body_of", "bad", "string", "boolean", "uuid_value",
+__all__ = ["Attr", "parse", "parse_create", "body_of", "bad", "string", "boolean", "uuid_value",
            "uuid_or_none", "integer", "one_of", "dict_or_none", "mac_address", "ip_address",
            "fixed_ips", "allocation_pools", "nameservers", "host_routes", "STRING", "NAME",
            "DESCRIPTION", "PROJECT_ATTRS", "owned_attrs", "read_only", "ip_address_or_none"]
@@ -297,10 +298,9 @@ def _project(values: dict[str, Any], ctx: RequestContext) -> None:
                   "project in request requires admin privileges")
 
 
-def parse(req: Request, resource: str, attrs: Sequence[Attr], create: bool,
-          action: str) -> dict[str, Any]:
-    """The validated, converted values of the body (see the module docstring)."""
-    raw = body_of(req, resource)
+def _checked(req: Request, raw: Mapping[str, Any], attrs: Sequence[Attr], create: bool,
+             action: str) -> dict[str, Any]:
+    """The validated, converted values of one record's attributes."""
     known = {a.name: a for a in attrs}
     _check_names(raw, known, create)
     values: dict[str, Any] = {}
@@ -319,3 +319,35 @@ def parse(req: Request, resource: str, attrs: Sequence[Attr], create: bool,
             raise policy.deny_attribute(action, name)
     _project(values, req.context)
     return values
+
+
+def parse(req: Request, resource: str, attrs: Sequence[Attr], create: bool,
+          action: str) -> dict[str, Any]:
+    """The validated, converted values of the body (see the module docstring)."""
+    return _checked(req, body_of(req, resource), attrs, create, action)
+
+
+def parse_create(req: Request, resource: str, attrs: Sequence[Attr],
+                 action: str) -> tuple[list[dict[str, Any]], bool]:
+    """A create's records, and whether it is a bulk one (`{"<resource>s": [...]}`, each
+    item bare or under `resource`), checked item by item as Neutron's
+    prepare_request_body does."""
+    collection = f"{resource}s"
+    try:
+        data = load_json(req.body) if req.body else None
+    except InvalidJSON:
+        raise bad("Malformed request body") from None
+    if not isinstance(data, dict) or collection not in data:
+        return [parse(req, resource, attrs, True, action)], False
+    items = data[collection]
+    if not items:
+        raise bad("Resources required")
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise bad("Body contains invalid data")
+    found = []
+    for item in items:
+        raw = item.get(resource, item)
+        if not isinstance(raw, dict):
+            raise bad("Body contains invalid data")
+        found.append(_checked(req, raw, attrs, True, action))
+    return found, True

@@ -22,11 +22,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.network import errors as e
-from stowage.network.api.attributes import bad, boolean
+from stowage.network.api.attributes import Attr, bad, boolean, parse_create
 from stowage.web.http import Request, Response, json_response
 
-__all__ = ["listing", "write", "read", "expected_revision", "stamp", "fields_of", "select_fields",
-           "query_filters", "apply_filters", "page", "PAGING_PARAMS"]
+__all__ = ["listing", "created", "write", "read", "expected_revision", "stamp", "fields_of",
+           "select_fields", "query_filters", "apply_filters", "page", "PAGING_PARAMS"]
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -62,6 +62,18 @@ def write(req: Request, work: Callable[[Connection], T]) -> T:
                 raise
             LOG.info("retrying %s %s after %s", req.method, req.path, exc.orig)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def created(req: Request, resource: str, attrs: Sequence[Attr], action: str,
+            make: Callable[[Connection, dict[str, Any]], dict[str, Any]]) -> Response:
+    """A create as Neutron answers it: `make(conn, values)` returns the record's view;
+    a bulk body (`{"<resource>s": [...]}`) makes every record in one transaction, all of
+    them or (on the first refusal) none, and answers them in order."""
+    items, bulk = parse_create(req, resource, attrs, action)
+    made = write(req, lambda conn: [make(conn, values) for values in items])
+    if bulk:
+        return json_response({f"{resource}s": made}, status=201)
+    return json_response({resource: made[0]}, status=201)
 
 
 def read(req: Request, work: Callable[[Connection], T]) -> T:
