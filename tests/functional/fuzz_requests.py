@@ -365,7 +365,9 @@ _NETWORK: dict[str, Spec] = {
                      "provider:physical_network": "physnet1"}},
         {"network": {"name": "fz-new", "provider:network_type": "vxlan",
                      "provider:segmentation_id": 5000}},
-        {"network": {"name": "fz-new", "mtu": 1400}}]),
+        {"network": {"name": "fz-new", "mtu": 1400}},
+        # Neutron's bulk create: both item forms, one transaction.
+        {"networks": [{"name": "fz-bulk-1"}, {"network": {"name": "fz-bulk-2"}}]}]),
     "PUT /v2.0/networks/{network_id}": Spec({"network_id": _NET}, [
         {"network": {"name": "fz-renamed", "description": "d", "admin_state_up": False,
                      "mtu": 1400, "qos_policy_id": Ref("qos.policy")}},
@@ -405,7 +407,9 @@ _NETWORK: dict[str, Spec] = {
         {"port": {"network_id": Ref("net.tenant"), "binding:vnic_type": "macvtap",
                   "fixed_ips": [{"subnet_id": Ref("subnet.tenant")}]}},
         {"port": {"network_id": Ref("net.provider"), "mac_address": Ref("mac.plain"),
-                  "fixed_ips": [{"ip_address": Ref("ip.plain")}]}}]),
+                  "fixed_ips": [{"ip_address": Ref("ip.plain")}]}},
+        {"ports": [{"network_id": Ref("net.tenant")},
+                   {"port": {"network_id": Ref("net.provider"), "name": "fz-bulk"}}]}]),
     "PUT /v2.0/ports/{port_id}": Spec({"port_id": _PORT}, [
         {"port": {"name": "fz-renamed", "description": "d", "admin_state_up": False,
                   "device_id": "d", "device_owner": "compute:nova", "qos_policy_id": None,
@@ -470,6 +474,12 @@ _NETWORK: dict[str, Spec] = {
                                  "port_range_max": 22, "remote_ip_prefix": "10.0.0.0/8"}}]),
     "DELETE /v2.0/security-group-rules/{rule_id}": Spec({"rule_id": _SG_RULE},
                                                         caller="member"),
+    "PUT /v2.0/quotas/{project_id}": Spec({"project_id": ("project", "uuid.new")}, [
+        {"quota": {"network": 50, "subnet": -1, "port": 0, "router": 10, "floatingip": 5,
+                   "security_group": 3, "security_group_rule": 2**31 - 1}},
+        {"quota": {"network": 1, "check_limit": True}},
+        {"quota": {"port": 7, "force": True}}]),
+    "DELETE /v2.0/quotas/{project_id}": Spec({"project_id": ("project", "uuid.new")}),
 }
 
 SPECS: dict[tuple[str, str, str], Spec] = {

@@ -21,7 +21,7 @@ from stowage.config import NetworkSettings
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.network import errors as e
-from stowage.network import policy, qos, segments
+from stowage.network import policy, qos, quotas, segments
 from stowage.network import tables as t
 from stowage.network.segments import Segment
 from stowage.network.standard import lock, try_insert, utcnow
@@ -155,6 +155,7 @@ def _insert(conn: Connection, ctx: RequestContext, row: dict[str, Any],
 
 def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any],
            settings: NetworkSettings) -> Network:
+    quotas.claim(conn, values.get("project_id") or ctx.project_id or "", "network")
     segment = segments.requested(values, settings.tenant_network_type)
     qos.check_usable(conn, ctx, values.get("qos_policy_id"))
     now = utcnow()

@@ -38,6 +38,7 @@ from stowage.network import (
     networks,
     policy,
     qos,
+    quotas,
     resource_request,
     security_groups,
     subnets,
@@ -162,7 +163,9 @@ def _insert(conn: Connection, row: dict[str, Any], mac: str | None, base_mac: st
 
 def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any],
            settings: NetworkSettings) -> Port:
+    quotas.claim(conn, values.get("project_id") or ctx.project_id or "", "port")
     network = networks.hold(conn, values["network_id"], ctx)
+    ipam.check_count(values.get("fixed_ips"), values.get("device_owner", ""))
     qos.check_usable(conn, ctx, values.get("qos_policy_id"))
     held = subnets.of_network(conn, network.id, hold=True)
     now = utcnow()
@@ -233,6 +236,7 @@ def update(conn: Connection, ctx: RequestContext, port_id: str, values: Mapping[
            expected: int | None) -> Port:
     port = locked(conn, ctx, port_id, expected, "update_port",
                   hold_subnets="fixed_ips" in values)
+    ipam.check_count(values.get("fixed_ips"), values.get("device_owner", port.device_owner))
     if "qos_policy_id" in values:
         _check_qos_change(conn, ctx, port, values["qos_policy_id"])
     changes = {k: values[k] for k in ("name", "description", "admin_state_up", "device_id",

@@ -29,7 +29,7 @@ from sqlalchemy.engine import Connection
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.network import errors as e
-from stowage.network import policy
+from stowage.network import policy, quotas
 from stowage.network import security_group_rules as rules
 from stowage.network import tables as t
 from stowage.network.security_group_rules import Rule
@@ -142,6 +142,8 @@ def _check_name(name: Any) -> None:
 def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> Group:
     _check_name(values.get("name"))
     project_id = values.get("project_id") or ctx.project_id or ""
+    # Counted before the project's default group is made, as Neutron reserves first.
+    quotas.claim(conn, project_id, "security_group")
     ensure_default(conn, project_id)
     group_id, now = str(uuid.uuid4()), utcnow()
     conn.execute(_G.insert().values(
@@ -245,6 +247,7 @@ def create_rule(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]
     group = get(conn, ctx, values["security_group_id"])
     if not policy.owns(ctx, group.project_id):
         raise policy.deny("create_security_group_rule")
+    quotas.claim(conn, values.get("project_id") or group.project_id, "security_group_rule")
     checked = rules.check(dict(values))
     remote = checked.get("remote_group_id")
     if remote is not None and remote != group.id:

@@ -55,10 +55,10 @@ def show_network(req: Request) -> Response:
 
 
 def create_network(req: Request) -> Response:
-    values = parse(req, "network", ATTRS, create=True, action="create_network")
     settings = req.app.settings.network
-    made = common.write(req, lambda conn: networks.create(conn, req.context, values, settings))
-    return json_response({"network": views.network(made, req.context)}, status=201)
+    return common.created(req, "network", ATTRS, "create_network", lambda conn, values:
+                          views.network(networks.create(conn, req.context, values, settings),
+                                        req.context))
 
 
 def update_network(req: Request) -> Response:

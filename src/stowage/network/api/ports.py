@@ -120,11 +120,9 @@ def show_port(req: Request) -> Response:
 
 
 def create_port(req: Request) -> Response:
-    values = parse(req, "port", ATTRS, create=True, action="create_port")
     settings = req.app.settings.network
-    view = common.write(req, lambda conn: _one(
+    return common.created(req, "port", ATTRS, "create_port", lambda conn, values: _one(
         req, ports.create(conn, req.context, values, settings), conn))
-    return json_response({"port": view}, status=201)
 
 
 def update_port(req: Request) -> Response:

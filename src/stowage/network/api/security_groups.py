@@ -108,10 +108,9 @@ def show_group(req: Request) -> Response:
 
 
 def create_group(req: Request) -> Response:
-    values = parse(req, "security_group", GROUP_ATTRS, create=True,
-                   action="create_security_group")
-    made = common.write(req, lambda conn: groups.create(conn, req.context, values))
-    return json_response({"security_group": views.security_group(made)}, status=201)
+    return common.created(req, "security_group", GROUP_ATTRS, "create_security_group",
+                          lambda conn, values: views.security_group(
+                              groups.create(conn, req.context, values)))
 
 
 def update_group(req: Request) -> Response:
@@ -144,11 +143,9 @@ def show_rule(req: Request) -> Response:
 
 
 def create_rule(req: Request) -> Response:
-    values = parse(req, "security_group_rule", RULE_ATTRS, create=True,
-                   action="create_security_group_rule")
-    made = common.write(req, lambda conn: groups.create_rule(conn, req.context, values))
-    return json_response({"security_group_rule": views.security_group_rule(made)},
-                         status=201)
+    return common.created(req, "security_group_rule", RULE_ATTRS, "create_security_group_rule",
+                          lambda conn, values: views.security_group_rule(
+                              groups.create_rule(conn, req.context, values)))
 
 
 def delete_rule(req: Request) -> Response:

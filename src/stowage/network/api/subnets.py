@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from stowage.network import errors as e
 from stowage.network import subnets
 from stowage.network.api import common, views
@@ -78,13 +80,16 @@ def show_subnet(req: Request) -> Response:
                                                          common.fields_of(req))})
 
 
-def create_subnet(req: Request) -> Response:
-    values = parse(req, "subnet", ATTRS, create=True, action="create_subnet")
+def _create_one(conn: Connection, req: Request, values: dict[str, Any]) -> dict[str, Any]:
     if not values.get("cidr"):
         raise e.bad_request("subnet", "a subnetpool must be specified in the absence of a "
                                       "cidr")
-    made = common.write(req, lambda conn: subnets.create(conn, req.context, values))
-    return json_response({"subnet": views.subnet(made)}, status=201)
+    return views.subnet(subnets.create(conn, req.context, values))
+
+
+def create_subnet(req: Request) -> Response:
+    return common.created(req, "subnet", ATTRS, "create_subnet",
+                          lambda conn, values: _create_one(conn, req, values))
 
 
 def update_subnet(req: Request) -> Response:
