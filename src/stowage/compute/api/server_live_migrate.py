@@ -44,6 +44,7 @@ at once) and the journal's `accepted` row; the conductor
 
 from __future__ import annotations
 
+import datetime
 import time
 import uuid as uuidlib
 from typing import Any
@@ -66,6 +67,7 @@ from stowage.compute.api.common import BOOLEAN, as_bool, authorize, validate_bod
 from stowage.compute.api.server_common import check_state, check_unlocked, move_state
 from stowage.compute.conductor import tasks
 from stowage.compute.states import TASK
+from stowage.timeutil import utcnow
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response
 
@@ -116,6 +118,7 @@ def _arguments(minor: int, live: dict[str, Any]) -> tuple[str | None, bool, bool
 
 def _migrate_live(req: Request, body: Any) -> Response:
     minor = req.version.minor
+    since = utcnow().replace(microsecond=0)  # before any fault of ours; MySQL keeps seconds
     host, force, block = _arguments(
         minor, validate_body(body, _schema(minor))["os-migrateLive"])
     with req.app.server_db(req.params["server_id"]).write() as conn:
@@ -148,13 +151,15 @@ def _migrate_live(req: Request, body: Any) -> Response:
             migs.save(conn, migration.uuid, status="error")
         raise
     if minor < ASYNC:
-        _await_checks(req, instance.uuid, op)
+        _await_checks(req, instance.uuid, op, since)
     return empty_response(202)
 
 
-def _await_checks(req: Request, instance_uuid: str, operation_uuid: str) -> None:
+def _await_checks(req: Request, instance_uuid: str, operation_uuid: str,
+                  since: datetime.datetime) -> None:
     """Before 2.34: return once the conductor checked and claimed the destination; raise
-    its refusal as Nova's synchronous conductor call does (module docstring)."""
+    its refusal (a fault written `since` the request began) as Nova's synchronous
+    conductor call does (module docstring)."""
     db = req.app.server_db(instance_uuid)
     deadline = time.monotonic() + CHECKS_WAIT_SECONDS
     while time.monotonic() < deadline:
@@ -164,15 +169,17 @@ def _await_checks(req: Request, instance_uuid: str, operation_uuid: str) -> None
                 return
             if tasks.END in steps:
                 if any(steps.get(step) == "failed" for step in _CHECK_STEPS):
-                    _refusal(inst.latest_faults(conn, [instance_uuid]).get(instance_uuid))
+                    _refusal(inst.latest_faults(conn, [instance_uuid]).get(instance_uuid),
+                             since)
                 return
         time.sleep(_POLL_SECONDS)
 
 
-def _refusal(fault: dict[str, Any] | None) -> None:
+def _refusal(fault: dict[str, Any] | None, since: datetime.datetime) -> None:
     """The conductor's refusal as Nova's API maps it: its pre-check and no-valid-host
-    errors are 400, anything else crosses the call as a 500."""
-    if fault is None:
+    errors are 400, anything else crosses the call as a 500. No fault of this request
+    (a server deleted meanwhile ends its move without one): the 202 stands."""
+    if fault is None or fault["created"] < since:
         return
     raise HTTPError(400 if fault["code"] == 400 else 500, str(fault["message"]))
 
