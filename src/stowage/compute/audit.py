@@ -5,7 +5,8 @@
 2. No provider is used beyond its capacity, (total - reserved) x ratio.
 3. A migration in a final status owns nothing -- but an evacuation `done`
    owns its source's allocation until the source agent, started again,
-   cleans up and sets it `completed`.
+   cleans up and sets it `completed`, or its server is deleted (the delete
+   drops that allocation and soft-deletes the migration).
 4. A settled instance (active, stopped, shelved or error, with a host, no
    move in progress) holds exactly its flavor and its ports' request groups
    (bandwidth, VFs: `instance_ports.request`), all of it in its host's tree or

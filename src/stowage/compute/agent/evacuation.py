@@ -25,6 +25,11 @@ Only a `done` evacuation's allocation is deleted here: one still under way
 belongs to the conductor, which gives it back if the rebuild fails, or
 leaves it `done` for the next cleanup. Deleting before marking `completed`
 means a crash in between leaves work the next start redoes harmlessly.
+The server of a `done` evacuation may have been deleted while this host was
+down: the delete dropped the source allocation and soft-deleted the
+migration (Nova's delete and instance_destroy), so here its guest is only
+destroyed, and the migration stays `done`, as Nova's
+`_destroy_evacuated_instances` leaves it for an instance gone.
 """
 
 from __future__ import annotations
@@ -166,6 +171,8 @@ class EvacuationSteps:
                      self.host.name, mig.instance_uuid, mig.uuid, mig.status)
             if mig.status != "done":
                 continue  # under way: the conductor owns its allocations
+            if mig.deleted:
+                continue  # its server was deleted: the delete dropped the allocation
             _release(self.db, self.placement, mig)
             completed.append(mig.uuid)
         return completed
