@@ -294,6 +294,9 @@ class ControlPlane:
         jobs: list[tuple[tuple[str, int], float, Callable[[], None]]] = []
         if COMPUTE_ROLE in self.roles:
             jobs.append((("compute", 0), s.update_resources_interval, self._update_resources))
+            jobs.append((("compute", 1), s.sync_power_state_interval
+                         if s.sync_power_state_interval > 0 else float("inf"),
+                         self._sync_power_states))
         for key, conductor in list(self.conductors.items()):
             jobs.extend(((key, i), period, job)
                         for i, (period, job) in enumerate(_conductor_jobs(s, conductor)))
@@ -345,6 +348,15 @@ class ControlPlane:
                                 thread_name_prefix="tracker") as pool:
             for agent in agents:
                 pool.submit(self._track, agent)
+
+    def _sync_power_states(self) -> None:
+        """Every running host's power-state sync, one host after another (a run reads one
+        list of instances and asks the driver, in memory, about each)."""
+        for agent in list(self.agents.values()):
+            if self._stop.is_set():
+                return
+            if agent.running:
+                _guarded(agent.sync_power_states)
 
     def _track(self, agent: ComputeAgent) -> None:
         """One host's run, unless the plane is stopping: a round of thousands of hosts

@@ -7,7 +7,9 @@ agent owns is the hypervisor (through its driver), the host's PCI claims, its
 own service and compute node rows, and the moment a claim becomes real: after
 the late check of the server group policy it records the instance on this host
 (a build) or this host as the migration's destination (a move). Periodically
-it heartbeats and runs the resource tracker (`update_available_resource`).
+it heartbeats, runs the resource tracker (`update_available_resource`) and
+puts right records whose guest changed power behind the API's back
+(`sync_power_states`, power_sync.py).
 
 Steps of a resize, and on which host they run::
 
@@ -45,6 +47,7 @@ from stowage.compute.agent.guest_store import GuestStore
 from stowage.compute.agent.live_migration import LiveMigrationSteps
 from stowage.compute.agent.network_devices import sriov_vfs
 from stowage.compute.agent.pci import ClaimKey, PciClaimFailed, PciTracker
+from stowage.compute.agent.power_sync import PowerSync
 from stowage.compute.agent.shelving import ShelvingSteps
 from stowage.compute.agent.simulated import SimulatedDriver
 from stowage.compute.hosts import HostConfig
@@ -65,7 +68,7 @@ class InstanceFaultRollback(Exception):
 
 
 class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQueries,
-                   ExternalEvents):
+                   ExternalEvents, PowerSync):
     """One host's agent; `start()` does the I/O, the constructor none."""
 
     def __init__(self, host: HostConfig, settings: ComputeSettings, db: Database,
