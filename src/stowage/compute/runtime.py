@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from stowage.compute import cells as cell_records
-from stowage.compute import rpc, services
+from stowage.compute import rpc, services, unbuilt
 from stowage.compute.agent.manager import ComputeAgent
 from stowage.compute.cells import Cells
 from stowage.compute.conductor import tasks
@@ -101,6 +101,9 @@ class ControlPlane:
                           if CONDUCTOR_ROLE in self.roles else None)
         self.conductors: dict[str, Conductor] = (
             {} if self.conductor is None else {_key(self.db): self.conductor})
+        # API records of builds a crash cut off between their two commits (unbuilt.py):
+        # one sweeper per process, for every cell.
+        self.unbuilt = unbuilt.Sweeper(cells)
         self.agents: dict[str, ComputeAgent] = {}
         # Where the conductor and scheduler services of this process are listed.
         self.controller_host = socket.gethostname()
@@ -138,6 +141,7 @@ class ControlPlane:
             # Once the agents are up: recovery asks their hypervisors what really exists.
             for conductor in list(self.conductors.values()):
                 conductor.start()
+            _guarded(self._sweep_unbuilt)
         if self.roles and not self._stop.is_set():
             self._timer = self._thread("periodic", self._periodic)
 
@@ -300,7 +304,13 @@ class ControlPlane:
         for key, conductor in list(self.conductors.items()):
             jobs.extend(((key, i), period, job)
                         for i, (period, job) in enumerate(_conductor_jobs(s, conductor)))
+        if self.conductor is not None:
+            jobs.append((("unbuilt", 0), s.conductor_lease_seconds, self._sweep_unbuilt))
         return jobs
+
+    def _sweep_unbuilt(self) -> None:
+        """Remove the API records of servers no cell got (unbuilt.py)."""
+        self.unbuilt.sweep(self.settings.conductor_lease_seconds)
 
     def _beat(self) -> None:
         """Every `report_interval` (read each round), all of this process's heartbeats."""
