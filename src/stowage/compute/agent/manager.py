@@ -365,19 +365,20 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
 
         The scheduler filtered on a snapshot; members scheduled at the same
         time are only told apart here (Nova's `_validate_instance_group_policy`).
-        The check and the write share one transaction under the group's row
-        lock, so it holds across agents in other processes too. A server
+        The check and the write are made under the group's row lock, held until
+        the write committed (`late_check`, also with a cell database of its
+        own), so it holds across agents in other processes too. A server
         deleted meanwhile (task_state no longer spawning) refuses the claim.
         """
-        with self.db.write() as conn:
-            server_groups.check_host(conn, instance_uuid, self.host.name, self.api_db)
+        with server_groups.late_check(self.api_db) as check, self.db.write() as conn:
+            check(conn, instance_uuid, self.host.name)
             instances.update(conn, instance_uuid, expected_task_state=states.TASK.SPAWNING,
                              host=self.host.name, node=self.host.name)
 
     def _claim_destination(self, instance_uuid: str, migration_uuid: str) -> None:
         """A move's claim becomes real: the migration's destination is this host, if allowed."""
-        with self.db.write() as conn:
-            server_groups.check_host(conn, instance_uuid, self.host.name, self.api_db)
+        with server_groups.late_check(self.api_db) as check, self.db.write() as conn:
+            check(conn, instance_uuid, self.host.name)
             migrations.save(conn, migration_uuid, dest_compute=self.host.name,
                             dest_node=self.host.name, dest_host=self.host.name)
 
