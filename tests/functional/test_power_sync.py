@@ -5,7 +5,7 @@
 The simulated driver changes a guest's power as a shutdown from inside the
 guest or a crash would (`change_power`); the sync (run here by hand, and
 once by the periodic loop) puts the record right as Nova's
-`_sync_instance_power_state` does.
+`_sync_instance_power_state` does, a stop through the conductor as os-stop.
 """
 
 from __future__ import annotations
@@ -18,8 +18,18 @@ from stowage.compute import instances
 from stowage.compute.agent.manager import ComputeAgent
 from stowage.compute.agent.power_sync import CRASHED
 from stowage.compute.agent.simulated import SimulatedDriver
+from stowage.messaging import MessagingError
 from tests.functional.conftest import Cloud
-from tests.functional.servers import action, assert_invariants, boot, flavor, guests, image, server
+from tests.functional.servers import (
+    action,
+    assert_invariants,
+    boot,
+    flavor,
+    guests,
+    image,
+    server,
+    settle,
+)
 from tests.functional.test_server_external_events import _actions
 
 RUNNING, PAUSED, SHUTDOWN = 1, 3, 4
@@ -53,6 +63,7 @@ def test_a_guest_that_stopped_by_itself_stops_its_server(cloud: Cloud, sid: str,
     assert _seen(cloud, sid) == ("ACTIVE", RUNNING)  # nobody knows yet
 
     assert _agent(cloud).sync_power_states() == [sid]
+    settle(cloud)  # the stop it asked the conductor for
     assert _seen(cloud, sid) == ("SHUTOFF", SHUTDOWN)
     assert guests(cloud, sid) == {("host1", ""): SHUTDOWN}
     assert _actions(cloud, sid)["stop"] == [("compute_stop_instance", "Success")]
@@ -68,6 +79,7 @@ def test_a_stopped_server_whose_guest_runs_is_powered_off_again(cloud: Cloud,
     _behind_the_apis_back(cloud, sid, RUNNING)
 
     assert _agent(cloud).sync_power_states() == [sid]
+    settle(cloud)
     assert _seen(cloud, sid) == ("SHUTOFF", SHUTDOWN)
     assert guests(cloud, sid) == {("host1", ""): SHUTDOWN}
     stops = [a for a in cloud.compute.get(f"/servers/{sid}/os-instance-actions")
@@ -110,3 +122,29 @@ def test_the_periodic_loop_runs_the_sync(cloud: Cloud, sid: str) -> None:
     finally:
         cloud.configure(sync_power_state_interval=600.0)
     assert _seen(cloud, sid) == ("SHUTOFF", SHUTDOWN)
+
+
+class _LostCast:
+    """A conductor the stop never reaches (a broker down, the process killed)."""
+
+    def power(self, *args: object, **kwargs: object) -> None:
+        raise MessagingError("the cast was lost")
+
+
+def test_a_stop_whose_cast_was_lost_is_taken_over_by_a_conductor(
+        cloud: Cloud, sid: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_agent(cloud), "conductor", _LostCast())
+    _behind_the_apis_back(cloud, sid, SHUTDOWN)
+    assert _agent(cloud).sync_power_states() == [sid]
+    assert server(cloud, sid)["OS-EXT-STS:task_state"] == "powering-off"  # journaled
+
+    cloud.configure(conductor_lease_seconds=1.0)  # the periodic take-over finds it
+    try:
+        for _ in range(120):
+            if server(cloud, sid)["status"] == "SHUTOFF":
+                break
+            time.sleep(0.5)
+    finally:
+        cloud.configure(conductor_lease_seconds=30.0)
+    assert _seen(cloud, sid) == ("SHUTOFF", SHUTDOWN)
+    assert _actions(cloud, sid)["stop"] == [("compute_stop_instance", "Success")]

@@ -206,7 +206,7 @@ class ControlPlane:
         and the host is mapped to this plane's cell (a host mapped to another cell
         does not start: its records are there)."""
         agent = ComputeAgent(host, self.settings, self.api_db, self.placement,
-                             cell_db=self.cell_db_of_host(host))
+                             cell_db=self.cell_db_of_host(host), conductor=self.conductor_api)
         agent.start()
         with self._lock:
             self.agents[host.name] = agent

@@ -52,6 +52,7 @@ from stowage.compute.agent.shelving import ShelvingSteps
 from stowage.compute.agent.simulated import SimulatedDriver
 from stowage.compute.hosts import HostConfig
 from stowage.compute.resources import pci_requests
+from stowage.compute.rpc import ConductorAPI
 from stowage.config import ComputeSettings
 from stowage.db import Database
 from stowage.db.engine import sides
@@ -73,13 +74,16 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
 
     def __init__(self, host: HostConfig, settings: ComputeSettings, db: Database,
                  placement: PlacementClient, driver: Driver | None = None, *,
-                 cell_db: Database | None = None) -> None:
+                 cell_db: Database | None = None,
+                 conductor: ConductorAPI | None = None) -> None:
         self.host = host
         self.settings = settings
         # The API database (flavors, request specs, server groups: the late group check)
         # and the host's cell's.
         self.api_db, self.db = sides(db, cell_db)
         self.placement = placement
+        # Where the power-state sync sends the stops it asks for (power_sync.py).
+        self.conductor = conductor
         self.driver: Driver = (driver if driver is not None else
                                SimulatedDriver(host.name, store=GuestStore(self.db, host.name)))
         self.pci = PciTracker(host.name, host.pci, vfs=sriov_vfs(host))

@@ -7,24 +7,26 @@ driver's power state with the record's, and puts the record right as Nova's
 `_sync_power_states` / `_sync_instance_power_state` do:
 
     record power_state differs       -> power_state := the driver's
-    ACTIVE, guest SHUTDOWN/CRASHED   -> stopped (Nova calls the stop API): STOPPED,
-                                        a `stop` action; not while locked (Nova's
-                                        stop refuses a locked server and logs it)
-    ACTIVE, guest SUSPENDED          -> stopped likewise (powered off first)
+    ACTIVE, guest SHUTDOWN/CRASHED   -> stopped (Nova calls the stop API): a `stop`
+                                        operation; not while locked (Nova's stop
+                                        refuses a locked server and logs it)
+    ACTIVE, guest SUSPENDED          -> stopped likewise
     ACTIVE, guest PAUSED or gone     -> only logged (paused from outside may come
                                         back; a missing guest may be a restarting
                                         hypervisor)
     STOPPED, guest running/paused/.. -> powered off again (Nova's force_stop), a
-                                        `stop` action
+                                        `stop` operation
     PAUSED, guest SHUTDOWN/CRASHED   -> stopped (force_stop)
     any other vm_state                -> only the power_state
 
-A stop is the driver's `power_off` first (idempotent), then one transaction
-that records the `stop` action with its `compute_stop_instance` event and
-saves the instance only if it is still without a task and in the vm_state
-read: a user's action that started meanwhile wins, and a crash between the
-two leaves the same discrepancy for the next run. Nothing is journaled: the
-periodic itself is what finishes a cut-off sync.
+A stop is what Nova's sync does, a call of the stop API: in one transaction
+the instance enters `powering-off` if it is still without a task and in the
+vm_state read (a user's action that started meanwhile wins), a `stop` action
+is recorded (no user or project, as Nova's admin context) and the operation
+journaled `accepted`; then the conductor is cast `power(on=False)`, which
+powers the guest off and settles the server as for os-stop. A lost cast or a
+crash is the journal's to recover (conductor/lifecycle.py). Without a
+conductor to cast to, the sync only records power states.
 """
 
 from __future__ import annotations
@@ -33,8 +35,10 @@ import logging
 
 from stowage.compute import actions, instances, states
 from stowage.compute.agent.driver import Driver
+from stowage.compute.conductor import tasks
 from stowage.compute.hosts import HostConfig
 from stowage.compute.instances import Instance, UnexpectedTaskState
+from stowage.compute.rpc import ConductorAPI
 from stowage.context import new_request_id
 from stowage.db import Database
 from stowage.errors import NotFound
@@ -53,6 +57,7 @@ class PowerSync:
     host: HostConfig
     db: Database
     driver: Driver
+    conductor: ConductorAPI | None
 
     def sync_power_states(self) -> list[str]:
         """Put right the records whose guest's power changed behind the API's back;
@@ -96,20 +101,23 @@ class PowerSync:
         return True
 
     def _stop(self, inst: Instance) -> bool:
-        """Power the guest off, then record the stop (see the module docstring)."""
-        if self.driver.power_state(inst.uuid) != states.NOSTATE:
-            self.driver.power_off(inst.uuid)
+        """Nova's call of the stop API (see the module docstring); False when a user's
+        action or a delete got there first."""
+        if self.conductor is None:
+            return False
         request_id = new_request_id()
-        event = "compute_stop_instance"
         try:
             with self.db.write() as conn:
-                actions.start_action(conn, inst.uuid, "stop", request_id, None, None)
-                actions.start_event(conn, inst.uuid, request_id, event, self.host.name)
                 instances.save(conn, inst.uuid, expected_task_state=None,
-                               expected_vm_state=inst.vm_state, vm_state=states.STOPPED,
-                               power_state=self.driver.power_state(inst.uuid), progress=0)
-                actions.finish_event(conn, inst.uuid, request_id, event)
-                actions.finish_action(conn, inst.uuid, request_id)
+                               expected_vm_state=inst.vm_state,
+                               task_state=states.TASK.POWERING_OFF, progress=0)
+                actions.start_action(conn, inst.uuid, "stop", request_id, None, None)
+                operation = tasks.accept(conn, "stop", inst.uuid, request_id)
         except (UnexpectedTaskState, NotFound):
             return False
+        try:
+            self.conductor.power(inst.uuid, request_id, on=False, operation_uuid=operation)
+        except Exception:  # noqa: BLE001 - journaled: a conductor takes it over
+            LOG.exception("host %s: the stop of %s was not sent; a conductor takes it over "
+                          "once its lease passes", self.host.name, inst.uuid)
         return True
