@@ -30,6 +30,7 @@ import logging
 from stowage.compute import states
 from stowage.compute.conductor.common import Ops
 from stowage.compute.conductor.tasks import Interrupted, Journal
+from stowage.errors import NotFound
 from stowage.messaging import MessagingError
 
 __all__ = ["OPERATION", "STEPS", "TARGET", "power_update", "recover"]
@@ -46,7 +47,10 @@ def power_update(ops: Ops, instance_uuid: str, tag: str, journal: Journal,
                  again: bool = False) -> None:
     """Bring the server's guest and record to `tag`'s power state (`again`: even if the
     record says it is there, as after a crash inside the step)."""
-    inst = ops.instance(instance_uuid)
+    try:
+        inst = ops.instance(instance_uuid)
+    except NotFound:
+        return  # deleted meanwhile: the delete owns it
     if not again and inst.power_state == TARGET[tag]:
         LOG.info("power-update %s for %s: already there", tag, inst.uuid)
         return
