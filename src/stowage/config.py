@@ -182,6 +182,9 @@ class ComputeSettings:
     resize_confirm_window: int = 0
     # Resource tracker period (inventory report + allocation reconcile), seconds.
     update_resources_interval: float = 60.0
+    # Nova's sync_power_state_interval: seconds between two runs of each agent's
+    # power-state sync (agent/power_sync.py); <= 0: never.
+    sync_power_state_interval: float = 600.0
     # Nova's [compute] resource_provider_association_refresh: seconds after which the
     # tracker reports a host's providers in full again though its configuration did not
     # change (it reports at once when it did); 0: only on a change or SIGHUP.

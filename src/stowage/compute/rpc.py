@@ -181,6 +181,12 @@ class ConductorAPI:
                             port_id=port_id, request_id=request_id,
                             operation_uuid=operation_uuid)
 
+    def power_update(self, instance_uuid: str, request_id: str, tag: str,
+                     operation_uuid: str | None = None) -> None:
+        """The power-update external event (conductor/power_update.py)."""
+        self.transport.cast(CONDUCTOR, "power_update", instance_uuid=instance_uuid,
+                            request_id=request_id, tag=tag, operation_uuid=operation_uuid)
+
 
 class SchedulerAPI:
     """The scheduler as a conductor asks it: for a move, hosts of the server's own cell

@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from stowage.compute import cells as cell_records
-from stowage.compute import rpc, services
+from stowage.compute import rpc, services, unbuilt
 from stowage.compute.agent.manager import ComputeAgent
 from stowage.compute.cells import Cells
 from stowage.compute.conductor import tasks
@@ -103,6 +103,9 @@ class ControlPlane:
                           if CONDUCTOR_ROLE in self.roles else None)
         self.conductors: dict[str, Conductor] = (
             {} if self.conductor is None else {_key(self.db): self.conductor})
+        # API records of builds a crash cut off between their two commits (unbuilt.py):
+        # one sweeper per process, for every cell.
+        self.unbuilt = unbuilt.Sweeper(cells)
         self.agents: dict[str, ComputeAgent] = {}
         # Where the conductor and scheduler services of this process are listed.
         self.controller_host = socket.gethostname()
@@ -145,6 +148,7 @@ class ControlPlane:
             # Once the agents are up: recovery asks their hypervisors what really exists.
             for conductor in list(self.conductors.values()):
                 conductor.start()
+            _guarded(self._sweep_unbuilt)
         if self.roles and not self._stop.is_set():
             self._timer = self._thread("periodic", self._periodic)
 
@@ -209,7 +213,7 @@ class ControlPlane:
         and the host is mapped to this plane's cell (a host mapped to another cell
         does not start: its records are there)."""
         agent = ComputeAgent(host, self.settings, self.api_db, self.placement,
-                             cell_db=self.cell_db_of_host(host))
+                             cell_db=self.cell_db_of_host(host), conductor=self.conductor_api)
         agent.on_kill = lambda: self.kill_host(host.name, agent)
         agent.start()
         with self._lock:
@@ -314,10 +318,19 @@ class ControlPlane:
         jobs: list[tuple[tuple[str, int], float, Callable[[], None]]] = []
         if COMPUTE_ROLE in self.roles:
             jobs.append((("compute", 0), s.update_resources_interval, self._update_resources))
+            jobs.append((("compute", 1), s.sync_power_state_interval
+                         if s.sync_power_state_interval > 0 else float("inf"),
+                         self._sync_power_states))
         for key, conductor in list(self.conductors.items()):
             jobs.extend(((key, i), period, job)
                         for i, (period, job) in enumerate(_conductor_jobs(s, conductor)))
+        if self.conductor is not None:
+            jobs.append((("unbuilt", 0), s.conductor_lease_seconds, self._sweep_unbuilt))
         return jobs
+
+    def _sweep_unbuilt(self) -> None:
+        """Remove the API records of servers no cell got (unbuilt.py)."""
+        self.unbuilt.sweep(self.settings.conductor_lease_seconds)
 
     def _beat(self) -> None:
         """Every `report_interval` (read each round), all of this process's heartbeats."""
@@ -365,6 +378,15 @@ class ControlPlane:
                                 thread_name_prefix="tracker") as pool:
             for agent in agents:
                 pool.submit(self._track, agent)
+
+    def _sync_power_states(self) -> None:
+        """Every running host's power-state sync, one host after another (a run reads one
+        list of instances and asks the driver, in memory, about each)."""
+        for agent in list(self.agents.values()):
+            if self._stop.is_set():
+                return
+            if agent.running:
+                _guarded(agent.sync_power_states)
 
     def _track(self, agent: ComputeAgent) -> None:
         """One host's run, unless the plane is stopping: a round of thousands of hosts

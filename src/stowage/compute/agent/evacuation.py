@@ -126,8 +126,9 @@ class EvacuationSteps:
         refused = True
         try:
             with self._pci_claim((instance_uuid, migration_uuid), flavor, vf_ports) as vfs:
-                with self.db.write() as conn:
-                    server_groups.check_host(conn, instance_uuid, self.host.name, self.api_db)
+                with server_groups.late_check(self.api_db) as check, \
+                        self.db.write() as conn:
+                    check(conn, instance_uuid, self.host.name)
                     migrations.save(conn, migration_uuid, status="pre-migrating",
                                     dest_compute=self.host.name, dest_node=self.host.name,
                                     dest_host=self.host.name)

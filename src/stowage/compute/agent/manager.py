@@ -7,7 +7,9 @@ agent owns is the hypervisor (through its driver), the host's PCI claims, its
 own service and compute node rows, and the moment a claim becomes real: after
 the late check of the server group policy it records the instance on this host
 (a build) or this host as the migration's destination (a move). Periodically
-it heartbeats and runs the resource tracker (`update_available_resource`).
+it heartbeats, runs the resource tracker (`update_available_resource`) and
+puts right records whose guest changed power behind the API's back
+(`sync_power_states`, power_sync.py).
 
 Steps of a resize, and on which host they run::
 
@@ -47,10 +49,12 @@ from stowage.compute.agent.guest_store import GuestStore
 from stowage.compute.agent.live_migration import LiveMigrationSteps
 from stowage.compute.agent.network_devices import sriov_vfs
 from stowage.compute.agent.pci import ClaimKey, PciClaimFailed, PciTracker
+from stowage.compute.agent.power_sync import PowerSync
 from stowage.compute.agent.shelving import ShelvingSteps
 from stowage.compute.agent.simulated import SimulatedDriver
 from stowage.compute.hosts import HostConfig
 from stowage.compute.resources import pci_requests
+from stowage.compute.rpc import ConductorAPI
 from stowage.config import ComputeSettings
 from stowage.db import Database
 from stowage.db.engine import sides
@@ -67,18 +71,21 @@ class InstanceFaultRollback(Exception):
 
 
 class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQueries,
-                   ExternalEvents, FaultInjection):
+                   ExternalEvents, FaultInjection, PowerSync):
     """One host's agent; `start()` does the I/O, the constructor none."""
 
     def __init__(self, host: HostConfig, settings: ComputeSettings, db: Database,
                  placement: PlacementClient, driver: Driver | None = None, *,
-                 cell_db: Database | None = None) -> None:
+                 cell_db: Database | None = None,
+                 conductor: ConductorAPI | None = None) -> None:
         self.host = host
         self.settings = settings
         # The API database (flavors, request specs, server groups: the late group check)
         # and the host's cell's.
         self.api_db, self.db = sides(db, cell_db)
         self.placement = placement
+        # Where the power-state sync sends the stops it asks for (power_sync.py).
+        self.conductor = conductor
         self.driver: Driver = (driver if driver is not None else
                                SimulatedDriver(host.name, store=GuestStore(self.db, host.name)))
         self.pci = PciTracker(host.name, host.pci, vfs=sriov_vfs(host))
@@ -367,19 +374,20 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
 
         The scheduler filtered on a snapshot; members scheduled at the same
         time are only told apart here (Nova's `_validate_instance_group_policy`).
-        The check and the write share one transaction under the group's row
-        lock, so it holds across agents in other processes too. A server
+        The check and the write are made under the group's row lock, held until
+        the write committed (`late_check`, also with a cell database of its
+        own), so it holds across agents in other processes too. A server
         deleted meanwhile (task_state no longer spawning) refuses the claim.
         """
-        with self.db.write() as conn:
-            server_groups.check_host(conn, instance_uuid, self.host.name, self.api_db)
+        with server_groups.late_check(self.api_db) as check, self.db.write() as conn:
+            check(conn, instance_uuid, self.host.name)
             instances.update(conn, instance_uuid, expected_task_state=states.TASK.SPAWNING,
                              host=self.host.name, node=self.host.name)
 
     def _claim_destination(self, instance_uuid: str, migration_uuid: str) -> None:
         """A move's claim becomes real: the migration's destination is this host, if allowed."""
-        with self.db.write() as conn:
-            server_groups.check_host(conn, instance_uuid, self.host.name, self.api_db)
+        with server_groups.late_check(self.api_db) as check, self.db.write() as conn:
+            check(conn, instance_uuid, self.host.name)
             migrations.save(conn, migration_uuid, dest_compute=self.host.name,
                             dest_node=self.host.name, dest_host=self.host.name)
 

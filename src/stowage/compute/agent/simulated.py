@@ -291,6 +291,15 @@ class SimulatedDriver(SimulatedLiveMigration):
                 self.guests[instance_uuid] = guest
                 self._save(instance_uuid)
 
+    def change_power(self, instance_uuid: str, state: int) -> None:
+        """The guest's power changes behind the API's back (shut down from inside, crashed,
+        paused by a tool on the host): what the agent's power-state sync puts right."""
+        with self._lock:
+            guest = self._guest(instance_uuid)
+            if guest.power_state != state:
+                self._power_change(instance_uuid, guest, state)
+            self._save(instance_uuid)
+
     # --- what the guest shows -------------------------------------------------------
     def console_output(self, instance_uuid: str) -> list[str]:
         with self._lock:
