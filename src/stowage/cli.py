@@ -34,7 +34,10 @@ WORKER_ARGS_ENV = "STOWAGE_SERVE_WORKER_ARGS"
 
 
 def _parser() -> argparse.ArgumentParser:
+    from stowage import __version__
+
     p = argparse.ArgumentParser(prog="stowage", description=__doc__)
+    p.add_argument("--version", action="version", version=f"stowage {__version__}")
     p.add_argument("--config", help="TOML settings file")
     sub = p.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the services in one process")
@@ -58,10 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     identity.add_argument("action", choices=["hash-password"],
                           help="print the password_hash of a password read from stdin")
     from stowage.manage_cells import add_parser as add_cells
+    from stowage.manage_hosts import add_parser as add_hosts
     from stowage.manage_placement import add_parser
 
     add_parser(manage_sub)
     add_cells(manage_sub)
+    add_hosts(manage_sub)
     return p
 
 
@@ -127,7 +132,20 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool,
         return next(iter(apps.values()))
     mounts: dict[str, Any] = {f"/{name}": app for name, app in apps.items()}
     mounts["/identity"] = _identity(settings, db)
-    return PrefixDispatcher(mounts)
+    return PrefixDispatcher(mounts, fallback=_root(list(mounts)))
+
+
+def _root(prefixes: list[str]) -> Any:
+    """What answers `/` and unknown paths: the mounted services, as the catalog names them."""
+    from stowage.identity.catalog import name_and_path
+    from stowage.web.root import MountedService, RootApp
+
+    services = []
+    for prefix in prefixes:
+        kind = prefix.strip("/")
+        name, endpoint = name_and_path(kind)
+        services.append(MountedService(kind, name, prefix, endpoint))
+    return RootApp(services)
 
 
 def _compute_notifier(settings: config.Settings, db: Database, compute_app: Any) -> Any:
@@ -231,6 +249,8 @@ def asgi_from_env() -> Any:
     the same settings and opens its own database engine.
     """
     raw = json.loads(os.environ[WORKER_ARGS_ENV])
+    _log_format()
+    _log_level(raw.get("log_level", "info"))
     settings = config.load(raw["config"], os.environ, database=raw["database"],
                            bind=raw["bind"], services=raw["services"],
                            transport_url=raw["transport_url"])
@@ -260,13 +280,42 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _banner(settings: config.Settings, at_root: bool, workers: int) -> str:
+    """What `serve` says it serves: every service with its endpoint, identity included
+    whenever it is mounted (a single service at `/` mounts nothing else)."""
+    from stowage.identity.catalog import name_and_path
+
+    base = f"http://{settings.bind}"
+    lines = [f"stowage: serving on {base} with {workers} worker(s):"]
+    if at_root and len(settings.services) == 1:
+        return "\n".join(lines + [f"  {settings.services[0]:<10} {base}/"])
+    for kind in (*settings.services, "identity"):
+        note = ""
+        if kind == "identity" and settings.api.auth_strategy != "builtin-identity":
+            note = "  (version discovery only: [api] auth_strategy is noauth2)"
+        lines.append(f"  {kind:<10} {base}{name_and_path(kind)[1]}{note}")
+    return "\n".join(lines)
+
+
+def _log_level(level: str) -> None:
+    """The root logger at `--log-level` (the request log is INFO). httpx only at WARNING,
+    or every request to Placement would be written twice; Alembic too, or a new
+    database's start would list every migration of every cell."""
+    logging.getLogger().setLevel(level.upper())
+    for chatty in ("httpx", "alembic"):
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
+
+    from stowage.web.server import raise_open_files_limit, uvicorn_options
 
     services = args.services.split(",") if args.services else list(ALL_SERVICES)
     settings = _settings(args, database=args.database, bind=args.bind, services=services,
                          sim_hosts=args.sim_hosts, hosts_file=args.hosts_file,
                          transport_url=args.transport_url)
+    _log_level(args.log_level)
     if args.workers > 1 and "compute" in settings.services:
         _check_workers(settings)
     db = Database(settings.database)
@@ -274,21 +323,24 @@ def _serve(args: argparse.Namespace) -> int:
     schema.upgrade(db)
     cells = _cells(settings, db) if "compute" in settings.services else None
     host, _, port = settings.bind.rpartition(":")
-    # Every worker gets the same keep-alive timeout: uvicorn's own (5 s) is
-    # shorter than pooled clients keep idle connections.
+    # Every worker gets the same connection limits and timeouts (web/server.py).
     run: dict[str, Any] = {"host": host or "127.0.0.1", "port": int(port),
                            "log_level": args.log_level,
                            "access_log": args.log_level == "debug",
-                           "timeout_keep_alive": settings.api.keepalive_timeout}
-    print(f"stowage: serving {', '.join(settings.services)} on http://{settings.bind}"
-          f" with {max(args.workers, 1)} worker(s)", file=sys.stderr, flush=True)
+                           **uvicorn_options(settings.api)}
+    short = raise_open_files_limit(settings.api)
+    if short:
+        print(f"stowage: {short}", file=sys.stderr, flush=True)
+    print(_banner(settings, bool(args.services), max(args.workers, 1)), file=sys.stderr,
+          flush=True)
     if args.workers > 1:
         db.dispose()
         os.environ[WORKER_ARGS_ENV] = json.dumps({
             "config": getattr(args, "sub_config", None) or args.config,
             "database": settings.database, "bind": settings.bind,
             "transport_url": settings.transport_url,
-            "services": list(settings.services), "at_root": bool(args.services)})
+            "services": list(settings.services), "at_root": bool(args.services),
+            "log_level": args.log_level})
         from uvicorn.supervisors import Multiprocess
 
         workers = uvicorn.Config("stowage.cli:asgi_from_env", factory=True,
@@ -331,9 +383,7 @@ def _worker(args: argparse.Namespace) -> int:
     from stowage.compute.worker import run_until_signalled
     from stowage.messaging import get_transport
 
-    logging.getLogger().setLevel(args.log_level.upper())
-    # Every Placement request at INFO would drown what the worker says.
-    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.getLogger().level))
+    _log_level(args.log_level)
     hosts = {"sim_hosts": args.sim_hosts, "hosts_file": args.hosts_file} \
         if args.command == "agent" else {}
     settings = _settings(args, database=args.database, transport_url=args.transport_url,
@@ -392,6 +442,10 @@ def _manage(args: argparse.Namespace) -> int:
         from stowage.manage_cells import run as run_cells
 
         return run_cells(args, settings, db)
+    if args.area == "host":
+        from stowage.manage_hosts import run as run_hosts
+
+        return run_hosts(args, settings, db)
     print(f"stowage: upgrading schema of {db.backend} database ...", file=sys.stderr)
     schema.upgrade(db)
     _cells(settings, db)
@@ -399,9 +453,13 @@ def _manage(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _log_format() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: "
                         "%(message)s")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _log_format()
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)

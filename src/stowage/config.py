@@ -17,7 +17,8 @@ from typing import Any
 import yaml
 
 __all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
-           "IdentityAssignment", "IdentityProject", "IdentitySettings", "IdentityUser",
+           "DEFAULT_BODY_SIZES", "OSLO_MAX_REQUEST_BODY_SIZE", "IdentityAssignment",
+           "IdentityProject", "IdentitySettings", "IdentityUser",
            "NetworkSettings", "PlacementSettings", "PolicySettings", "QuotaSettings", "Settings",
            "TRANSPORT_SCHEMES", "load"]
 
@@ -32,6 +33,27 @@ ENV_PREFIX = "STOWAGE_"
 AUTH_STRATEGIES = ("noauth2", "builtin-identity")
 
 
+# oslo.middleware's `max_request_body_size` default, which Nova and Keystone
+# run (their `sizelimit` filter): 112 KiB holds Nova's largest body, a server
+# create with 65,535 bytes of user_data and its personality files.
+OSLO_MAX_REQUEST_BODY_SIZE = 114_688
+MIB = 1 << 20
+# Services whose upstream sets no body limit at all get more room by default
+# (docs/security.md): Placement's bulk `POST /allocations`, reshaper and
+# `PUT .../traits` carry whole trees; Neutron and Glance take bulk JSON too.
+DEFAULT_BODY_SIZES = {"placement": 16 * MIB, "network": MIB, "image": MIB}
+BODY_SIZE_SERVICES = ("placement", "compute", "image", "network", "identity")
+# Glance's `image_size_cap` default (1 TiB): the most `PUT /v2/images/{id}/file`
+# may send; the data is counted as it arrives, never held.
+GLANCE_IMAGE_SIZE_CAP = 1 << 40
+
+
+def _positive(name: str, value: object, kind: type | tuple[type, ...] = (int, float)) -> None:
+    """Refuse anything but a positive number of `kind` (a TOML string or bool included)."""
+    if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:  # type: ignore[operator]
+        raise ValueError(f"[api] {name} must be a positive number, not {value!r}")
+
+
 @dataclass(frozen=True)
 class ApiSettings:
     # "noauth2" is upstream's test convention: the token names the caller;
@@ -43,6 +65,25 @@ class ApiSettings:
     # that drops them sooner races their next request (RemoteDisconnected).
     # 75 s is nginx's default, longer than a typical periodic task's interval.
     keepalive_timeout: float = 75.0
+    # Bytes a request body may hold (413 beyond), for every service not named
+    # in `max_request_body_sizes`; read only after the token is accepted.
+    max_request_body_size: int = OSLO_MAX_REQUEST_BODY_SIZE
+    # Per-service overrides, e.g. `[api.max_request_body_sizes] placement = 33554432`;
+    # merged over DEFAULT_BODY_SIZES.
+    max_request_body_sizes: Mapping[str, int] = field(default_factory=dict)
+    image_size_cap: int = GLANCE_IMAGE_SIZE_CAP
+    # Seconds a client may take to send a request's headers (from the
+    # connection's start, or the next request's first byte): 408 and close
+    # beyond. uvicorn has no such limit of its own (slow-loris).
+    header_timeout: float = 30.0
+    # Seconds a client may take to send a whole request body (408 and close
+    # beyond); for an image upload, the longest pause between two chunks.
+    body_timeout: float = 60.0
+    # Connections (and running requests) one worker process serves at once;
+    # beyond, requests are answered 503 at once instead of queueing.
+    max_connections: int = 1000
+    # Bytes of request line plus headers (h11's incomplete-event limit): 400 beyond.
+    max_header_size: int = 65_536
 
     def __post_init__(self) -> None:
         if self.auth_strategy not in AUTH_STRATEGIES:
@@ -53,6 +94,23 @@ class ApiSettings:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
             raise ValueError("[api] keepalive_timeout must be a positive number of seconds, "
                              f"not {self.keepalive_timeout!r}")
+        for name in ("header_timeout", "body_timeout"):
+            _positive(name, getattr(self, name))
+        for name in ("max_request_body_size", "image_size_cap", "max_connections",
+                     "max_header_size"):
+            _positive(name, getattr(self, name), int)
+        sizes = self.max_request_body_sizes
+        if not isinstance(sizes, Mapping) or set(sizes) - set(BODY_SIZE_SERVICES):
+            raise ValueError("[api.max_request_body_sizes] takes "
+                             f"{', '.join(BODY_SIZE_SERVICES)}, not {sizes!r}")
+        for service, size in sizes.items():
+            _positive(f"max_request_body_sizes.{service}", size, int)
+
+    def body_limit(self, service: str) -> int:
+        """The most bytes a request body to `service` may hold."""
+        if service in self.max_request_body_sizes:
+            return self.max_request_body_sizes[service]
+        return DEFAULT_BODY_SIZES.get(service, self.max_request_body_size)
 
 
 @dataclass(frozen=True)
@@ -124,6 +182,9 @@ class ComputeSettings:
     resize_confirm_window: int = 0
     # Resource tracker period (inventory report + allocation reconcile), seconds.
     update_resources_interval: float = 60.0
+    # Nova's sync_power_state_interval: seconds between two runs of each agent's
+    # power-state sync (agent/power_sync.py); <= 0: never.
+    sync_power_state_interval: float = 600.0
     # Nova's [compute] resource_provider_association_refresh: seconds after which the
     # tracker reports a host's providers in full again though its configuration did not
     # change (it reports at once when it did); 0: only on a change or SIGHUP.
@@ -306,6 +367,10 @@ class IdentitySettings:
     # Base URL the catalog names (e.g. "https://cloud.example"); default: the request's host.
     public_url: str | None = None
     region: str = "RegionOne"
+    # Keystone's [security_compliance] lockout: after this many wrong passwords in a
+    # row a user is refused for `lockout_duration` seconds (0, the default: never).
+    lockout_failure_attempts: int = 0
+    lockout_duration: int = 1800
     users: tuple[IdentityUser, ...] = ()
     projects: tuple[IdentityProject, ...] = ()
     assignments: tuple[IdentityAssignment, ...] = ()
@@ -319,6 +384,11 @@ class IdentitySettings:
                 ("http://", "https://")):
             raise ValueError(f"[identity] public_url must be an http(s) URL, not "
                              f"{self.public_url!r}")
+        for name, least in (("lockout_failure_attempts", 0), ("lockout_duration", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"[identity] {name} must be an integer >= {least}, not "
+                                 f"{value!r}")
 
 
 # The schemes `transport_url` may name (see stowage.messaging.get_transport).
@@ -359,12 +429,15 @@ class Settings:
                              f"{name!r}")
 
 
-def _section(cls: type[Any], raw: Mapping[str, Any]) -> Any:
-    """Build a section dataclass, rejecting unknown keys so typos are loud."""
+def _section(cls: type[Any], raw: Any, where: str) -> Any:
+    """Build a section dataclass, rejecting unknown keys so typos are loud; `where` is
+    the section as the settings file spells it (`[api]`, `[[identity.users]]`)."""
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{where} must be a table of settings, not {raw!r}")
     known = {f.name: f for f in dataclasses.fields(cls)}
     unknown = set(raw) - set(known)
     if unknown:
-        raise ValueError(f"unknown setting(s) in [{cls.__name__}]: {sorted(unknown)}")
+        raise ValueError(f"unknown setting(s) in {where}: {sorted(unknown)}")
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
     return cls(**values)
 
@@ -392,21 +465,21 @@ def _identity_user(raw: Mapping[str, Any]) -> IdentityUser:
     elif not is_password_hash(str(values.get("password_hash", ""))):
         raise ValueError(f"[[identity.users]] {values.get('name')!r} needs a password or a "
                          "password_hash made by `stowage manage identity hash-password`")
-    return _section(IdentityUser, values)  # type: ignore[no-any-return]
+    return _section(IdentityUser, values, "[[identity.users]]")  # type: ignore[no-any-return]
 
 
 def _identity(raw: Mapping[str, Any]) -> IdentitySettings:
     values = dict(raw)
     entries: dict[str, Callable[[Mapping[str, Any]], Any]] = {
         "users": _identity_user,
-        "projects": lambda e: _section(IdentityProject, e),
-        "assignments": lambda e: _section(IdentityAssignment, e)}
+        "projects": lambda e: _section(IdentityProject, e, "[[identity.projects]]"),
+        "assignments": lambda e: _section(IdentityAssignment, e, "[[identity.assignments]]")}
     for key, build in entries.items():
         items = values.get(key, [])
         if not isinstance(items, list) or not all(isinstance(e, dict) for e in items):
             raise ValueError(f"[identity] {key} must be a list of tables ([[identity.{key}]])")
         values[key] = tuple(build(e) for e in items)
-    return _section(IdentitySettings, values)  # type: ignore[no-any-return]
+    return _section(IdentitySettings, values, "[identity]")  # type: ignore[no-any-return]
 
 
 _COMPUTE_FLAGS = ("sim_hosts", "hosts_file")
@@ -415,7 +488,7 @@ _COMPUTE_FLAGS = ("sim_hosts", "hosts_file")
 def _compute(raw: Mapping[str, Any], flags: Mapping[str, Any]) -> ComputeSettings:
     values = dict(raw)
     values.update({k: flags[k] for k in _COMPUTE_FLAGS if flags.get(k) is not None})
-    return _section(ComputeSettings, values)  # type: ignore[no-any-return]
+    return _section(ComputeSettings, values, "[compute]")  # type: ignore[no-any-return]
 
 
 def _upgrade_levels(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -435,15 +508,33 @@ def _upgrade_levels(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {"upgrade_levels_compute": value}
 
 
+def _check_top(raw: Mapping[str, Any]) -> None:
+    """A misspelt section or top-level key is an error naming it as the file spells it;
+    the file's sections are the fields of `Settings` (plus Nova's `[upgrade_levels]`)."""
+    known = {f.name for f in dataclasses.fields(Settings)} | {"upgrade_levels"}
+    unknown = sorted(set(raw) - known)
+    sections = [f"[{k}]" for k in unknown if isinstance(raw[k], dict)]
+    if sections:
+        raise ValueError(f"unknown section(s) {', '.join(sections)}; known: "
+                         f"{', '.join(f'[{k}]' for k in sorted(known) if k not in _TOP_KEYS)}")
+    if unknown:
+        raise ValueError(f"unknown setting(s) at the top of the file: {unknown}; known: "
+                         f"{', '.join(_TOP_KEYS)}")
+
+
+# The settings of the file's top level (before any [section]).
+_TOP_KEYS = ("database", "bind", "services", "transport_url", "control_exchange")
+
+
 def load(path: str | None = None, env: Mapping[str, str] | None = None,
          **flags: Any) -> Settings:
     """Build settings from a TOML file, then `STOWAGE_*` env vars, then flags."""
     raw: dict[str, Any] = {}
     if path:
         raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    _check_top(raw)
     env = env or {}
-    top: dict[str, Any] = {k: raw[k] for k in ("database", "bind", "services", "transport_url",
-                                               "control_exchange") if k in raw}
+    top: dict[str, Any] = {k: raw[k] for k in _TOP_KEYS if k in raw}
     for key in ("database", "transport_url"):
         if env.get(ENV_PREFIX + key.upper()):
             top[key] = env[ENV_PREFIX + key.upper()]
@@ -452,16 +543,16 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         svc = top["services"]
         top["services"] = tuple(svc.split(",") if isinstance(svc, str) else svc)
     policy_raw = dict(raw.get("policy", {}))
-    policy = _section(PolicySettings, policy_raw)
+    policy = _section(PolicySettings, policy_raw, "[policy]")
     policy = dataclasses.replace(policy, overrides=_policy_overrides(policy.file))
     return Settings(
-        api=_section(ApiSettings, raw.get("api", {})),
+        api=_section(ApiSettings, raw.get("api", {}), "[api]"),
         policy=policy,
-        cors=_section(CorsSettings, raw.get("cors", {})),
-        placement=_section(PlacementSettings, raw.get("placement", {})),
+        cors=_section(CorsSettings, raw.get("cors", {}), "[cors]"),
+        placement=_section(PlacementSettings, raw.get("placement", {}), "[placement]"),
         compute=_compute({**raw.get("compute", {}), **_upgrade_levels(raw)}, flags),
-        network=_section(NetworkSettings, raw.get("network", {})),
+        network=_section(NetworkSettings, raw.get("network", {}), "[network]"),
         identity=_identity(raw.get("identity", {})),
-        quota=_section(QuotaSettings, raw.get("quota", {})),
+        quota=_section(QuotaSettings, raw.get("quota", {}), "[quota]"),
         **{k: v for k, v in top.items() if k not in _COMPUTE_FLAGS},
     )

@@ -61,19 +61,21 @@ def run(args: argparse.Namespace, settings: config.Settings, db: Database) -> in
     cell_dbs = [cell_db for _, cell_db in cells.distinct()]
     if args.action == "heal-allocations":
         return _heal(args, cell_dbs, client, _network(settings, db))
-    return _audit(args, cell_dbs, client)
+    return _audit(args, cell_dbs, client, _network(settings, db))
 
 
-def _audit(args: argparse.Namespace, db: list[Database], client: PlacementClient) -> int:
+def _audit(args: argparse.Namespace, db: list[Database], client: PlacementClient,
+           network: NetworkClient | None = None) -> int:
     """Every cell's servers and migrations against Placement (a server of a cell left
-    out would make its allocations look orphaned)."""
+    out would make its allocations look orphaned), and their ports against the Network
+    service when there is one."""
     if args.delete:
         print("stowage: deleting allocations nobody owns ...", file=sys.stderr, flush=True)
         for consumer, why in delete_orphans(db, client).items():
             print(f"deleted allocations of {consumer} ({why})")
     print("stowage: auditing allocations against instances and migrations ...",
           file=sys.stderr, flush=True)
-    problems = audit(db, client)
+    problems = audit(db, client, network)
     for problem in problems:
         print(problem)
     hint = ("; `--delete` removes allocations nobody owns, `heal-allocations` restores "

@@ -266,6 +266,17 @@ _COMPUTE: dict[str, Spec] = {
     "DELETE /v2.1/os-aggregates/{aggregate_id}": Spec({"aggregate_id": _AGGREGATE}),
     "PUT /v2.1/os-hosts/{host_name}": Spec({"host_name": ("host.1", "host.2", "host.new")}, [
         {"status": "disable"}, {"status": "Enable"}, {"maintenance_mode": "enable"}]),
+    # stowage's own (docs/faults.md): a simulated host's faults. "agent" (a kill) is left
+    # out of the valid bodies: the world's restore() brings killed agents back anyway.
+    "POST /v2.1/os-simulator/hosts/{host_name}/faults": Spec(
+        {"host_name": ("host.1", "host.2", "host.new")}, [
+            {"fault": {"step": "spawn"}},
+            {"fault": {"step": "prep_resize", "mode": "times", "times": 2, "error": "fz"}},
+            {"fault": {"step": "heartbeat", "mode": "always"}}]),
+    "DELETE /v2.1/os-simulator/hosts/{host_name}/faults": Spec(
+        {"host_name": ("host.1", "host.2", "host.new")}),
+    "DELETE /v2.1/os-simulator/hosts/{host_name}/faults/{fault_id}": Spec(
+        {"host_name": ("host.1", "host.new"), "fault_id": ("uuid.new",)}),
     "DELETE /v2.1/servers/{server_id}/os-server-password": Spec({"server_id": _SERVER},
                                                                  caller="member"),
     "POST /v2.1/os-aggregates/{aggregate_id}/action": Spec({"aggregate_id": _AGGREGATE}, [
@@ -354,7 +365,9 @@ _NETWORK: dict[str, Spec] = {
                      "provider:physical_network": "physnet1"}},
         {"network": {"name": "fz-new", "provider:network_type": "vxlan",
                      "provider:segmentation_id": 5000}},
-        {"network": {"name": "fz-new", "mtu": 1400}}]),
+        {"network": {"name": "fz-new", "mtu": 1400}},
+        # Neutron's bulk create: both item forms, one transaction.
+        {"networks": [{"name": "fz-bulk-1"}, {"network": {"name": "fz-bulk-2"}}]}]),
     "PUT /v2.0/networks/{network_id}": Spec({"network_id": _NET}, [
         {"network": {"name": "fz-renamed", "description": "d", "admin_state_up": False,
                      "mtu": 1400, "qos_policy_id": Ref("qos.policy")}},
@@ -394,7 +407,9 @@ _NETWORK: dict[str, Spec] = {
         {"port": {"network_id": Ref("net.tenant"), "binding:vnic_type": "macvtap",
                   "fixed_ips": [{"subnet_id": Ref("subnet.tenant")}]}},
         {"port": {"network_id": Ref("net.provider"), "mac_address": Ref("mac.plain"),
-                  "fixed_ips": [{"ip_address": Ref("ip.plain")}]}}]),
+                  "fixed_ips": [{"ip_address": Ref("ip.plain")}]}},
+        {"ports": [{"network_id": Ref("net.tenant")},
+                   {"port": {"network_id": Ref("net.provider"), "name": "fz-bulk"}}]}]),
     "PUT /v2.0/ports/{port_id}": Spec({"port_id": _PORT}, [
         {"port": {"name": "fz-renamed", "description": "d", "admin_state_up": False,
                   "device_id": "d", "device_owner": "compute:nova", "qos_policy_id": None,
@@ -459,6 +474,12 @@ _NETWORK: dict[str, Spec] = {
                                  "port_range_max": 22, "remote_ip_prefix": "10.0.0.0/8"}}]),
     "DELETE /v2.0/security-group-rules/{rule_id}": Spec({"rule_id": _SG_RULE},
                                                         caller="member"),
+    "PUT /v2.0/quotas/{project_id}": Spec({"project_id": ("project", "uuid.new")}, [
+        {"quota": {"network": 50, "subnet": -1, "port": 0, "router": 10, "floatingip": 5,
+                   "security_group": 3, "security_group_rule": 2**31 - 1}},
+        {"quota": {"network": 1, "check_limit": True}},
+        {"quota": {"port": 7, "force": True}}]),
+    "DELETE /v2.0/quotas/{project_id}": Spec({"project_id": ("project", "uuid.new")}),
 }
 
 SPECS: dict[tuple[str, str, str], Spec] = {

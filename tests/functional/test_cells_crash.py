@@ -8,18 +8,26 @@ process ends at `build:carry:executing` (before the copy), `:switched`
 purged in cell1, the continuation not cast yet). After a restart without the
 hook the server must be ACTIVE on host3, its records in cell2 only, its
 mapping on cell2, its claim exactly its flavor, and the audit clean.
+
+A cross-cell resize (host1 in cell1, host2 in cell2) is killed at the
+hand-over and at each of cell2's steps, and, once in VERIFY_RESIZE, inside
+its confirm and its revert: the server ends in one cell with one guest, no
+snapshot image of the move is left, and the audit is clean.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from stowage.compute import cells as cell_records
+from stowage.compute import tables as t
 from stowage.compute.audit import audit
 from stowage.compute.conductor import carry
 from stowage.config import ComputeSettings
@@ -105,7 +113,11 @@ cell = "cell2"
 # (where the process ends, what the user sees after the restart, the cell holding it)
 CROSS_CELL_POINTS = [
     ("resize:hand_over:executing", "ACTIVE", "cell1"),  # undone from the source cell
-    ("cross_cell_resize:resize_instance:executing", "ACTIVE", "cell1"),  # undone, back
+    # In the target cell, before the swap: undone, the records carried back to cell1.
+    ("cross_cell_resize:prep_resize:executing", "ACTIVE", "cell1"),
+    ("cross_cell_resize:snapshot_at_source:executing", "ACTIVE", "cell1"),
+    ("cross_cell_resize:resize_instance:executing", "ACTIVE", "cell1"),
+    ("cross_cell_resize:finish_resize:executing", "ACTIVE", "cell1"),
     ("cross_cell_resize:swap:executing", "VERIFY_RESIZE", "cell2"),  # finished forward
 ]
 
@@ -150,8 +162,81 @@ def test_a_cross_cell_resize_cut_off_anywhere_ends_in_one_cell(
             amounts = SMALL if cell == "cell1" else LARGE
             assert s.held(server_id) == {s.node(host): amounts}
             assert s.held(mig["uuid"]) == {}
-            client = PlacementClient.over_http(f"{s.base}/placement")
-            try:
-                assert audit([db for _, db in cells.distinct()], client) == []
-            finally:
-                client.close()
+            _assert_settled(s, cells, server_id, host)
+
+
+def _assert_settled(s: Stowage, cells: cell_records.Cells, server_id: str, host: str) -> None:
+    """One guest, on `host`; no snapshot of the move left; the audit clean."""
+    assert _guests(cells, server_id) == {(host, ""): 1}
+    resp = s.compute.get(f"{s.base}/image/v2/images", params={"name": "vm-cross-cell-resize"})
+    assert resp.status_code == 200 and resp.json()["images"] == [], resp.text
+    client = PlacementClient.over_http(f"{s.base}/placement")
+    try:
+        assert audit([db for _, db in cells.distinct()], client) == []
+    finally:
+        client.close()
+
+
+def _guests(cells: cell_records.Cells, server_id: str) -> dict[tuple[str, str], int]:
+    """(host, migration or "") -> power state, over every cell's hypervisor records."""
+    g = t.simulated_guests
+    found = {}
+    for _, db in cells.distinct():
+        with db.view(None).read() as conn:
+            found.update(((r.host, r.migration_uuid), r.power_state) for r in conn.execute(
+                sa.select(g.c.host, g.c.migration_uuid, g.c.power_state)
+                .where(g.c.instance_uuid == server_id)))
+    return found
+
+
+# --- a cross-cell confirm or revert killed ------------------------------------------------
+# (where the process ends, the host and cell the server ends in, ACTIVE either way)
+END_POINTS = [
+    ("confirm_resize:confirm_on_source:executing", "host2", "cell2"),
+    ("confirm_resize:forget_source_copy:executing", "host2", "cell2"),
+    ("confirm_resize:settle:executing", "host2", "cell2"),
+    ("revert_resize:revert_on_destination:executing", "host1", "cell1"),
+    ("revert_resize:finish_revert_resize:executing", "host1", "cell1"),
+    ("revert_resize:settle:executing", "host1", "cell1"),
+]
+
+
+def _end_cases() -> list[Any]:
+    return [pytest.param(backend, point, host, cell, id=f"{backend}-{point}")
+            for backend in BACKENDS for point, host, cell in END_POINTS
+            if backend == "sqlite" or point.startswith("revert_resize:finish_revert")]
+
+
+@pytest.mark.parametrize(("backend", "point", "host", "cell"), _end_cases())
+def test_a_cross_cell_confirm_or_revert_cut_off_ends_in_one_cell(
+        backend: str, point: str, host: str, cell: str, tmp_path: Path) -> None:
+    """The resize reached VERIFY_RESIZE in cell2; its confirm (the server stays in cell2,
+    cell1's hidden copy goes) or revert (the records go back to cell1) is killed."""
+    hosts, policy = tmp_path / "hosts.toml", tmp_path / "policy.yaml"
+    hosts.write_text(HOST2_IN_CELL2, encoding="utf-8")
+    policy.write_text(POLICY, encoding="utf-8")
+    options = f'hosts_file = "{hosts}"\n[policy]\nfile = "{policy}"\n'
+    body = {"confirmResize": None} if point.startswith("confirm") else {"revertResize": None}
+    with _deployment(backend) as (url, cells):
+        with running(url, tmp_path, crash_at=point, options=options, sim_hosts=1) as s:
+            small, large = s.flavors()
+            resp = s.compute.post("/servers", json={"server": {
+                "name": "vm", "flavorRef": small, "imageRef": s.image(),
+                "networks": "none", "availability_zone": "nova:host1"}})
+            server_id = str(resp.json()["server"]["id"])
+            s.wait_status(server_id, "ACTIVE")
+            assert s.action(server_id, {"resize": {"flavorRef": large}}).status_code == 202
+            s.wait_status(server_id, "VERIFY_RESIZE")
+            with contextlib.suppress(Exception):  # the answer may be cut off
+                s.action(server_id, body)
+            assert s.crashed(), "the end of the resize never reached " + point
+        with running(url, tmp_path, options=options, sim_hosts=1) as s:
+            view = s.wait_status(server_id, "ACTIVE")
+            assert view["OS-EXT-SRV-ATTR:host"] == host
+            assert holders(cells, server_id) == [cell]
+            assert cells.of_instance(server_id).name == cell
+            [mig] = s.migrations(server_id)
+            assert mig["status"] == ("confirmed" if cell == "cell2" else "reverted")
+            assert s.held(server_id) == {s.node(host): LARGE if cell == "cell2" else SMALL}
+            assert s.held(mig["uuid"]) == {}
+            _assert_settled(s, cells, server_id, host)

@@ -52,6 +52,7 @@ from stowage.compute.conductor import (
     lifecycle,
     live_migrate,
     migrate,
+    power_update,
     rebuild,
     resize_end,
 )
@@ -73,6 +74,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "live_migrate": live_migrate.STEPS,
     **guest_actions.STEPS,
     "rebuild": rebuild.STEPS,
+    **power_update.STEPS,
 }
 FULL = os.environ.get("STOWAGE_CRASH_FULL") == "1"
 # Operations that run the very steps of another one: a sample of their points by default.
@@ -187,6 +189,9 @@ def _ask(s: Stowage, w: World, operation: str) -> None:
             w.server = str(resp.json()["server"]["id"])
         elif operation in ("delete", "soft_delete"):
             s.compute.delete(f"/servers/{w.server}")
+        elif operation == "power_update":  # a bare-metal node powered off outside Compute
+            s.compute.post("/os-server-external-events", json={"events": [
+                {"name": "power-update", "server_uuid": w.server, "tag": "POWER_OFF"}]})
         else:
             s.action(w.server, _BODIES[operation](w))
     except Exception:  # noqa: BLE001 - the crash may cut the answer off
@@ -225,7 +230,7 @@ _SETUP: dict[str, str | None] = {
     "live_migrate": "boot",
     "reboot": "boot", "reboot_hard": "stopped", "pause": "boot", "unpause": "paused",
     "suspend": "boot", "resume": "suspended", "rebuild": "boot",
-    "soft_delete": "boot", "restore": "soft_deleted",
+    "soft_delete": "boot", "restore": "soft_deleted", "power_update": "boot",
 }
 
 
@@ -247,7 +252,8 @@ def _guests(db: Database, server: str) -> dict[tuple[str, str], int]:
 def _expected_status(operation: str, point: str, view: dict[str, Any] | None) -> set[str | None]:
     if operation in ("resize", "migrate"):
         return {"VERIFY_RESIZE"} if point.endswith("finish_resize:done") else {"ACTIVE"}
-    return {"delete": {None}, "stop": {"SHUTOFF"}, "shelve": {"SHELVED_OFFLOADED"},
+    return {"delete": {None}, "stop": {"SHUTOFF"}, "power_update": {"SHUTOFF"},
+            "shelve": {"SHELVED_OFFLOADED"},
             "shelve_offload": {"SHELVED_OFFLOADED"}, "pause": {"PAUSED"},
             "suspend": {"SUSPENDED"}, "soft_delete": {"SOFT_DELETED"}}.get(operation,
                                                                            {"ACTIVE"})

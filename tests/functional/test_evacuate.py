@@ -7,8 +7,10 @@ The rule under test: once evacuated, the instance holds its flavor on the
 destination and the evacuation migration (by its uuid) holds the source,
 whose guest may still exist; when host1's agent starts again it destroys
 that guest, the migration's allocation is deleted exactly once and the
-migration is `completed`. A failed evacuation leaves the server in ERROR on
-host1 holding its source allocation, and the migration holding nothing.
+migration is `completed`. Deleting the server before that frees both hosts
+at once (Nova's delete), and host1's agent then only destroys the guest. A
+failed evacuation leaves the server in ERROR on host1 holding its source
+allocation, and the migration holding nothing.
 """
 
 from __future__ import annotations
@@ -130,22 +132,60 @@ def test_the_source_back_during_the_rebuild_is_cleaned_up_at_its_end(
     assert_invariants(cloud)
 
 
-def test_a_server_deleted_after_its_evacuation_frees_its_source_when_it_is_back(
+def test_deleting_an_evacuated_server_frees_its_source_at_once(
         cloud: Cloud, hosts: dict[str, str]) -> None:
+    """Nova's delete removes every allocation of the instance (its source's included, which
+    the evacuation migration holds here) and soft-deletes its migrations; the source agent,
+    back later, only destroys its guest: nothing is released twice, nothing comes back."""
     server_id = hosts["server"]
     host1 = stop_agent(cloud, "host1")
     evacuate(cloud, server_id)
     mig = the_migration(cloud, server_id)
+    assert held(cloud, mig["uuid"]) == {hosts["host1"]: SMALL}
     assert cloud.compute.delete(f"/servers/{server_id}").status_code == 204
     settle(cloud)
     assert held(cloud, server_id) == {}
-    assert held(cloud, mig["uuid"]) == {hosts["host1"]: SMALL}  # host1 may still run it
+    assert held(cloud, mig["uuid"]) == {}
+    assert usages(cloud, hosts["host1"]) == EMPTY
+    assert usages(cloud, hosts["host2"]) == EMPTY
+    assert guests(cloud, server_id) == {("host1", ""): RUNNING}  # host1 is still down
     assert_invariants(cloud)
 
     start_agent(cloud, host1)
-    assert held(cloud, mig["uuid"]) == {}
     assert guests(cloud, server_id) == {}
+    assert held(cloud, mig["uuid"]) == {} and held(cloud, server_id) == {}
     assert usages(cloud, hosts["host1"]) == EMPTY
+    assert usages(cloud, hosts["host2"]) == EMPTY
+    assert the_migration(cloud, server_id)["status"] == "done"  # as Nova leaves it
+    assert_invariants(cloud)
+
+    # Another restart finds nothing to do.
+    start_agent(cloud, stop_agent(cloud, "host1"))
+    assert usages(cloud, hosts["host1"]) == EMPTY
+    assert_invariants(cloud)
+
+
+def test_deleting_an_evacuated_server_whose_new_host_is_down_too(
+        cloud: Cloud, hosts: dict[str, str]) -> None:
+    """The local delete (host2 down as well) frees both hosts the same way."""
+    server_id = hosts["server"]
+    host1 = stop_agent(cloud, "host1")
+    evacuate(cloud, server_id)
+    mig = the_migration(cloud, server_id)
+    host2 = stop_agent(cloud, "host2")
+    assert cloud.compute.delete(f"/servers/{server_id}").status_code == 204
+    settle(cloud)
+    assert held(cloud, server_id) == {} and held(cloud, mig["uuid"]) == {}
+    assert usages(cloud, hosts["host1"]) == EMPTY
+    assert usages(cloud, hosts["host2"]) == EMPTY
+    assert_invariants(cloud)
+
+    start_agent(cloud, host2)
+    start_agent(cloud, host1)
+    assert guests(cloud, server_id) == {}
+    assert held(cloud, server_id) == {} and held(cloud, mig["uuid"]) == {}
+    assert usages(cloud, hosts["host1"]) == EMPTY
+    assert usages(cloud, hosts["host2"]) == EMPTY
     assert_invariants(cloud)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.functional.conftest import Cloud
+from tests.functional.faults import arm
 from tests.functional.servers import (
     EMPTY,
     action,
@@ -55,7 +56,7 @@ FAILURES = [
 def test_resize_failure_restores_the_source_allocation(
         cloud: Cloud, moving: dict[str, str], host: str, step: str, status: str) -> None:
     server_id = moving["server"]
-    cloud.plane.agent(host).driver.fail(step, times=None)
+    arm(cloud, host, step, mode="always")  # as an operator would, over the API
 
     action(cloud, server_id, {"resize": {"flavorRef": moving["large"]}})
     view = server(cloud, server_id)

@@ -134,7 +134,7 @@ def test_segments_are_claimed_once(network: httpx.Client) -> None:
     ({"network": {"mtu": "big"}}, "Invalid input for mtu. Reason: 'big' is not an integer."),
     ({"network": {"name": "x" * 256}}, "exceeds maximum length of 255"),
     ({"network": {"qos_policy_id": "nope"}}, "'nope' is not a valid UUID"),
-    ({"networks": {}}, "Unable to find 'network' in request body"),
+    ({"netwrok": {}}, "Unable to find 'network' in request body"),
     ({}, "Resource body required"),
 ])
 def test_malformed_network_bodies(network: httpx.Client, body: dict[str, Any],
@@ -183,7 +183,7 @@ def test_pages_follow_next_links(network: httpx.Client) -> None:
     for name in "abcde":
         nw.network(network, name)
     seen: list[str] = []
-    url: str | None = "/v2.0/networks?limit=2&sort_key=name"
+    url: str | None = "/v2.0/networks?limit=2&sort_key=name&sort_dir=asc"
     while url:
         body = network.get(url).json()
         seen += [n["name"] for n in body["networks"]]

@@ -213,6 +213,28 @@ def test_usage_report_over_a_time_window(cloud: Cloud, world: dict[str, str]) ->
                              params={"start": "yesterday"}).status_code == 400
 
 
+def test_usage_without_a_window_is_the_instant_now(cloud: Cloud,
+                                                  world: dict[str, str]) -> None:
+    """Nova reads `start` and `end` as now, one after the other: a 200 listing what runs."""
+    running = boot(cloud, "running", world["large"], world["image"])
+    shown = cloud.compute.get("/os-simple-tenant-usage/admin")
+    assert shown.status_code == 200, shown.text
+    usage = shown.json()["tenant_usage"]
+    assert [s["instance_id"] for s in usage["server_usages"]] == [running]
+    assert usage["start"] <= usage["stop"] and usage["total_hours"] < 0.01
+    listed = cloud.compute.get("/os-simple-tenant-usage", params={"detailed": "1"})
+    assert listed.status_code == 200, listed.text
+    assert [(u["tenant_id"], len(u["server_usages"]))
+            for u in listed.json()["tenant_usages"]] == [("admin", 1)]
+    since = cloud.compute.get("/os-simple-tenant-usage/admin",
+                              params={"start": "2024-01-01T00:00:00"})
+    assert since.json()["tenant_usage"]["server_usages"][0]["instance_id"] == running
+    until_past = cloud.compute.get("/os-simple-tenant-usage/admin",
+                                   params={"end": "2024-01-01T00:00:00"})
+    assert until_past.status_code == 400
+    assert "The start time cannot occur after the end time." in until_past.text
+
+
 def test_unshelve_of_an_offloaded_server_needs_its_cores_back(cloud: Cloud,
                                                                world: dict[str, str]) -> None:
     shelved = boot(cloud, "shelved", world["large"], world["image"])

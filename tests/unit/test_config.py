@@ -43,6 +43,30 @@ def test_keepalive_timeout_must_be_positive_seconds(timeout: object) -> None:
         config.ApiSettings(keepalive_timeout=timeout)  # type: ignore[arg-type]
 
 
+def test_body_limits_per_service(tmp_path: Path) -> None:
+    api = config.load().api
+    # Nova's and Keystone's sizelimit default; more where upstream has no limit.
+    assert [api.body_limit(s) for s in ("compute", "identity", "placement", "network",
+                                        "image")] == [114_688, 114_688, 16 << 20, 1 << 20,
+                                                      1 << 20]
+    toml = tmp_path / "stowage.toml"
+    toml.write_text("[api]\nmax_request_body_size = 200000\n"
+                    "[api.max_request_body_sizes]\nplacement = 1000\n")
+    api = config.load(str(toml)).api
+    assert [api.body_limit(s) for s in ("compute", "placement", "network")] == [
+        200_000, 1000, 1 << 20]
+
+
+@pytest.mark.parametrize("values", [
+    {"max_request_body_sizes": {"nova": 10}}, {"max_request_body_sizes": {"placement": 0}},
+    {"max_request_body_size": "1MB"}, {"body_timeout": 0}, {"header_timeout": -1},
+    {"max_connections": 0}, {"max_header_size": 1.5}, {"image_size_cap": True},
+], ids=str)
+def test_request_limits_must_be_positive(values: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=r"\[api"):
+        config.ApiSettings(**values)  # type: ignore[arg-type]
+
+
 def test_serve_refuses_unsupported_auth_strategy(tmp_path: Path) -> None:
     toml = tmp_path / "stowage.toml"
     toml.write_text('[api]\nauth_strategy = "keystone"\n')

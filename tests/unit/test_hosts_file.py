@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from stowage.compute.agent.faults import FaultSpec
 from stowage.compute.hosts import (
     OVS,
     SIM_BRIDGE,
@@ -217,3 +218,57 @@ def test_several_pfs_may_serve_one_physnet(tmp_path: Path) -> None:
                        "{name: ens6, kind: sriov, physnet: p1, vfs: 2}", OK_BR)
     (host,) = load_hosts_file(write(tmp_path, "hosts.yaml", text))
     assert [d.name for d in host.network_devices] == ["ens5", "ens6", "br0"]
+
+
+# --- faults armed when the agent starts (docs/faults.md) ------------------------------
+FAULTS_TOML = """
+[[hosts]]
+name = "flaky"
+
+[[hosts.faults]]
+step = "spawn"
+mode = "times"
+times = 2
+error = "disk full"
+
+[[hosts.faults]]
+step = "heartbeat"
+mode = "always"
+
+[[hosts.faults]]
+step = "prep_resize"
+"""
+FAULTS_YAML = """
+hosts:
+  - name: flaky
+    faults:
+      - {step: spawn, mode: times, times: 2, error: disk full}
+      - {step: heartbeat, mode: always}
+      - {step: prep_resize}
+"""
+
+
+@pytest.mark.parametrize(("name", "text"), [("hosts.toml", FAULTS_TOML),
+                                            ("hosts.yaml", FAULTS_YAML)])
+def test_faults_in_toml_and_yaml(tmp_path: Path, name: str, text: str) -> None:
+    [host] = load_hosts_file(write(tmp_path, name, text))
+    assert host.faults == (FaultSpec("spawn", 2, "disk full"), FaultSpec("heartbeat", None),
+                           FaultSpec("prep_resize", 1))
+
+
+@pytest.mark.parametrize(("faults", "message"), [
+    ('{ step = "spwan" }', "'step' must be one of"),
+    ('{ step = "agent" }', "step 'agent' kills the agent"),
+    ('{ step = "spawn", mode = "times" }', "'times' must be an integer from 1"),
+    ('{ step = "spawn", times = 0 }', "'times' must be an integer from 1"),
+    ('{ step = "spawn", mode = "always", times = 3 }', "'times' goes with mode 'times'"),
+    ('{ step = "spawn", mode = "often" }', "'mode' must be one of"),
+    ('{ step = "spawn", error = "" }', "'error' must be a non-empty string"),
+    ('{ step = "spawn", when = 1 }', "unknown key(s) ['when']"),
+    ('{ step = "spawn" }, { step = "spawn", mode = "always" }', "step 'spawn' is listed twice"),
+])
+def test_bad_faults_name_host_and_fault(tmp_path: Path, faults: str, message: str) -> None:
+    text = f'[[hosts]]\nname = "flaky"\nfaults = [{faults}]\n'
+    with pytest.raises(HostsFileError, match="host 'flaky': 'faults'") as err:
+        load_hosts_file(write(tmp_path, "hosts.toml", text))
+    assert message in str(err.value)

@@ -5,7 +5,8 @@
 2. No provider is used beyond its capacity, (total - reserved) x ratio.
 3. A migration in a final status owns nothing -- but an evacuation `done`
    owns its source's allocation until the source agent, started again,
-   cleans up and sets it `completed`.
+   cleans up and sets it `completed`, or its server is deleted (the delete
+   drops that allocation and soft-deletes the migration).
 4. A settled instance (active, stopped, shelved or error, with a host, no
    move in progress) holds exactly its flavor and its ports' request groups
    (bandwidth, VFs: `instance_ports.request`), all of it in its host's tree or
@@ -15,6 +16,11 @@
    migration the flavor on that evacuation's source (the ports' groups count
    on both sides of a move). An instance without a host (shelved and
    offloaded, never scheduled) holds nothing.
+5. Given the Network service (`network`): every port a live server's records
+   name exists there, and no port is bound (`device_owner` compute:*) to a
+   server that is not live -- a port deleted behind the server's back while
+   no detach could run, or one a delete or a crash left bound. Both are
+   reported, not repaired: detach the port, or unbind or delete it.
 
 `audit()` returns the violations as sentences (empty when all hold). The
 tests call it after every operation; `stowage manage placement audit` runs it.
@@ -33,6 +39,7 @@ import sqlalchemy as sa
 from stowage.compute import instance_ports, instances, migrations, port_requests, resources, states
 from stowage.compute import tables as t
 from stowage.db import Database
+from stowage.network.client import NetworkClient
 from stowage.placement.client import PlacementClient
 
 __all__ = ["audit", "orphans", "delete_orphans", "node_uuids", "Dbs", "live_instances"]
@@ -83,31 +90,59 @@ def node_uuids(db: Dbs) -> dict[str, str]:
     return found
 
 
-def audit(db: Dbs, placement: PlacementClient) -> list[str]:
+def audit(db: Dbs, placement: PlacementClient,
+          network: NetworkClient | None = None) -> list[str]:
     providers = placement.providers()
     held = _holdings(placement, providers)
     problems = [p for rp in providers for p in _over_capacity(placement, rp)]
     live, moves = _known(db)
     in_tree = {rp["uuid"]: rp["root_provider_uuid"] for rp in providers}
     nodes = node_uuids(db)
-    ports = _port_amounts(db, list(live))
+    rows = _port_rows(db, list(live))
+    ports = _port_amounts(rows)
     for consumer, what in _orphans(held, live, moves).items():
         problems.append(f"{consumer} holds {held[consumer]} but is a {what}")
     for inst in live.values():
         problems.extend(_instance_problems(inst, held, moves, in_tree, nodes,
                                            ports.get(inst.uuid, {})))
+    if network is not None:
+        problems.extend(_port_problems(network, live, rows))
     return problems
 
 
-def _port_amounts(db: Dbs, uuids: list[str]) -> dict[str, dict[str, int]]:
-    """instance -> what its ports' request groups add to its flavor, by resource class."""
-    rows: dict[str, list[instance_ports.InstancePort]] = {}
+PortRows = dict[str, list[instance_ports.InstancePort]]
+
+
+def _port_rows(db: Dbs, uuids: list[str]) -> PortRows:
+    """instance -> its `instance_ports` rows, from every cell."""
+    rows: PortRows = {}
     for one in _each(db):
         with one.read() as conn:
             rows.update(instance_ports.of_instances(conn, uuids))
+    return rows
+
+
+def _port_amounts(rows: PortRows) -> dict[str, dict[str, int]]:
+    """instance -> what its ports' request groups add to its flavor, by resource class."""
     return {uuid: port_requests.amounts(port_requests.PortRequest.from_json(r.request)
                                         for r in ports if r.request)
             for uuid, ports in rows.items()}
+
+
+def _port_problems(network: NetworkClient, live: Mapping[str, Any],
+                   rows: PortRows) -> list[str]:
+    """Rule 5, from one listing of every port (admin: all projects)."""
+    listed = network.list_ports()
+    known = {str(p["id"]) for p in listed}
+    problems = [f"instance {uuid} is bound to port {row.port_id}, which the Network "
+                "service does not have"
+                for uuid, ports in sorted(rows.items()) for row in ports
+                if row.port_id and row.port_id not in known]
+    problems += [f"port {p['id']} is bound to server {p['device_id']}, which does not exist"
+                 for p in sorted(listed, key=lambda p: str(p["id"]))
+                 if str(p.get("device_owner") or "").startswith("compute:")
+                 and p.get("device_id") and p["device_id"] not in live]
+    return problems
 
 
 def _orphans(held: Mapping[str, Any], live: Mapping[str, Any],

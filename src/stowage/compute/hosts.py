@@ -36,6 +36,12 @@ hosts file describes hosts one by one, in TOML (`[[hosts]]` tables) or YAML
     vnic_types = ["direct", "macvtap", "direct-physical"]
     vfs = 8
 
+    [[hosts.faults]]                   # armed when the agent starts (docs/faults.md)
+    step = "spawn"
+    mode = "times"                     # once (default) | times | always
+    times = 2
+    error = "disk full"
+
 What a network device turns into in Placement is `agent/network_devices.py`'s
 business; docs/network-devices.md explains both.
 
@@ -61,6 +67,8 @@ from typing import Any
 
 import os_traits
 import yaml
+
+from stowage.compute.agent.faults import ARMABLE_STEPS, FaultSpec, FaultSpecError
 
 __all__ = ["HostConfig", "NetworkDevice", "HostsFileError", "sim_hosts", "load_hosts_file",
            "shared_disk", "RESERVABLE", "OVS", "SRIOV", "AGENT_TYPES", "VNIC_TYPES",
@@ -143,6 +151,8 @@ class HostConfig:
     # The cell the host belongs to, by name ("": the default cell, cell1); a host's
     # servers keep their records in its cell's database (docs/cells.md).
     cell: str = ""
+    # Faults armed when the host's agent starts (compute/agent/faults.py, docs/faults.md).
+    faults: tuple[FaultSpec, ...] = ()
 
 
 class HostsFileError(ValueError):
@@ -346,6 +356,29 @@ def _vnic_types(where: str, kind: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _faults(where: str, value: Any) -> tuple[FaultSpec, ...]:
+    """Faults to arm at start, one per step ("agent", a kill, is not one to arm)."""
+    if not isinstance(value, list):
+        raise HostsFileError(f"{where} must be a list of faults (in TOML, "
+                             f"[[hosts.faults]] tables), got {value!r}")
+    specs: dict[str, FaultSpec] = {}
+    for index, raw in enumerate(value):
+        at = f"{where}[#{index + 1}]"
+        if not isinstance(raw, Mapping):
+            raise HostsFileError(f"{at}: expected a table/mapping, got {type(raw).__name__}")
+        try:
+            spec = FaultSpec.from_mapping(raw)
+        except FaultSpecError as exc:
+            raise HostsFileError(f"{at}: {exc}") from None
+        if spec.step not in ARMABLE_STEPS:
+            raise HostsFileError(f"{at}: step {spec.step!r} kills the agent; it cannot be "
+                                 "armed at start")
+        if spec.step in specs:
+            raise HostsFileError(f"{where}: step {spec.step!r} is listed twice")
+        specs[spec.step] = spec
+    return tuple(specs.values())
+
+
 _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "vcpus": _integer(1), "memory_mb": _integer(1), "disk_gb": _integer(0),
     "reserved": _counts(RESERVABLE),
@@ -354,7 +387,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "traits": _traits, "aggregates": _aggregates,
     "availability_zone": _text, "pci": _counts(None), "shared_storage": _text,
     "host_ip": _text, "network_devices": _network_devices,
-    "service_version": _integer(0), "cell": _text,
+    "service_version": _integer(0), "cell": _text, "faults": _faults,
 }
 
 

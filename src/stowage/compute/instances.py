@@ -207,12 +207,19 @@ def save_lock(conn: Connection, uuid: str, expected: tuple[bool, str | None],
 
 
 def soft_delete(conn: Connection, uuid: str) -> None:
-    """Mark the instance deleted; its tags go with it, as Nova's instance_destroy drops them."""
+    """Mark the instance deleted; its tags go with it, as Nova's instance_destroy drops them,
+    and its migrations are soft-deleted with it, as there (an evacuation `done` then owns
+    nothing: the delete dropped its allocation first, `migrations.awaiting_source_cleanup`)."""
     now = utcnow()
     conn.execute(_I.update().where(_I.c.uuid == uuid, _I.c.deleted == 0).values(
         deleted=_I.c.id, deleted_at=now, terminated_at=now, vm_state="deleted",
         task_state=None, power_state=0, updated_at=now))
     conn.execute(t.tags.delete().where(t.tags.c.resource_id == uuid))
+    m = t.migrations
+    # UPDATE migrations SET deleted = id, updated_at = :now
+    #  WHERE instance_uuid = :uuid AND deleted = 0
+    conn.execute(m.update().where(m.c.instance_uuid == uuid, m.c.deleted == 0)
+                 .values(deleted=m.c.id, updated_at=now))
 
 
 def list_instances(conn: Connection, filters: Mapping[str, Any] | None = None,

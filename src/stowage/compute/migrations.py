@@ -56,6 +56,8 @@ class Migration:
     created_at: datetime.datetime | None = None
     updated_at: datetime.datetime | None = None
     id: int | None = None
+    # Its id once its instance was deleted (Nova's instance_destroy soft-deletes them).
+    deleted: int = 0
 
     @property
     def finished(self) -> bool:
@@ -64,15 +66,16 @@ class Migration:
 
 def awaiting_source_cleanup(mig: Migration) -> bool:
     """An evacuation `done`: final for the move, not for accounting. It owns the dead
-    source's allocation until the source agent, started again, cleans up (`completed`)."""
-    return mig.migration_type == "evacuation" and mig.status == "done"
+    source's allocation until the source agent, started again, cleans up (`completed`),
+    or until its server is deleted (the delete drops it and soft-deletes the migration)."""
+    return mig.migration_type == "evacuation" and mig.status == "done" and not mig.deleted
 
 
 _COLUMNS = tuple(f.name for f in fields(Migration))
 # A move writes its migration at every step: hand-written SQL, typed as Core would type it.
 _RECORD = Columns(_M, _COLUMNS)
 _GET = Sql(f"SELECT {_RECORD.select_list} FROM migrations WHERE uuid = :uuid")
-_INSERT_NAMES = (*(name for name in _COLUMNS if name != "id"), "deleted")
+_INSERT_NAMES = tuple(name for name in _COLUMNS if name != "id")
 _INSERT = Sql(f"INSERT INTO migrations ({', '.join(_INSERT_NAMES)}) "
               f"VALUES ({', '.join(':' + name for name in _INSERT_NAMES)}) RETURNING id")
 _SAVES: dict[tuple[str, ...], Sql] = {}
@@ -89,7 +92,7 @@ def _from_row(row: Any) -> Migration:
 
 def create(conn: Connection, mig: Migration) -> Migration:
     now = utcnow()
-    values = {name: getattr(mig, name) for name in _INSERT_NAMES if name != "deleted"}
+    values = {name: getattr(mig, name) for name in _INSERT_NAMES}
     values.update(created_at=now, updated_at=None, deleted=0)
     if conn.dialect.insert_returning:
         mig.id = int(_INSERT.scalar(conn, **_RECORD.dump(conn, values)))

@@ -178,4 +178,8 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
     "os_compute_api:os-console-output": (PROJECT_MEMBER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),
     "os_compute_api:os-server-diagnostics": (ADMIN, "rule:admin_api"),
     "os_compute_api:os-admin-actions:inject_network_info": (ADMIN, "rule:admin_api"),
+    # stowage's own: a simulated host's injected faults (simulator_faults.py,
+    # docs/faults.md): admin only.
+    **{"os_compute_api:os-simulator:faults:" + name: (ADMIN, None)
+       for name in ("create", "index", "delete")},
 }

@@ -151,7 +151,10 @@ class ConductorAPI:
     def live_migrate_instance(self, instance_uuid: str, migration_uuid: str, request_id: str,
                               host: str | None, force: bool, block_migration: bool | None,
                               operation_uuid: str | None = None) -> None:
-        """Move a running server (`host`: the admin's choice; `force`: not scheduled)."""
+        """Move a running server (`host`: the admin's choice; `force`: not scheduled).
+
+        A cast at every microversion; before 2.34, where Nova's API calls its conductor,
+        the API then waits on the operation's journal (api/server_live_migrate.py)."""
         self.transport.cast(CONDUCTOR, "live_migrate_instance", instance_uuid=instance_uuid,
                             migration_uuid=migration_uuid, request_id=request_id, host=host,
                             force=force, block_migration=block_migration,
@@ -177,6 +180,12 @@ class ConductorAPI:
         self.transport.cast(CONDUCTOR, "detach_interface", instance_uuid=instance_uuid,
                             port_id=port_id, request_id=request_id,
                             operation_uuid=operation_uuid)
+
+    def power_update(self, instance_uuid: str, request_id: str, tag: str,
+                     operation_uuid: str | None = None) -> None:
+        """The power-update external event (conductor/power_update.py)."""
+        self.transport.cast(CONDUCTOR, "power_update", instance_uuid=instance_uuid,
+                            request_id=request_id, tag=tag, operation_uuid=operation_uuid)
 
 
 class SchedulerAPI:

@@ -21,6 +21,7 @@ inject faults.
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import threading
@@ -30,12 +31,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from stowage.compute import cells as cell_records
-from stowage.compute import rpc, services
+from stowage.compute import rpc, services, unbuilt
 from stowage.compute.agent.manager import ComputeAgent
 from stowage.compute.cells import Cells
 from stowage.compute.conductor import tasks
 from stowage.compute.conductor.manager import Conductor
 from stowage.compute.hosts import SIM_BRIDGE, HostConfig, load_hosts_file, sim_hosts
+from stowage.compute.reachable import until_reachable
 from stowage.compute.scheduler.manager import Scheduler
 from stowage.config import ComputeSettings
 from stowage.db import Database
@@ -101,10 +103,15 @@ class ControlPlane:
                           if CONDUCTOR_ROLE in self.roles else None)
         self.conductors: dict[str, Conductor] = (
             {} if self.conductor is None else {_key(self.db): self.conductor})
+        # API records of builds a crash cut off between their two commits (unbuilt.py):
+        # one sweeper per process, for every cell.
+        self.unbuilt = unbuilt.Sweeper(cells)
         self.agents: dict[str, ComputeAgent] = {}
         # Where the conductor and scheduler services of this process are listed.
         self.controller_host = socket.gethostname()
         self._stop = threading.Event()
+        # Set when faults killed every agent of an agent process (`kill_host`).
+        self.killed = threading.Event()
         self._timer: threading.Thread | None = None
         self._beater: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -115,7 +122,9 @@ class ControlPlane:
         Heartbeats get their own thread and start before the hosts: an agent of
         thousands of hosts takes minutes to register them, and a host that
         registered first must not be seen down meanwhile (nor behind a long
-        resource-tracker round on the timer thread).
+        resource-tracker round on the timer thread). A host whose start cannot
+        reach Placement is tried again with back-off (`reachable`), as
+        nova-compute waits for the API rather than exiting.
         """
         if self.scheduler is not None:
             self.transport.register(rpc.SCHEDULER, self.scheduler)
@@ -131,13 +140,15 @@ class ControlPlane:
             self._beater = self._thread("heartbeats", self._beat)
         if COMPUTE_ROLE in self.roles:
             for host in self.configured_hosts():
-                if self._stop.is_set():
+                # Placement may not answer yet (the API starts later): tried again.
+                if until_reachable(functools.partial(self.add_host, host),
+                                   f"host {host.name}: start", self._stop) is None:
                     return
-                self.add_host(host)
         if self.conductor is not None and not self._stop.is_set():
             # Once the agents are up: recovery asks their hypervisors what really exists.
             for conductor in list(self.conductors.values()):
                 conductor.start()
+            _guarded(self._sweep_unbuilt)
         if self.roles and not self._stop.is_set():
             self._timer = self._thread("periodic", self._periodic)
 
@@ -202,7 +213,8 @@ class ControlPlane:
         and the host is mapped to this plane's cell (a host mapped to another cell
         does not start: its records are there)."""
         agent = ComputeAgent(host, self.settings, self.api_db, self.placement,
-                             cell_db=self.cell_db_of_host(host))
+                             cell_db=self.cell_db_of_host(host), conductor=self.conductor_api)
+        agent.on_kill = lambda: self.kill_host(host.name, agent)
         agent.start()
         with self._lock:
             self.agents[host.name] = agent
@@ -218,6 +230,18 @@ class ControlPlane:
         self.transport.unregister(rpc.agent_target(name))
         if agent is not None:
             agent.stop()
+
+    def kill_host(self, name: str, agent: ComputeAgent) -> None:
+        """A fault killed the host's agent (agent/faults.py): it stops as `stop_host` stops
+        it. In an agent process whose last host this was, `killed` is set and the process
+        exits (compute/worker.py), as a dead nova-compute would be gone."""
+        with self._lock:
+            if self.agents.get(name) is not agent:
+                return  # a newer agent of that name runs now
+        self.stop_host(name)
+        LOG.warning("host %s: agent stopped (killed by fault injection)", name)
+        if self.roles == {COMPUTE_ROLE} and not self.agents:
+            self.killed.set()
 
     def reconfigure(self, settings: ComputeSettings) -> None:
         """New options for the conductor, scheduler and agents started from now on."""
@@ -294,10 +318,19 @@ class ControlPlane:
         jobs: list[tuple[tuple[str, int], float, Callable[[], None]]] = []
         if COMPUTE_ROLE in self.roles:
             jobs.append((("compute", 0), s.update_resources_interval, self._update_resources))
+            jobs.append((("compute", 1), s.sync_power_state_interval
+                         if s.sync_power_state_interval > 0 else float("inf"),
+                         self._sync_power_states))
         for key, conductor in list(self.conductors.items()):
             jobs.extend(((key, i), period, job)
                         for i, (period, job) in enumerate(_conductor_jobs(s, conductor)))
+        if self.conductor is not None:
+            jobs.append((("unbuilt", 0), s.conductor_lease_seconds, self._sweep_unbuilt))
         return jobs
+
+    def _sweep_unbuilt(self) -> None:
+        """Remove the API records of servers no cell got (unbuilt.py)."""
+        self.unbuilt.sweep(self.settings.conductor_lease_seconds)
 
     def _beat(self) -> None:
         """Every `report_interval` (read each round), all of this process's heartbeats."""
@@ -318,7 +351,7 @@ class ControlPlane:
                     services.heartbeat(conn, self.controller_host, binary)
         by_db: dict[str, tuple[Database, list[str]]] = {}
         for agent in list(self.agents.values()):
-            if agent.running:
+            if agent.beats():  # running, and no heartbeat fault (agent/faults.py)
                 by_db.setdefault(_key(agent.db), (agent.db, []))[1].append(agent.host.name)
         for db, hosts in by_db.values():
             for start in range(0, len(hosts), _HEARTBEAT_CHUNK):
@@ -345,6 +378,15 @@ class ControlPlane:
                                 thread_name_prefix="tracker") as pool:
             for agent in agents:
                 pool.submit(self._track, agent)
+
+    def _sync_power_states(self) -> None:
+        """Every running host's power-state sync, one host after another (a run reads one
+        list of instances and asks the driver, in memory, about each)."""
+        for agent in list(self.agents.values()):
+            if self._stop.is_set():
+                return
+            if agent.running:
+                _guarded(agent.sync_power_states)
 
     def _track(self, agent: ComputeAgent) -> None:
         """One host's run, unless the plane is stopping: a round of thousands of hosts

@@ -22,9 +22,11 @@ commit and SQLite's writers are serialised anyway.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import uuid as uuidlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +44,8 @@ from stowage.timeutil import utcnow
 __all__ = ["ServerGroup", "POLICIES", "HARD_POLICIES", "create", "get", "list_groups",
            "live_instances", "delete", "add_member", "remove_member", "members",
            "group_of_instance", "group_uuids_of",
-           "member_hosts", "max_server_per_host", "PolicyViolated", "check_host",
+           "member_hosts", "max_server_per_host", "PolicyViolated", "check_host", "late_check",
+           "LateCheck",
            "ANTI_AFFINITY_VIOLATED", "AFFINITY_VIOLATED"]
 
 _G = t.server_groups
@@ -248,22 +251,55 @@ def member_hosts(conn: Connection, group_uuid: str, cell_db: CellDbs = None
     return {uuid: host for uuid, host in live_in_cells(conn, cell_db, uuids).items() if host}
 
 
-def check_host(conn: Connection, instance_uuid: str, host: str, api_db: Database) -> None:
+# The late check as `late_check` lends it: (cell connection, instance, host) -> None.
+LateCheck = Callable[[Connection, str, str], None]
+
+
+@contextmanager
+def late_check(api_db: Database) -> Iterator[LateCheck]:
+    """The late check for a cell write transaction opened inside this block; the group's
+    row stays locked until the block ends, after that transaction committed.
+
+        with server_groups.late_check(api_db) as check:
+            with cell_db.write() as conn:
+                check(conn, instance_uuid, host)
+                ... record the instance (or migration) on the host ...
+            # the cell committed: the group is unlocked only now
+
+    With one database for both, the lock is the cell transaction's and ends
+    with it. With a cell database of its own, the group's API transaction,
+    opened inside the cell's (the one order, cell then API), ends only after
+    the cell's commit: the next member checked sees this one's host, where
+    ending it first let two members checked at that moment both pass.
+    """
+    with contextlib.ExitStack() as held:
+        def check(conn: Connection, instance_uuid: str, host: str) -> None:
+            check_host(conn, instance_uuid, host, api_db, held)
+
+        yield check
+
+
+def check_host(conn: Connection, instance_uuid: str, host: str, api_db: Database,
+               held: contextlib.ExitStack | None = None) -> None:
     """Raise PolicyViolated unless the instance may run on `host` under its group's hard policy.
 
     Call it inside the (cell's) write transaction that records the instance on
     the host, `conn`: the group's row (`api_db`) stays locked until it ends
-    when one database holds both; with two, for the group's own transaction. Soft
-    policies only weigh hosts, so they are not checked. As Nova counts:
-    anti-affinity sees the other members on the host and those with a move
-    in progress from or to it; affinity sees the hosts the other members run on.
+    when one database holds both; with two, until `held` closes (`late_check`),
+    else for the group's own transaction. Soft policies only weigh hosts, so
+    they are not checked. As Nova counts: anti-affinity sees the other members
+    on the host and those with a move in progress from or to it; affinity sees
+    the hosts the other members run on.
     """
     with api_db.using(conn) as api:
         # Most servers are in no group: they need no write transaction of the API's.
         if api.execute(sa.select(_M.c.group_id).where(
                 _M.c.instance_uuid == instance_uuid)).first() is None:
             return
-    with api_db.using(conn, write=True) as api:
+    with contextlib.ExitStack() as here:
+        apart = held is not None and conn.engine is not api_db.engine
+        api = (held if apart and held is not None else here).enter_context(
+            api_db.using(conn, write=True))
         group = _lock_group_of(api, instance_uuid)
         if group is None:
             return

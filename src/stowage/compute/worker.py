@@ -18,7 +18,8 @@ What a role does when it runs alone:
   When the broker goes away the agents keep their guests and their timer
   (heartbeats go to the database), and their consumers reconnect. SIGHUP
   makes every host report its providers in full at its next period (as it
-  clears nova-compute's provider cache).
+  clears nova-compute's provider cache). When fault injection kills the
+  agent of every host of the process (docs/faults.md), it exits with status 1.
 """
 
 from __future__ import annotations
@@ -57,9 +58,12 @@ def run_until_signalled(plane: ControlPlane, name: str) -> int:
                  ", ".join(sorted(plane.agents)) or "none")
         # A timed wait, so that the signal handler runs promptly on the main thread.
         while not stopping.wait(1.0):
-            pass
+            if plane.killed.is_set():
+                LOG.warning("%s: every host's agent was killed by fault injection; "
+                            "exiting", name)
+                break
     finally:
         plane.stop()
         plane.db.dispose()
     LOG.info("%s: stopped", name)
-    return 0
+    return 1 if plane.killed.is_set() else 0

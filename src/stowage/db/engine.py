@@ -171,12 +171,15 @@ class Database:
                 role == API and engine is not self.engine for engine, role in held):
             raise LockOrderViolation("a cell's write transaction inside the API's: the "
                                      "order is a cell's, then the API's (db/engine.py)")
-        held.append((self.engine, self.role))
+        entry = (self.engine, self.role)
+        held.append(entry)
         try:
             with self._write_transaction() as conn:
                 yield conn
         finally:
-            held.pop()
+            # Its own entry: the late group check ends an API transaction after the
+            # cell's it was opened in (server_groups.late_check), not only last in first out.
+            del held[max(i for i, e in enumerate(held) if e is entry)]
 
     @contextmanager
     def _write_transaction(self) -> Iterator[Connection]:

@@ -7,7 +7,8 @@ password hashes (`passwords`); tokens are random strings kept hashed in the
 database so that every API worker shares them (`tokens`, `tables`). Every
 service then validates `X-Auth-Token` against them (`middleware`) and builds
 the same request context noauth2 builds. `login` turns an auth body into
-what the new token grants; `catalog` lists stowage's own endpoints; `api`
-serves the Identity v3 routes under `/identity` (`app`); `service_auth` is
-the token compute sends to services of other processes.
+what the new token grants, and `lockout` counts its wrong passwords;
+`catalog` lists stowage's own endpoints; `api` serves the Identity v3
+routes under `/identity` (`app`); `service_auth` is the token compute sends
+to services of other processes.
 """

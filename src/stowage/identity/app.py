@@ -16,8 +16,9 @@ from stowage.identity.directory import Directory
 from stowage.identity.middleware import authenticator_for, identity_url
 from stowage.web.app import ServiceApp, ServiceSpec
 from stowage.web.cors import Cors
-from stowage.web.errors import HTTPError
+from stowage.web.errors import HTTPError, webob_error
 from stowage.web.http import Request, Response, json_response
+from stowage.web.limits import BodyLimits
 from stowage.web.routing import Router
 
 __all__ = ["build_app", "render_error"]
@@ -43,6 +44,8 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         authenticate=authenticator_for(settings, db),
         microversioned=False,
         public_paths=PUBLIC_PATHS | {"/v3/auth/tokens"},
+        limits=BodyLimits.of(settings.api, "identity"),
+        render_too_large=webob_error,
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
     directory = Directory.from_settings(settings.identity)

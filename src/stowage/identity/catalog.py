@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Service", "Endpoint", "Catalog", "INTERFACES"]
+__all__ = ["Service", "Endpoint", "Catalog", "INTERFACES", "name_and_path"]
 
 _NAMESPACE = uuid.UUID("0b7c1f2e-8d4a-4e0b-a7f3-5e1c9d2b6a44")
 INTERFACES = ("public", "internal", "admin")
@@ -32,6 +32,12 @@ _KNOWN = {
     "image": ("glance", "/image", "Image Service"),
     "network": ("neutron", "/network", "Network Service"),
 }
+
+
+def name_and_path(service_type: str) -> tuple[str, str]:
+    """The catalog's name of a service type and its endpoint path below the base URL."""
+    name, path, _ = _KNOWN[service_type]
+    return name, path
 
 
 @dataclass(frozen=True)

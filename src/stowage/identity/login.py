@@ -5,9 +5,12 @@
                                       ->  a Grant for tokens.issue
 
 Every refusal is `LoginRefused` (a 401): an unknown user and a wrong password
-read the same, as Keystone's do, so that the answer does not tell which
-user names exist. A body without an explicit scope gets the user's default
-project, when the user holds a role on it (Keystone's rule).
+read the same, as Keystone's do, and cost the same -- an unknown user's
+password is checked against `passwords.dummy_hash` -- so that neither the
+answer nor its time tells which user names exist. A locked-out user
+(`lockout`) gets Keystone's "account is locked" 401 instead. A body without
+an explicit scope gets the user's default project, when the user holds a
+role on it (Keystone's rule).
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from typing import Any
 from stowage.db import Database
 from stowage.identity import tokens
 from stowage.identity.directory import Directory, Domain, Project, User
-from stowage.identity.passwords import verify_password
+from stowage.identity.lockout import Lockout, locked_message
+from stowage.identity.passwords import dummy_hash, verify_password
 
-__all__ = ["LoginRefused", "grant_for", "METHODS"]
+__all__ = ["LoginRefused", "grant_for", "check_password", "METHODS"]
 
 METHODS = ("password", "token")
 _GENERIC = "The request you have made requires authentication."
@@ -39,23 +43,41 @@ def _domain(directory: Directory, ref: Any) -> Domain | None:
     return directory.domain(ref.get("id"), ref.get("name"))
 
 
-def _password_user(directory: Directory, body: dict[str, Any]) -> User:
-    ref = body["user"]
+def _named_user(directory: Directory, ref: dict[str, Any]) -> User | None:
+    """The user a password body names (by id, or by name in a domain); None if nobody."""
     if ref.get("id"):
-        user = directory.user(ref["id"])
-    elif ref.get("name"):
+        return directory.user(ref["id"])
+    if ref.get("name"):
         domain = _domain(directory, ref.get("domain"))
-        if domain is None:
-            raise LoginRefused()
-        user = directory.user(name=ref["name"], domain_id=domain.id)
-    else:
+        return None if domain is None else directory.user(name=ref["name"],
+                                                          domain_id=domain.id)
+    return None
+
+
+def _password_user(directory: Directory, lockout: Lockout, body: dict[str, Any]) -> User:
+    ref = body["user"]
+    password = str(ref.get("password", ""))
+    user = _named_user(directory, ref)
+    if user is None:
+        verify_password(password, dummy_hash())  # the same work as a wrong password
         raise LoginRefused()
-    if user is None or not verify_password(str(ref.get("password", "")), user.password_hash):
-        raise LoginRefused()
+    check_password(lockout, user, password)
     return user
 
 
-def _identify(db: Database, directory: Directory,
+def check_password(lockout: Lockout, user: User, password: str) -> None:
+    """LoginRefused unless `password` is the user's and the user is not locked out; a
+    wrong one is counted, a right one clears the count (login and password change)."""
+    now = tokens.utcnow()
+    if lockout.is_locked(user.id, now):
+        raise LoginRefused(locked_message(user.id))
+    if not verify_password(password, user.password_hash or dummy_hash()):
+        lockout.failed(user.id, now)
+        raise LoginRefused()
+    lockout.succeeded(user.id)
+
+
+def _identify(db: Database, directory: Directory, lockout: Lockout,
               identity: dict[str, Any]) -> tuple[User, tokens.Token | None]:
     """The user every named method proves, and the token exchanged (if any)."""
     methods = identity["methods"]
@@ -67,7 +89,7 @@ def _identify(db: Database, directory: Directory,
         if method not in identity:
             raise LoginRefused()
         if method == "password":
-            users.append(_password_user(directory, identity["password"]))
+            users.append(_password_user(directory, lockout, identity["password"]))
         else:
             parent = tokens.lookup(db, identity["token"]["id"])
             found = directory.user(parent.user_id) if parent else None
@@ -124,9 +146,11 @@ def _scoped(directory: Directory, user: User, scope: Any) -> dict[str, Any]:
     raise LoginRefused(f"User {user.id} has no access to the system")
 
 
-def grant_for(db: Database, directory: Directory, auth: dict[str, Any]) -> tokens.Grant:
+def grant_for(db: Database, directory: Directory, auth: dict[str, Any],
+              lockout: Lockout | None = None) -> tokens.Grant:
     """What the validated auth body earns; LoginRefused otherwise."""
-    user, parent = _identify(db, directory, auth["identity"])
+    lockout = lockout if lockout is not None else Lockout(db, attempts=0, duration=1)
+    user, parent = _identify(db, directory, lockout, auth["identity"])
     scope = _scoped(directory, user, auth.get("scope"))
     methods = tuple(dict.fromkeys(auth["identity"]["methods"]))
     if parent is None:

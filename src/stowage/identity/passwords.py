@@ -7,11 +7,12 @@ Plain passwords are hashed as the settings are read and never kept.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
 
-__all__ = ["hash_password", "verify_password", "is_password_hash"]
+__all__ = ["hash_password", "verify_password", "is_password_hash", "dummy_hash"]
 
 _SCHEME = "scrypt"
 # 16 MiB of memory per hash, about 50 ms: the interactive cost scrypt's paper suggests.
@@ -60,3 +61,14 @@ def verify_password(password: str, stored: str) -> bool:
         return False
     n, r, p, salt, key = parts
     return hmac.compare_digest(_derive(password, salt, n, r, p), key)
+
+
+@functools.cache
+def dummy_hash() -> str:
+    """A hash of a random password nobody knows, made once per process.
+
+    A login naming an unknown user (or one without a password) is checked
+    against it, so that it costs the same scrypt as a wrong password does:
+    the time of the answer does not tell which user names exist.
+    """
+    return hash_password(secrets.token_urlsafe(24))

@@ -10,7 +10,8 @@ sources: a name the settings file uses is refused here, and the unique
 constraints turn two concurrent creates of one name into one row and a
 `Conflict`. Writes that make issued tokens wrong -- deleting or disabling a
 user or project, changing a password, removing a grant or a role -- delete
-those tokens in the same transaction (Keystone revokes them too).
+those tokens in the same transaction (Keystone revokes them too); enabling
+or deleting a user forgets its failed logins (`lockout`).
 
 The functions take already validated values; the API modules check policy,
 bodies and that settings-file entries are left alone.
@@ -25,7 +26,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from stowage.db import Database
-from stowage.identity import tokens
+from stowage.identity import lockout, tokens
 from stowage.identity.directory import Assignment, Directory, Project, Role, User
 from stowage.identity.tables import identity_assignments as _A
 from stowage.identity.tables import identity_projects as _P
@@ -161,6 +162,8 @@ def update_user(db: Database, fixed: Directory, user: User,
         found = _update(conn, _U, user.id, changes, conflict)
         if found and ("password_hash" in changes or changes.get("enabled") is False):
             tokens.revoke_matching(conn, user_id=user.id)
+        if found and changes.get("enabled") is True:
+            lockout.forget(conn, user.id)  # Keystone's way to unlock a locked-out user
     return found
 
 
@@ -170,6 +173,7 @@ def delete_user(db: Database, user_id: str) -> bool:
         gone = conn.execute(_U.delete().where(_U.c.id == user_id)).rowcount
         if gone:
             conn.execute(_A.delete().where(_A.c.user_id == user_id))
+            lockout.forget(conn, user_id)
             tokens.revoke_matching(conn, user_id=user_id)
     return bool(gone)
 

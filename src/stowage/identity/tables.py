@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from stowage.placement.tables import exact_string
 
 __all__ = ["metadata", "identity_tokens", "identity_projects", "identity_users",
-           "identity_roles", "identity_assignments"]
+           "identity_roles", "identity_assignments", "identity_login_failures"]
 
 metadata = sa.MetaData()
 
@@ -82,4 +82,14 @@ identity_assignments = sa.Table(
     sa.Column("target_id", exact_string(64), primary_key=True),
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.Index("ix_identity_assignments_target_id", "target_id"),
+)
+
+# Failed password logins per user (`identity.lockout`), as Keystone's local_user
+# failed_auth_count / failed_auth_at. No foreign key: settings-file users count too.
+# A row exists only while a user has failures to count; success deletes it.
+identity_login_failures = sa.Table(
+    "identity_login_failures", metadata,
+    sa.Column("user_id", exact_string(64), primary_key=True),
+    sa.Column("failed_count", sa.Integer, nullable=False),
+    sa.Column("failed_at", sa.DateTime, nullable=False),
 )

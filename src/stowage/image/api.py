@@ -235,7 +235,7 @@ def delete_image(req: Request) -> Response:
 def upload_image(req: Request) -> Response:
     with req.app.db.write() as conn:
         _held(req, conn, "upload_image")
-        img.record_upload(conn, req.params["image_id"], req.context, len(req.body))
+        img.record_upload(conn, req.params["image_id"], req.context, req.body_size)
     return empty_response(204)
 
 
@@ -250,5 +250,5 @@ ROUTES = [
     Route("GET", _ONE, show_image),
     Route("PATCH", _ONE, patch_image),
     Route("DELETE", _ONE, delete_image),
-    Route("PUT", _ONE + "/file", upload_image),
+    Route("PUT", _ONE + "/file", upload_image, upload=True),
 ]

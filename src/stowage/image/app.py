@@ -15,8 +15,9 @@ from stowage.image.api import PUBLIC_PATHS, ROUTES
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
 from stowage.web.cors import Cors
-from stowage.web.errors import HTTPError
-from stowage.web.http import Request, Response, json_response
+from stowage.web.errors import HTTPError, webob_error
+from stowage.web.http import Request, Response
+from stowage.web.limits import BodyLimits
 from stowage.web.routing import Router
 
 __all__ = ["ImageState", "build_app", "render_error"]
@@ -32,8 +33,7 @@ class ImageState:
 
 def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:
     """Glance answers JSON clients with webob's body: code, title and message."""
-    return json_response({"code": f"{err.status} {err.title}", "title": err.title,
-                          "message": err.detail}, status=err.status)
+    return webob_error(req, err, versioned)
 
 
 def build_app(settings: Settings, db: Database) -> ServiceApp:
@@ -46,6 +46,7 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         challenge=challenge_for(settings),
         microversioned=False,
         public_paths=PUBLIC_PATHS,
+        limits=BodyLimits.of(settings.api, "image"),
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
     return ServiceApp(spec, ImageState(settings, db, policy.enforcer(settings.policy)))

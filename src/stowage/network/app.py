@@ -21,19 +21,21 @@ from stowage.web.app import ServiceApp, ServiceSpec
 from stowage.web.cors import Cors
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
+from stowage.web.limits import BodyLimits
 from stowage.web.routing import Handler, Route, Router, routes_of
 
 __all__ = ["NetworkState", "build_app", "render_error", "HANDLER_MODULES"]
 
 # One module per URL noun, in matching order.
 HANDLER_MODULES = ("versions", "networks", "subnets", "ports", "bindings", "qos",
-                   "security_groups")
+                   "security_groups", "quotas")
 # The error `type` Neutron gives a status when no specific exception names one.
 _DEFAULT_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden",
                   404: "HTTPNotFound", 405: "HTTPMethodNotAllowed", 406: "HTTPNotAcceptable",
-                  409: "HTTPConflict", 412: "HTTPPreconditionFailed",
-                  415: "HTTPUnsupportedMediaType", 500: "HTTPInternalServerError",
-                  501: "HTTPNotImplemented", 503: "HTTPServiceUnavailable"}
+                  408: "HTTPRequestTimeout", 409: "HTTPConflict", 412: "HTTPPreconditionFailed",
+                  413: "HTTPRequestEntityTooLarge", 415: "HTTPUnsupportedMediaType",
+                  500: "HTTPInternalServerError", 501: "HTTPNotImplemented",
+                  503: "HTTPServiceUnavailable"}
 
 
 @dataclass
@@ -77,6 +79,7 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         challenge=challenge_for(settings),
         microversioned=False,
         public_paths=PUBLIC_PATHS,
+        limits=BodyLimits.of(settings.api, "network"),
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
     return ServiceApp(spec, NetworkState(settings, db, policy.enforcer(settings.policy)))

@@ -21,7 +21,7 @@ from stowage.config import NetworkSettings
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.network import errors as e
-from stowage.network import qos, segments
+from stowage.network import qos, quotas, segments
 from stowage.network import tables as t
 from stowage.network.policy import Guard
 from stowage.network.segments import Segment
@@ -178,7 +178,9 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
            settings: NetworkSettings) -> Network:
     ctx = guard.ctx
     project_id = values.get("project_id") or ctx.project_id or ""
+    # The rules first, then the quota, in the create's transaction (as Neutron's API layer).
     guard.check("create_network", {**values, **_owner(project_id)}, values)
+    quotas.claim(conn, project_id, "network")
     segment = segments.requested(values, settings.tenant_network_type)
     qos.check_usable(conn, ctx, values.get("qos_policy_id"))
     now = utcnow()

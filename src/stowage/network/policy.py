@@ -12,6 +12,9 @@ With the defaults (`[policy] enforce_new_defaults = true`):
 - a network's owner (a member of its project) decides about its subnets
   and about addresses and MACs of ports on it (`rule:network_owner`);
 - QoS policies and their rules are changed by admins only;
+- quotas (`get_quota`, `update_quota`, `delete_quota`) are admins' only,
+  but a project reads its own limits, defaults and usage without a rule,
+  as in Neutron;
 - admin-only attributes are rules of their own, `ACTION:ATTRIBUTE`
   (`create_network:shared`, `update_port:binding:host_id`,
   `get_port:binding:profile`, ...): a caller without them gets 403 for
@@ -162,8 +165,14 @@ _QOS: Rules = {
     "delete_policy_minimum_bandwidth_rule": (ADMIN, _LEGACY_ADMIN),
 }
 
+# Quotas (neutron/conf/policies/quotas.py): admins only. A project reads its own limits
+# without any rule, as Neutron's quotas controller skips `get_quota` for them
+# (network/quotas.py `authorize`).
+_QUOTAS: Rules = {name: (ADMIN, _LEGACY_ADMIN)
+                  for name in ("get_quota", "update_quota", "delete_quota")}
+
 NETWORK_RULES: Rules = {**_BASE, **_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS,
-                        **_QOS}
+                        **_QOS, **_QUOTAS}
 
 
 def enforcer(settings: PolicySettings) -> Enforcer:

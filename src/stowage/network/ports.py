@@ -37,6 +37,7 @@ from stowage.network import (
     ipam,
     networks,
     qos,
+    quotas,
     resource_request,
     security_groups,
     subnets,
@@ -185,7 +186,9 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
     parent = networks.parent_target(conn, values["network_id"])
     guard.check("create_port", {**values, "project_id": project_id, "tenant_id": project_id,
                                 **parent}, _attributes(values))
+    quotas.claim(conn, project_id, "port")
     network = networks.hold(conn, values["network_id"], ctx)
+    ipam.check_count(values.get("fixed_ips"), values.get("device_owner", ""))
     qos.check_usable(conn, ctx, values.get("qos_policy_id"))
     held = subnets.of_network(conn, network.id, hold=True)
     now = utcnow()
@@ -260,6 +263,7 @@ def update(conn: Connection, guard: Guard, port_id: str, values: Mapping[str, An
     ctx = guard.ctx
     port = locked(conn, guard, port_id, expected, "update_port",
                   hold_subnets="fixed_ips" in values, values=values)
+    ipam.check_count(values.get("fixed_ips"), values.get("device_owner", port.device_owner))
     if "qos_policy_id" in values:
         _check_qos_change(conn, ctx, port, values["qos_policy_id"])
     changes = {k: values[k] for k in ("name", "description", "admin_state_up", "device_id",

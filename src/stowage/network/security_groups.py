@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.network import errors as e
+from stowage.network import quotas
 from stowage.network import security_group_rules as rules
 from stowage.network import tables as t
 from stowage.network.policy import Guard
@@ -152,6 +153,8 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any]) -> Group:
     guard.check("create_security_group",
                 {**values, "project_id": project_id, "tenant_id": project_id}, values)
     _check_name(values.get("name"))
+    # Counted before the project's default group is made, as Neutron reserves first.
+    quotas.claim(conn, project_id, "security_group")
     ensure_default(conn, project_id)
     group_id, now = str(uuid.uuid4()), utcnow()
     conn.execute(_G.insert().values(
@@ -270,6 +273,7 @@ def create_rule(conn: Connection, guard: Guard, values: Mapping[str, Any]) -> Ru
         "security_group:tenant_id": _group_project(conn, values["security_group_id"])},
         values)
     group = get(conn, ctx, values["security_group_id"])
+    quotas.claim(conn, values.get("project_id") or group.project_id, "security_group_rule")
     checked = rules.check(dict(values))
     remote = checked.get("remote_group_id")
     if remote is not None and remote != group.id:

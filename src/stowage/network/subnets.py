@@ -19,18 +19,20 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.context import RequestContext
-from stowage.errors import DomainError
+from stowage.errors import DomainError, Invalid
 from stowage.network import addresses as a
 from stowage.network import errors as e
-from stowage.network import networks
+from stowage.network import networks, quotas
 from stowage.network import tables as t
 from stowage.network.policy import Guard
 from stowage.network.standard import lock, utcnow
 
 __all__ = ["Subnet", "get", "list_subnets", "of_network", "create", "update", "delete",
-           "missing", "targets", "MAX_DNS_NAMESERVERS"]
+           "missing", "targets", "MAX_DNS_NAMESERVERS", "MAX_HOST_ROUTES"]
 
+# Neutron's max_dns_nameservers and max_subnet_host_routes defaults.
 MAX_DNS_NAMESERVERS = 5
+MAX_HOST_ROUTES = 20
 _S = t.subnets
 _N = t.networks
 
@@ -153,12 +155,18 @@ def _check_overlap(conn: Connection, network_id: str, net: a.Net) -> None:
                                   f"{network_id} overlaps with another subnet")
 
 
-def _check_lists(values: Mapping[str, Any], net: a.Net) -> None:
-    servers = values.get("dns_nameservers") or []
-    if len(servers) > MAX_DNS_NAMESERVERS:
-        raise e.invalid_input(f"Number of DNS nameservers exceeds the limit "
-                              f"{MAX_DNS_NAMESERVERS}")
-    for route in values.get("host_routes") or []:
+def _check_lists(values: Mapping[str, Any], net: a.Net, subnet_id: str | None) -> None:
+    """Neutron's limits on the subnet's lists, counted before any entry is looked at."""
+    shown = subnet_id or "new subnet"
+    if len(values.get("dns_nameservers") or []) > MAX_DNS_NAMESERVERS:
+        raise Invalid(f"Unable to complete operation for {shown}. The number of DNS "
+                      f"nameservers exceeds the limit {MAX_DNS_NAMESERVERS}.",
+                      e.DNS_NAMESERVERS_EXHAUSTED)
+    routes = values.get("host_routes") or []
+    if len(routes) > MAX_HOST_ROUTES:
+        raise Invalid(f"Unable to complete operation for {shown}. The number of host routes "
+                      f"exceeds the limit {MAX_HOST_ROUTES}.", e.HOST_ROUTES_EXHAUSTED)
+    for route in routes:
         destination = ipaddress.ip_network(route["destination"])
         if destination.version != net.version:
             raise e.invalid_input(f"Host route {route['destination']} does not match the "
@@ -172,11 +180,12 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any]) -> Subnet:
     parent = networks.parent_target(conn, network_id)
     guard.check("create_subnet", {**values, "project_id": project_id, "tenant_id": project_id,
                                   **parent}, values)
+    quotas.claim(conn, project_id, "subnet")
     networks.get(conn, ctx, network_id)
     lock(conn, _N, network_id, None, lambda: networks.missing(network_id))
     net = a.parse_cidr(values["cidr"], values["ip_version"])
     gateway, pools = _layout(values, net, None)
-    _check_lists(values, net)
+    _check_lists(values, net, None)
     _check_overlap(conn, network_id, net)
     now = utcnow()
     subnet_id = str(uuid.uuid4())
@@ -208,7 +217,7 @@ def update(conn: Connection, guard: Guard, subnet_id: str,
     ctx = guard.ctx
     subnet = _owned(conn, guard, subnet_id, "update_subnet", expected, values)
     gateway, pools = _layout(values, subnet.net, subnet)
-    _check_lists(values, subnet.net)
+    _check_lists(values, subnet.net, subnet_id)
     changes = {k: values[k] for k in ("name", "description", "enable_dhcp",
                                       "dns_nameservers", "host_routes") if k in values}
     changes.update(gateway_ip=str(gateway) if gateway else None,

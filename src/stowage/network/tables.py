@@ -25,6 +25,9 @@ The constraints carry the rules that concurrent writers must not break:
 - A security group that a port uses (`port_security_groups`) cannot be
   deleted (RESTRICT); deleting one removes the rules naming it as their
   remote group (CASCADE), as in Neutron.
+- `network_quotas (project_id, resource)` is the primary key: one limit per
+  project and resource; `network_quota_holds.project_id` is the row every
+  creator of a limited record locks before counting (see quotas.py).
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from stowage.placement.tables import exact_string
 
 __all__ = ["metadata", "qos_policies", "qos_minimum_bandwidth_rules", "networks", "subnets",
            "ports", "port_bindings", "ip_allocations", "security_groups",
-           "default_security_groups", "security_group_rules", "port_security_groups"]
+           "default_security_groups", "security_group_rules", "port_security_groups",
+           "network_quotas", "network_quota_holds"]
 
 metadata = sa.MetaData()
 
@@ -196,4 +200,18 @@ port_security_groups = sa.Table(
     sa.Column("security_group_id", exact_string(36), sa.ForeignKey("security_groups.id"),
               primary_key=True),
     sa.Index("ix_port_security_groups_group", "security_group_id"),
+)
+
+network_quotas = sa.Table(
+    "network_quotas", metadata,
+    sa.Column("project_id", exact_string(255), primary_key=True),
+    sa.Column("resource", exact_string(255), primary_key=True),
+    sa.Column("hard_limit", sa.Integer, nullable=False),
+)
+
+network_quota_holds = sa.Table(
+    "network_quota_holds", metadata,
+    sa.Column("project_id", exact_string(255), primary_key=True),
+    # Bumped by every hold, so the UPDATE that takes the row lock always changes it.
+    sa.Column("holds", sa.BigInteger, nullable=False),
 )

@@ -18,6 +18,7 @@ from stowage.web.auth import ANONYMOUS_CLIENT_TOKEN, noauth2
 from stowage.web.cors import Cors
 from stowage.web.errors import EXPLANATIONS, HTTPError
 from stowage.web.http import Request, Response, json_response
+from stowage.web.limits import BodyLimits
 from stowage.web.routing import Router
 
 __all__ = ["ANONYMOUS_CLIENT_TOKEN", "PlacementState", "build_app", "noauth2"]
@@ -91,6 +92,7 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         render_error=render_error,
         authenticate=authenticator_for(settings, db),
         challenge=challenge_for(settings),
+        limits=BodyLimits.of(settings.api, "placement"),
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
     state = PlacementState(settings, db, Enforcer(settings.policy), SnapshotCache())

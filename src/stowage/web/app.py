@@ -4,17 +4,27 @@ The per-request pipeline mirrors upstream Placement's middleware order:
 CORS, auth (401 before anything else), content-length/type sanity,
 microversion negotiation, routing (404/405), Accept and Content-Type checks,
 then the handler; the whole pipeline runs in a worker thread. Each service supplies its routes, its
-version list and how its errors are rendered.
+version list and how its errors are rendered. Every request read off the
+socket is then written to the request log (`requestlog`).
+
+A request read off a socket is authenticated from its headers before its
+body is read: an anonymous client's body is never read at all (401, then
+the connection is closed), and an accepted one's is read within the
+service's `web.limits` (413 when too large, 408 when too slow).
+In-process requests (`respond`, called by other stowage services) arrive
+whole and are not bounded.
 
 Defences every route gets without asking: a path holding a NUL character is
 404 (no record can be named so), a query holding one is 400, every error
 detail is cut to `DETAIL_LIMIT`, and a value the database refuses to store
-(DataError) is a 400, not a 500.
+(DataError) or a number too long for `int()` (`web.numbers`) is a 400, not a
+500.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,13 +35,16 @@ from starlette.concurrency import run_in_threadpool
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.policy import PolicyNotAuthorized
-from stowage.web import microversion
+from stowage.web import microversion, requestlog
 from stowage.web.body import unstorable
 from stowage.web.errors import DETAIL_LIMIT, HTTPError, shorten
 from stowage.web.http import Request, Response
+from stowage.web.limits import BodyLimits, BodyRefused, ClientGone, expects_body, read_body
+from stowage.web.numbers import TOO_MANY_DIGITS, too_many_digits
 from stowage.web.routing import Router
 
-__all__ = ["ServiceApp", "ServiceSpec", "PrefixDispatcher", "require_json_content"]
+__all__ = ["ServiceApp", "ServiceSpec", "PrefixDispatcher", "require_json_content",
+           "send_response"]
 
 LOG = logging.getLogger(__name__)
 
@@ -61,6 +74,12 @@ class ServiceSpec:
     cors: Any = None
     # oslo.middleware's header on every service; Nova adds its older X-Compute-Request-Id.
     request_id_headers: Sequence[str] = ("x-openstack-request-id",)
+    # How much body a request read off a socket may send, and how fast (None: no bound,
+    # e.g. an embedder's app); in-process requests (`respond`) are never bounded.
+    limits: BodyLimits | None = None
+    # How a 413 is rendered when upstream answers it from oslo.middleware's `sizelimit`
+    # in front of the service (Nova, Keystone: webob's body); None: `render_error`.
+    render_too_large: ErrorRenderer | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -117,21 +136,91 @@ class ServiceApp:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
-        req = await _read_request(scope, receive, self.state)
+        started = time.monotonic()
+        req = _request_head(scope, self.state)
+        resp = await self._answer(req, receive)
+        if resp is None:
+            return  # the client went away while its body was read
+        # Written as the answer starts, as Nova's start_response does: a client that has
+        # its answer finds the line already there.
+        query = f"?{req.query_string}" if req.query_string else ""
+        requestlog.write(req.context.request_id, req.remote_addr, req.method,
+                         f"{req.root_path}{req.path}{query}", resp.status, len(resp.body),
+                         requestlog.microversion_of(resp.headers), time.monotonic() - started)
+        await send_response(send, resp)
+
+    async def _answer(self, req: Request, receive: Receive) -> Response | None:
+        """CORS, the body within the service's limits, then the pipeline in a thread;
+        None when the client is gone."""
         cors = self.spec.cors
         if cors is not None and cors.is_preflight(req):
-            await _send(send, cors.preflight(req))
-            return
+            preflight: Response = cors.preflight(req)
+            return preflight
+        if expects_body(req.headers):
+            try:
+                refused = await self._take_body(req, receive)
+            except ClientGone:
+                return None
+            if refused is not None:
+                # The rest of the body stays unread: answer, then close the connection.
+                refused.headers.append(("connection", "close"))
+                if cors is not None:
+                    cors.decorate(req, refused)
+                return refused
         resp = await run_in_threadpool(self.respond, req)
         if cors is not None:
             cors.decorate(req, resp)
-        await _send(send, resp)
+        return resp
+
+    async def _take_body(self, req: Request, receive: Receive) -> Response | None:
+        """Authenticate from the headers, then read the body within the service's limits;
+        or the answer (401, 413, 408) that refuses the request before the body is read."""
+        refused = await run_in_threadpool(self._admit, req)
+        if refused is not None:
+            return refused
+        limits = self.spec.limits
+        if limits is None:
+            req.body = await _read_all(receive)
+            return None
+        upload = self._is_upload(req)
+        try:
+            body, size = await read_body(receive, req.headers, limits, upload)
+        except BodyRefused as exc:
+            render = self.spec.render_too_large if exc.status == 413 else None
+            err = HTTPError(exc.status, exc.detail)
+            resp = (render or self.spec.render_error)(req, err, False)
+            return self._stamp(req, resp, False)
+        req.body = body
+        if upload:
+            req.uploaded = size
+        return None
+
+    def _admit(self, req: Request) -> Response | None:
+        """None once the headers' token is accepted (kept on `req`); else the pipeline's
+        own answer for the request without its body -- the 401, or the error the
+        authenticator ran into."""
+        try:
+            ctx = self._authenticate(req)
+        except Exception:
+            ctx = None
+        if ctx is None:
+            return self.respond(req)
+        req.context = ctx
+        req.authenticated = True
+        return None
+
+    def _is_upload(self, req: Request) -> bool:
+        try:
+            route, _ = self.spec.router.match(req.method, req.path)
+        except HTTPError:
+            return False
+        return route.upload
 
     def respond(self, req: Request) -> Response:
         """The whole pipeline after CORS, synchronously: also what in-process clients call."""
         versioned = False
         try:
-            ctx = self._authenticate(req)
+            ctx = req.context if req.authenticated else self._authenticate(req)
             if ctx is None:
                 raise self._unauthorized(req)
             req.context = ctx
@@ -163,15 +252,28 @@ class ServiceApp:
                         shorten(str(exc.orig), 500))
             refused = HTTPError(400, "Invalid input: a value cannot be stored.")
             resp = self._render(req, refused, versioned)
+        except ValueError as exc:
+            if not too_many_digits(exc):
+                resp = self._failed(req, versioned)
+            else:
+                resp = self._render(req, HTTPError(400, TOO_MANY_DIGITS), versioned)
         except Exception:
-            LOG.exception("unexpected error in %s %s", req.method, req.path)
-            failure = HTTPError(500, "An unexpected error occurred; see the service log.")
-            resp = self._render(req, failure, versioned)
+            resp = self._failed(req, versioned)
+        return self._stamp(req, resp, versioned)
+
+    def _stamp(self, req: Request, resp: Response, versioned: bool) -> Response:
+        """Every answer's headers: the version (once negotiated) and the request id."""
         if versioned and self.spec.microversioned:
             self._version_headers(req, resp)
         resp.headers.extend((name, req.context.request_id)
                             for name in self.spec.request_id_headers)
         return resp
+
+    def _failed(self, req: Request, versioned: bool) -> Response:
+        """The 500 of an unexpected exception (being handled), which goes to the log."""
+        LOG.exception("unexpected error in %s %s", req.method, req.path)
+        failure = HTTPError(500, "An unexpected error occurred; see the service log.")
+        return self._render(req, failure, versioned)
 
     def _render(self, req: Request, err: HTTPError, versioned: bool) -> Response:
         """The service's error body, its detail bounded whatever the handler put in it."""
@@ -210,24 +312,34 @@ class ServiceApp:
             raise HTTPError(exc.status, f"Invalid microversion: {exc}", extra=extra) from None
 
 
-async def _read_request(scope: Scope, receive: Receive, state: Any) -> Request:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
+def _request_head(scope: Scope, state: Any) -> Request:
+    """The request as far as its headers go; the body is read later, if at all."""
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
     host = headers.get("host") or "{}:{}".format(*scope.get("server") or ("localhost", 80))
     scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
     root = scope.get("root_path", "")
+    client = scope.get("client")
     return Request(method=scope["method"], path=scope["path"] or "/",
                    query_string=scope.get("query_string", b"").decode("latin-1"),
-                   headers=headers, body=b"".join(chunks),
-                   base_url=f"{scheme}://{host}{root}", root_path=root, app=state)
+                   headers=headers, body=b"",
+                   base_url=f"{scheme}://{host}{root}", root_path=root, app=state,
+                   remote_addr=str(client[0]) if client else "-")
 
 
-async def _send(send: Send, resp: Response) -> None:
+async def _read_all(receive: Receive) -> bytes:
+    """The whole body, unbounded: for a service built without `ServiceSpec.limits`."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def send_response(send: Send, resp: Response) -> None:
+    """Write `resp` to the ASGI connection (a HEAD's body is dropped by the server)."""
     headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
     if resp.status not in (204, 304):
         headers.append((b"content-length", str(len(resp.body)).encode()))
@@ -246,7 +358,8 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 
 
 class PrefixDispatcher:
-    """Serves several services under path prefixes (`/placement`, `/compute`, ...)."""
+    """Serves several services under path prefixes (`/placement`, `/compute`, ...);
+    `fallback` answers every other path (`web.root.RootApp`: the list of services)."""
 
     def __init__(self, mounts: dict[str, Any], fallback: Any = None) -> None:
         # Longest prefix first so that "" (root) is tried last.
@@ -265,5 +378,11 @@ class PrefixDispatcher:
                 sub["path"] = path[len(prefix):] or "/"
                 await app(sub, receive, send)
                 return
-        await _send(send, Response(404, b'{"error": "not found"}',
-                                   [("content-type", "application/json")]))
+        if self.fallback is not None:
+            await self.fallback(scope, receive, send)
+            return
+        headers = [("content-type", "application/json")]
+        if expects_body({k.decode("latin-1").lower(): v.decode("latin-1")
+                         for k, v in scope.get("headers", ())}):
+            headers.append(("connection", "close"))  # its body is not read
+        await send_response(send, Response(404, b'{"error": "not found"}', headers))

@@ -7,9 +7,13 @@ Handlers raise `HTTPError`; each service renders it in its own body format
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stowage.web.http import Request, Response
 
 __all__ = ["HTTPError", "TITLES", "EXPLANATIONS", "bad_request", "not_found", "conflict",
-           "forbidden", "shorten", "VALUE_LIMIT", "DETAIL_LIMIT"]
+           "forbidden", "shorten", "VALUE_LIMIT", "DETAIL_LIMIT", "webob_error"]
 
 # How much of a client's value an error detail may quote, and how long a whole
 # detail may be: a 10 MB bad value must not come back as a 10 MB error body.
@@ -18,7 +22,7 @@ DETAIL_LIMIT = 4000
 
 TITLES = {
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-    405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict",
+    405: "Method Not Allowed", 406: "Not Acceptable", 408: "Request Timeout", 409: "Conflict",
     413: "Request Entity Too Large", 415: "Unsupported Media Type",
     500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable",
 }
@@ -80,3 +84,13 @@ def conflict(detail: str, code: str | None = None) -> HTTPError:
 
 def forbidden(detail: str) -> HTTPError:
     return HTTPError(403, detail)
+
+
+def webob_error(req: Request, err: HTTPError, versioned: bool) -> Response:
+    """webob's JSON error body (code, title, message): what Glance answers JSON clients
+    with, and what oslo.middleware's filters (e.g. `sizelimit`) answer in front of Nova
+    and Keystone, outside the service's own error format."""
+    from stowage.web.http import json_response
+
+    return json_response({"code": f"{err.status} {err.title}", "title": err.title,
+                          "message": err.detail}, status=err.status)

@@ -34,7 +34,20 @@ class Request:
     # True only for requests one stowage service hands another in-process
     # (`service_client.in_process`); a request read off a socket never is.
     trusted: bool = False
+    # The peer's address as the socket saw it (Keystone's `remote_addr`): what failed
+    # logins are logged with; "-" for an in-process request.
+    remote_addr: str = "-"
+    # Set by the ASGI side once the token in the headers is accepted, before
+    # the body is read (`web.app`): the pipeline does not authenticate again.
+    authenticated: bool = False
+    # The bytes an upload (`Route.upload`) sent: counted as they came, not kept.
+    uploaded: int | None = None
     _query: list[tuple[str, str]] | None = None
+
+    @property
+    def body_size(self) -> int:
+        """Bytes of the body: an upload's count, else the body held."""
+        return len(self.body) if self.uploaded is None else self.uploaded
 
     @property
     def query(self) -> list[tuple[str, str]]:

@@ -31,6 +31,8 @@ class Route:
     min_version: int = 0
     # Whether the request must carry a JSON body (415 otherwise).
     json_body: bool = False
+    # The body is data to count, not to hold (image uploads): `web.limits`.
+    upload: bool = False
 
 
 def routes_of(package: str, modules: Iterable[str]) -> list[Route]:

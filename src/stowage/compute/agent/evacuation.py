@@ -25,6 +25,11 @@ Only a `done` evacuation's allocation is deleted here: one still under way
 belongs to the conductor, which gives it back if the rebuild fails, or
 leaves it `done` for the next cleanup. Deleting before marking `completed`
 means a crash in between leaves work the next start redoes harmlessly.
+The server of a `done` evacuation may have been deleted while this host was
+down: the delete dropped the source allocation and soft-deleted the
+migration (Nova's delete and instance_destroy), so here its guest is only
+destroyed, and the migration stays `done`, as Nova's
+`_destroy_evacuated_instances` leaves it for an instance gone.
 """
 
 from __future__ import annotations
@@ -121,8 +126,9 @@ class EvacuationSteps:
         refused = True
         try:
             with self._pci_claim((instance_uuid, migration_uuid), flavor, vf_ports) as vfs:
-                with self.db.write() as conn:
-                    server_groups.check_host(conn, instance_uuid, self.host.name, self.api_db)
+                with server_groups.late_check(self.api_db) as check, \
+                        self.db.write() as conn:
+                    check(conn, instance_uuid, self.host.name)
                     migrations.save(conn, migration_uuid, status="pre-migrating",
                                     dest_compute=self.host.name, dest_node=self.host.name,
                                     dest_host=self.host.name)
@@ -166,6 +172,8 @@ class EvacuationSteps:
                      self.host.name, mig.instance_uuid, mig.uuid, mig.status)
             if mig.status != "done":
                 continue  # under way: the conductor owns its allocations
+            if mig.deleted:
+                continue  # its server was deleted: the delete dropped the allocation
             _release(self.db, self.placement, mig)
             completed.append(mig.uuid)
         return completed

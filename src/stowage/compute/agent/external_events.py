@@ -4,20 +4,21 @@ While a move is unfinished the API sends a server's events to its source and
 destination hosts both; an agent acts only on a server it holds now (the
 instance's `host`), so the other host's copy is dropped here.
 
-    power-update      the guest is powered to the tag's state and the record follows
-                      (Nova's `power_update`): skipped when it is there already;
-                      refused (event Error) while another task runs on the server or
-                      it is neither ACTIVE nor STOPPED (a resize waiting for confirm
-                      keeps its state: stowage's addition, Nova's bare-metal driver
-                      has no resize)
     volume-extended   a server booted from a volume sees its disk grow (nothing to
                       resize in a simulated guest); any other has no such volume
     others            nothing here acts on them (no waiter for vif-plugged, no network
                       cache to refresh, no accelerator to bind; a deleted port's detach
-                      is the conductor's, journaled by the API): logged
+                      and a power-update are the conductor's, journaled by the API): logged
 
-Each acted event is recorded on the action the API started, with the same
-request id (`compute_power_update`, `compute_extend_volume`), Success or Error.
+`volume-extended` is recorded on the action the API started, with the same
+request id (`compute_extend_volume`), Success or Error.
+
+A power-update reaches the agent as one step of the conductor's journaled
+operation (conductor/power_update.py), `power_update_instance`: the guest
+is powered to the tag's state and the record follows (Nova's
+`power_update`); refused while another task runs on the server or it is
+neither ACTIVE nor STOPPED (a resize waiting for confirm keeps its state:
+stowage's addition, Nova's bare-metal driver has no resize).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from typing import Any
 from stowage.compute import actions, instances, states
 from stowage.compute.agent.driver import Driver
 from stowage.compute.hosts import HostConfig
-from stowage.compute.instances import UnexpectedTaskState
 from stowage.db import Database
 from stowage.errors import NotFound
 
@@ -49,7 +49,7 @@ class ExternalEvents:
     driver: Driver
 
     def external_instance_events(self, events: list[dict[str, Any]], request_id: str) -> None:
-        handlers = {"power-update": self._power_update, "volume-extended": self._extend_volume}
+        handlers = {"volume-extended": self._extend_volume}
         for event in events:
             uuid, name = event["server_uuid"], event["name"]
             handler = handlers.get(name)
@@ -66,29 +66,23 @@ class ExternalEvents:
             if instance.host == self.host.name:  # else the other host of a move: not ours
                 handler(instance, event["tag"], request_id)
 
-    def _power_update(self, instance: instances.Instance, tag: str, request_id: str) -> None:
+    def power_update_instance(self, instance_uuid: str, tag: str) -> None:
+        """Record, then guest, to `tag`'s power state; idempotent (a step run again after a
+        crash finds the record there and powers the guest if it is not yet).
+
+        Raises UnexpectedTaskState while another task runs on the server or it is
+        neither ACTIVE nor STOPPED: the conductor records the event's Error.
+        """
         power, vm_state, own_task = _POWER[tag]
-        if instance.power_state == power:
-            LOG.info("power-update %s for %s: already there", tag, instance.uuid)
-            return
-        event = "compute_power_update"
-        self._start(instance.uuid, request_id, event)
-        try:
-            with self.db.write() as conn:
-                instances.save(conn, instance.uuid, expected_task_state=(own_task, None),
+        with self.db.write() as conn:
+            instance = instances.get(conn, instance_uuid)
+            if (instance.power_state, instance.vm_state) != (power, vm_state):
+                instances.save(conn, instance_uuid, expected_task_state=(own_task, None),
                                expected_vm_state=(states.ACTIVE, states.STOPPED),
                                power_state=power, vm_state=vm_state, task_state=None)
-        except (UnexpectedTaskState, NotFound) as exc:
-            self._finish(instance.uuid, request_id, event, str(exc))
-            return
-        try:
+        if self.driver.power_state(instance_uuid) != power:
             (self.driver.power_on if power == states.RUNNING else self.driver.power_off)(
-                instance.uuid)
-        except Exception as exc:  # the record follows the event; the refusal is its Error
-            LOG.exception("power-update %s of %s's guest failed", tag, instance.uuid)
-            self._finish(instance.uuid, request_id, event, str(exc))
-            return
-        self._finish(instance.uuid, request_id, event, None)
+                instance_uuid)
 
     def _extend_volume(self, instance: instances.Instance, volume_id: str,
                        request_id: str) -> None:

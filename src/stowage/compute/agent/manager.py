@@ -7,7 +7,9 @@ agent owns is the hypervisor (through its driver), the host's PCI claims, its
 own service and compute node rows, and the moment a claim becomes real: after
 the late check of the server group policy it records the instance on this host
 (a build) or this host as the migration's destination (a move). Periodically
-it heartbeats and runs the resource tracker (`update_available_resource`).
+it heartbeats, runs the resource tracker (`update_available_resource`) and
+puts right records whose guest changed power behind the API's back
+(`sync_power_states`, power_sync.py).
 
 Steps of a resize, and on which host they run::
 
@@ -40,15 +42,19 @@ from stowage.compute.agent import resource_tracker as rt
 from stowage.compute.agent.driver import Driver
 from stowage.compute.agent.evacuation import EvacuationSteps
 from stowage.compute.agent.external_events import ExternalEvents
+from stowage.compute.agent.fault_injection import FaultInjection
+from stowage.compute.agent.faults import PREP_RESIZE
 from stowage.compute.agent.guest_queries import GuestQueries
 from stowage.compute.agent.guest_store import GuestStore
 from stowage.compute.agent.live_migration import LiveMigrationSteps
 from stowage.compute.agent.network_devices import sriov_vfs
 from stowage.compute.agent.pci import ClaimKey, PciClaimFailed, PciTracker
+from stowage.compute.agent.power_sync import PowerSync
 from stowage.compute.agent.shelving import ShelvingSteps
 from stowage.compute.agent.simulated import SimulatedDriver
 from stowage.compute.hosts import HostConfig
 from stowage.compute.resources import pci_requests
+from stowage.compute.rpc import ConductorAPI
 from stowage.config import ComputeSettings
 from stowage.db import Database
 from stowage.db.engine import sides
@@ -65,18 +71,21 @@ class InstanceFaultRollback(Exception):
 
 
 class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQueries,
-                   ExternalEvents):
+                   ExternalEvents, FaultInjection, PowerSync):
     """One host's agent; `start()` does the I/O, the constructor none."""
 
     def __init__(self, host: HostConfig, settings: ComputeSettings, db: Database,
                  placement: PlacementClient, driver: Driver | None = None, *,
-                 cell_db: Database | None = None) -> None:
+                 cell_db: Database | None = None,
+                 conductor: ConductorAPI | None = None) -> None:
         self.host = host
         self.settings = settings
         # The API database (flavors, request specs, server groups: the late group check)
         # and the host's cell's.
         self.api_db, self.db = sides(db, cell_db)
         self.placement = placement
+        # Where the power-state sync sends the stops it asks for (power_sync.py).
+        self.conductor = conductor
         self.driver: Driver = (driver if driver is not None else
                                SimulatedDriver(host.name, store=GuestStore(self.db, host.name)))
         self.pci = PciTracker(host.name, host.pci, vfs=sriov_vfs(host))
@@ -105,6 +114,7 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
         self._recover()
         self._running = True
         self.update_available_resource()
+        self.arm_configured_faults()
 
     def stop(self) -> None:
         """Stop answering and reporting; the records stay (the service will be seen down)."""
@@ -198,8 +208,9 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
         return self._running
 
     def heartbeat(self) -> None:
-        """This host's alone (the control plane beats all of its hosts together)."""
-        if not self._running:
+        """This host's alone (the control plane beats all of its hosts together); a
+        heartbeat fault skips it."""
+        if not self.beats():
             return
         with self.db.write() as conn:
             if not services.heartbeat(conn, self.host.name, services.COMPUTE):
@@ -352,6 +363,7 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
         """Destination: claim the new flavor's PCI devices and the ports' VFs under the
         migration's key, then this host as the migration's destination, after the late
         check of the group policy; returns each SR-IOV port's VF here."""
+        self.driver.checkpoint(PREP_RESIZE)
         with self._pci_claim((instance_uuid, migration_uuid), new_flavor, vf_ports) as vfs:
             self._claim_destination(instance_uuid, migration_uuid)
         return vfs
@@ -362,19 +374,20 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
 
         The scheduler filtered on a snapshot; members scheduled at the same
         time are only told apart here (Nova's `_validate_instance_group_policy`).
-        The check and the write share one transaction under the group's row
-        lock, so it holds across agents in other processes too. A server
+        The check and the write are made under the group's row lock, held until
+        the write committed (`late_check`, also with a cell database of its
+        own), so it holds across agents in other processes too. A server
         deleted meanwhile (task_state no longer spawning) refuses the claim.
         """
-        with self.db.write() as conn:
-            server_groups.check_host(conn, instance_uuid, self.host.name, self.api_db)
+        with server_groups.late_check(self.api_db) as check, self.db.write() as conn:
+            check(conn, instance_uuid, self.host.name)
             instances.update(conn, instance_uuid, expected_task_state=states.TASK.SPAWNING,
                              host=self.host.name, node=self.host.name)
 
     def _claim_destination(self, instance_uuid: str, migration_uuid: str) -> None:
         """A move's claim becomes real: the migration's destination is this host, if allowed."""
-        with self.db.write() as conn:
-            server_groups.check_host(conn, instance_uuid, self.host.name, self.api_db)
+        with server_groups.late_check(self.api_db) as check, self.db.write() as conn:
+            check(conn, instance_uuid, self.host.name)
             migrations.save(conn, migration_uuid, dest_compute=self.host.name,
                             dest_node=self.host.name, dest_host=self.host.name)
 

@@ -370,9 +370,11 @@ def _remove_finished(placement: PlacementClient, db: Database,
         finished = migrations.list_migrations(
             conn, where=[t.migrations.c.uuid.in_(sorted(consumers)),
                          t.migrations.c.status.in_(migrations.FINAL_STATUSES),
-                         # an evacuation `done` holds a dead source until its agent cleans up
+                         # an evacuation `done` holds a dead source until its agent cleans
+                         # up, unless its server was deleted (then it owns nothing)
                          sa.not_(sa.and_(t.migrations.c.migration_type == "evacuation",
-                                         t.migrations.c.status == "done"))])
+                                         t.migrations.c.status == "done",
+                                         t.migrations.c.deleted == 0))])
         # A migration ended by the API (a live migration aborted while `preparing`) whose
         # operation still runs: its rollback gives the allocation back to the instance.
         busy = {i.uuid for i in instances.list_instances(

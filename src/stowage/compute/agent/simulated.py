@@ -8,7 +8,8 @@ failing method changes nothing. Tests arm faults per host::
     driver.clear_faults()
 
 Steps are the driver method names plus "claim" (the agent's own resource
-claim, see `checkpoint`). A move sets the source guest aside as a
+claim, see `checkpoint`); the fault table itself, and the steps the agent
+checks (prep_resize, heartbeat), are in faults.py. A move sets the source guest aside as a
 *leftover* keyed by (instance, migration), so a same-host resize holds the
 old guest and the new one at once, as a real hypervisor keeps the old disks.
 
@@ -27,25 +28,22 @@ from typing import Any
 
 from stowage.compute.agent import sim_console
 from stowage.compute.agent.driver import GuestNotFound
+from stowage.compute.agent.faults import (
+    ARMABLE_STEPS,
+    FaultSpec,
+    FaultSpecError,
+    FaultTable,
+    SimulatedFault,
+)
 from stowage.compute.agent.guest_store import GuestStore, StoredGuest
-from stowage.compute.agent.sim_live_migration import LIVE_STEPS, CopyJob, SimulatedLiveMigration
+from stowage.compute.agent.sim_live_migration import CopyJob, SimulatedLiveMigration
 from stowage.compute.states import NOSTATE, PAUSED_POWER, RUNNING, SHUTDOWN, SUSPENDED_POWER
 from stowage.timeutil import utcnow
 
 __all__ = ["SimulatedDriver", "SimulatedFault", "Guest", "STEPS"]
 
-STEPS: tuple[str, ...] = ("claim", "spawn", "destroy", "power_off", "power_on",
-         "migrate_disk_and_power_off",
-         "finish_migration", "confirm_migration", "finish_revert_migration",
-         "snapshot")
-STEPS += LIVE_STEPS  # live migration's steps (sim_live_migration.py)
-STEPS += ("attach_interface", "detach_interface")  # os-interface: plugging a port
-STEPS += ("reboot", "pause", "unpause", "suspend", "resume", "rebuild")  # guest actions
-STEPS += ("inject_network_info",)
-
-
-class SimulatedFault(Exception):
-    """An injected failure; the step that raised it changed nothing."""
+# The steps a fault can be armed on (faults.py lists and explains them).
+STEPS = ARMABLE_STEPS
 
 
 @dataclass
@@ -63,12 +61,6 @@ class Guest:
 
 
 @dataclass
-class _Fault:
-    remaining: int | None  # None = forever
-    message: str
-
-
-@dataclass
 class SimulatedDriver(SimulatedLiveMigration):
     """In-memory guests of one host; thread-safe (steps of many operations interleave)."""
 
@@ -76,35 +68,29 @@ class SimulatedDriver(SimulatedLiveMigration):
     guests: dict[str, Guest] = field(default_factory=dict)
     leftovers: dict[tuple[str, str], Guest] = field(default_factory=dict)
     store: GuestStore | None = None
-    _faults: dict[str, _Fault] = field(default_factory=dict)
+    faults: FaultTable = field(default_factory=lambda: FaultTable(""))
     _lock: threading.RLock = field(default_factory=threading.RLock)
     # Live migrations (sim_live_migration.py): running copies, and requests that came early.
     _copies: dict[str, CopyJob] = field(default_factory=dict)
     _requested: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if not self.faults.host:
+            self.faults.host = self.host
+
     # --- fault injection ------------------------------------------------------
     def fail(self, step: str, times: int | None = 1, message: str | None = None) -> None:
         """Make the next `times` calls of `step` raise SimulatedFault (None = all of them)."""
-        if step not in STEPS:
-            raise ValueError(f"unknown step {step!r}; steps are {', '.join(STEPS)}")
-        with self._lock:
-            self._faults[step] = _Fault(times, message or f"injected fault in {step} "
-                                                          f"on {self.host}")
+        try:
+            self.faults.arm(FaultSpec(step, times, message))
+        except FaultSpecError as exc:
+            raise ValueError(str(exc)) from None
 
     def clear_faults(self) -> None:
-        with self._lock:
-            self._faults.clear()
+        self.faults.clear()
 
     def checkpoint(self, step: str) -> None:
-        with self._lock:
-            fault = self._faults.get(step)
-            if fault is None:
-                return
-            if fault.remaining is not None:
-                fault.remaining -= 1
-                if fault.remaining <= 0:
-                    del self._faults[step]
-            raise SimulatedFault(fault.message)
+        self.faults.fire(step)
 
     # --- persistence -------------------------------------------------------------
     def load(self) -> None:
@@ -304,6 +290,15 @@ class SimulatedDriver(SimulatedLiveMigration):
                 self._power_change(instance_uuid, guest, power_state)
                 self.guests[instance_uuid] = guest
                 self._save(instance_uuid)
+
+    def change_power(self, instance_uuid: str, state: int) -> None:
+        """The guest's power changes behind the API's back (shut down from inside, crashed,
+        paused by a tool on the host): what the agent's power-state sync puts right."""
+        with self._lock:
+            guest = self._guest(instance_uuid)
+            if guest.power_state != state:
+                self._power_change(instance_uuid, guest, state)
+            self._save(instance_uuid)
 
     # --- what the guest shows -------------------------------------------------------
     def console_output(self, instance_uuid: str) -> list[str]:

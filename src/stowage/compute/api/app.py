@@ -30,8 +30,9 @@ from stowage.identity.middleware import authenticator_for, challenge_for
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
 from stowage.web.cors import Cors
-from stowage.web.errors import HTTPError
+from stowage.web.errors import HTTPError, webob_error
 from stowage.web.http import Request, Response, json_response
+from stowage.web.limits import BodyLimits
 from stowage.web.routing import Router
 
 if TYPE_CHECKING:
@@ -160,6 +161,8 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         echo_legacy_version_headers=True,
         public_paths=PUBLIC_PATHS,
         request_id_headers=("x-openstack-request-id", "x-compute-request-id"),
+        limits=BodyLimits.of(settings.api, "compute"),
+        render_too_large=webob_error,
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
     return ServiceApp(spec, ComputeState(settings, db, Enforcer(settings.policy, COMPUTE_RULES)))

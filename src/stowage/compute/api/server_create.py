@@ -459,6 +459,7 @@ def _write_batch(req: Request, conn: Connection, build: _Build) -> None:
             if boot.group is not None:
                 server_groups.add_member(api, boot.group, instance.uuid)
         build.api_written.append(instance.uuid)
+        _crash_point(req, "build", "api_records", "done")  # crash tests only
         try:
             instance_ports.record_requested(conn, instance.uuid, build.requested)
         except instance_ports.PortTaken as exc:
@@ -473,6 +474,14 @@ def _write_batch(req: Request, conn: Connection, build: _Build) -> None:
         # The intent, durable with the last servers: a cast lost in a crash is found again.
         build.operation = tasks.accept(conn, "build", build.made[0].uuid, ctx.request_id,
                                        instance_uuids=[i.uuid for i in build.made])
+
+
+def _crash_point(req: Request, operation: str, step: str, state: str) -> None:
+    """Testing only (`[compute] crash_at`): end the process here, as kill -9 would -- with
+    a cell database of its own, right after the API records committed (unbuilt.py)."""
+    hook = tasks.crash_hook(req.app.settings.compute.crash_at)
+    if hook is not None:
+        hook(operation, step, state)
 
 
 def _write_rest(req: Request, build: _Build) -> None:

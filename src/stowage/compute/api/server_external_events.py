@@ -14,7 +14,8 @@ agents, as Nova's API does:
       volume id)                      event fails on a server not booted from a volume
     power-update (tag:         2.76   a `start`/`stop` action; `compute_power_update` brings the
       POWER_ON | POWER_OFF)           guest and the record to that state (a bare-metal node
-                                      powered outside Compute)
+                                      powered outside Compute): journaled, run by the
+                                      conductor on the server's host (power_update.py)
     accelerator-request-bound  2.82   nothing binds accelerators here: logged
 
 Each event comes back with a `code`: 404 for a server that does not exist
@@ -42,8 +43,9 @@ from stowage.compute.api.common import (
 )
 from stowage.compute.api.server_guest import agent_cast
 from stowage.compute.api.services import is_uuid
-from stowage.compute.conductor import tasks
+from stowage.compute.conductor import power_update, tasks
 from stowage.compute.migrations import FINAL_STATUSES
+from stowage.compute.rpc import ConductorAPI
 from stowage.compute.states import TASK
 from stowage.errors import NotFound
 from stowage.web.errors import HTTPError
@@ -61,6 +63,9 @@ _BASE_NAMES = ["network-changed", "network-vif-plugged", "network-vif-unplugged"
 _LATER_NAMES = ((51, "volume-extended"), (76, "power-update"), (82, "accelerator-request-bound"))
 # An accepted power-update or volume-extended starts an action the user can follow.
 _ACTIONS = {("power-update", POWER_ON): "start", ("power-update", POWER_OFF): "stop"}
+# A server event handed to the conductor as a journaled operation:
+# (server, operation, its argument (port id, tag), the accepted operation's uuid).
+Journaled = tuple[instances.Instance, str, str, str]
 
 
 def _schema(names: list[str]) -> dict[str, Any]:
@@ -121,7 +126,7 @@ def create_events(req: Request) -> Response:
     events = _validated(req)
     ctx = req.context
     by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    detaches: list[tuple[instances.Instance, str, str]] = []
+    journaled: list[Journaled] = []
     result = 200
     by_db: dict[str, tuple[Any, list[dict[str, Any]]]] = {}
     for event in events:  # each server's events in its cell's transaction
@@ -129,19 +134,19 @@ def create_events(req: Request) -> Response:
         by_db.setdefault(str(db.engine.url), (db, []))[1].append(event)
     for db, some in by_db.values():
         with db.write() as conn:
-            if not _take(req, conn, some, by_host, detaches):
+            if not _take(req, conn, some, by_host, journaled):
                 result = 207
     _dispatch(req, by_host, ctx.request_id)
-    for instance, port_id, op in detaches:
-        _cast_detach(req, instance, port_id, op)
+    for one in journaled:
+        _cast_journaled(req, *one)
     return json_response({"events": events}, result)
 
 
 def _take(req: Request, conn: Any, events: list[dict[str, Any]],
           by_host: dict[str, list[dict[str, Any]]],
-          detaches: list[tuple[instances.Instance, str, str]]) -> bool:
+          journaled: list[Journaled]) -> bool:
     """Answer each event of one cell's servers, record what it starts, and sort what is
-    sent on by host; False when one of them was refused."""
+    sent on by host (or journaled for the conductor); False when one was refused."""
     found: dict[str, instances.Instance | None] = {}
     hosts: dict[str, list[str]] = {}
     accepted = True
@@ -160,9 +165,14 @@ def _take(req: Request, conn: Any, events: list[dict[str, Any]],
         assert instance is not None
         if not _recorded(conn, req, sent, instance.uuid):
             continue
+        if sent["name"] == "power-update":  # the conductor's, journaled (power_update.py)
+            op = tasks.accept(conn, power_update.OPERATION, instance.uuid,
+                              req.context.request_id, tag=sent["tag"])
+            journaled.append((instance, power_update.OPERATION, str(sent["tag"]), op))
+            continue
         detach = _detach(conn, req, instance, sent)
         if detach is not None:
-            detaches.append(detach)
+            journaled.append(detach)
         if instance.uuid not in hosts:
             hosts[instance.uuid] = _hosts(conn, instance)
         for host in hosts[instance.uuid]:
@@ -190,7 +200,7 @@ def _recorded(conn: Any, req: Request, event: dict[str, Any], uuid: str) -> bool
 
 
 def _detach(conn: Any, req: Request, instance: instances.Instance,
-            event: dict[str, Any]) -> tuple[instances.Instance, str, str] | None:
+            event: dict[str, Any]) -> Journaled | None:
     """network-vif-deleted for a port the server still has: journal a detach of it, so the
     port's share of the server's allocation is given back (Nova's compute does the same).
 
@@ -210,18 +220,25 @@ def _detach(conn: Any, req: Request, instance: instances.Instance,
         return None
     op = tasks.accept(conn, "detach_interface", instance.uuid, req.context.request_id,
                       port_id=port_id)
-    return instance, str(port_id), op
+    return instance, "detach_interface", str(port_id), op
 
 
-def _cast_detach(req: Request, instance: instances.Instance, port_id: str, op: str) -> None:
+def _cast_journaled(req: Request, instance: instances.Instance, operation: str, arg: str,
+                    op: str) -> None:
+    """Cast a journaled operation after the commit (a detach: `arg` is the port; a
+    power-update: the tag); one that cannot be sent is ended there and logged."""
+    rid = req.context.request_id
+
+    def cast(c: ConductorAPI) -> None:
+        if operation == power_update.OPERATION:
+            c.power_update(instance.uuid, rid, arg, op)
+        else:
+            c.detach_interface(instance.uuid, arg, rid, op)
+
     try:
-        cast_after_commit(
-            req, instance,
-            lambda c: c.detach_interface(instance.uuid, port_id, req.context.request_id, op),
-            {}, ("detach_interface", op))
+        cast_after_commit(req, instance, cast, {}, (operation, op))
     except Exception:  # noqa: BLE001 - logged and undone there; the event was answered
-        LOG.warning("the detach of deleted port %s from %s was not sent", port_id,
-                    instance.uuid)
+        LOG.warning("%s %s of %s was not sent", operation, arg, instance.uuid)
 
 
 def _dispatch(req: Request, by_host: dict[str, list[dict[str, Any]]], request_id: str) -> None:

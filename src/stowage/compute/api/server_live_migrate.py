@@ -14,20 +14,38 @@ Then, in Nova's order: policy `os_compute_api:os-migrate-server:migrate_live`
 (and `...:migrate_live:host` when a host is given), both admin-only; the
 server must be ACTIVE or PAUSED with no task (409 otherwise; a paused
 server stays paused on the destination, or on the source when the move is
-undone); its compute service must be up (409 "Service is unavailable at this
-time."); an unknown host is 400 "Compute host <h> could not be found.", the
+undone); an unknown host is 400 "Compute host <h> could not be found.", the
 server's own host 400 "Unable to migrate instance (<id>) to current host
-(<h>).".
+(<h>).". As in Nova, the API does not look at the source's compute service:
+the conductor does (`_check_host_is_up`), with the other pre-checks.
 
 Accepting it writes, in one transaction, the `live-migration` instance
 action, task_state `migrating` (status MIGRATING), the migration (`queued`,
 naming a requested host as its destination, so it can be listed and aborted
 at once) and the journal's `accepted` row; the conductor
 (`conductor/live_migrate.py`) does the rest.
+
+    2.34  asynchronous: 202 at once; a refusal of the conductor (source down,
+          no valid host, a destination's pre-check) ends the migration `error`
+          and leaves the server ACTIVE (or PAUSED) where it was
+    <2.34 Nova's API *calls* the conductor, which answers once the source is
+          checked, the destination chosen, claimed and checked: a refusal there
+          is a 400 with the conductor's message (e.g. "Compute service of h1 is
+          unavailable at this time.", "No valid host was found. ..."). stowage
+          casts as always and then waits, reading the operation's journal,
+          until `check_destination` is done (202) or the operation ended with
+          `claim_destination` or `check_destination` failed (400 with the
+          fault's message; 500 for a failure that was no refusal). The
+          migration, the action and the fault stay recorded either way, as
+          Nova's conductor leaves them. The wait is bounded by Nova's
+          `rpc_response_timeout` (60 s); past it the answer is 202 and the
+          operation goes on (Nova would answer 500 while it went on).
 """
 
 from __future__ import annotations
 
+import datetime
+import time
 import uuid as uuidlib
 from typing import Any
 
@@ -41,14 +59,15 @@ from stowage.compute.api.action_common import (
     Handler,
     accept,
     cast_after_commit,
-    check_host_up,
     moving_server,
     refuse_old_computes,
     start_action,
 )
 from stowage.compute.api.common import BOOLEAN, as_bool, authorize, validate_body
 from stowage.compute.api.server_common import check_state, check_unlocked, move_state
+from stowage.compute.conductor import tasks
 from stowage.compute.states import TASK
+from stowage.timeutil import utcnow
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response
 
@@ -56,7 +75,14 @@ __all__ = ["ACTIONS"]
 
 AUTO_BLOCK = 25  # disk_over_commit gone, block_migration "auto"
 FORCE = 30  # force appears
+ASYNC = 34  # 202 before the conductor's pre-checks ran (Nova's async_)
 NO_FORCE = 68  # force gone
+# How long a request before 2.34 waits for the conductor's checks (Nova's
+# rpc_response_timeout), and how often it looks.
+CHECKS_WAIT_SECONDS = 60.0
+_POLL_SECONDS = 0.02
+# The steps of the conductor's checking part: a failure in one is the call's answer.
+_CHECK_STEPS = ("claim_destination", "check_destination")
 
 # The hostname of os-migrateLive (nullable).
 _HOST = {"type": ["string", "null"], "minLength": 1, "maxLength": 255,
@@ -92,17 +118,17 @@ def _arguments(minor: int, live: dict[str, Any]) -> tuple[str | None, bool, bool
 
 def _migrate_live(req: Request, body: Any) -> Response:
     minor = req.version.minor
+    since = utcnow().replace(microsecond=0)  # before any fault of ours; MySQL keeps seconds
     host, force, block = _arguments(
         minor, validate_body(body, _schema(minor))["os-migrateLive"])
     with req.app.server_db(req.params["server_id"]).write() as conn:
-        instance, service = moving_server(req, conn)
+        instance, _service = moving_server(req, conn)
         target = {"project_id": instance.project_id}
         authorize(req, "os_compute_api:os-migrate-server:migrate_live", target)
         if host:
             authorize(req, "os_compute_api:os-migrate-server:migrate_live:host", target)
         check_unlocked(req, instance)
         check_state(instance, "os-migrateLive", (states.ACTIVE, states.PAUSED))
-        check_host_up(req, instance, service)
         if host is not None:
             if not queries.compute_host_exists(conn, host):
                 raise HTTPError(400, f"Compute host {host} could not be found.")
@@ -124,7 +150,38 @@ def _migrate_live(req: Request, body: Any) -> Response:
         with req.app.server_db(req.params["server_id"]).write() as conn:
             migs.save(conn, migration.uuid, status="error")
         raise
+    if minor < ASYNC:
+        _await_checks(req, instance.uuid, op, since)
     return empty_response(202)
+
+
+def _await_checks(req: Request, instance_uuid: str, operation_uuid: str,
+                  since: datetime.datetime) -> None:
+    """Before 2.34: return once the conductor checked and claimed the destination; raise
+    its refusal (a fault written `since` the request began) as Nova's synchronous
+    conductor call does (module docstring)."""
+    db = req.app.server_db(instance_uuid)
+    deadline = time.monotonic() + CHECKS_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        with db.read() as conn:
+            steps = tasks.step_states(conn, operation_uuid)
+            if steps.get("check_destination") == "done":
+                return
+            if tasks.END in steps:
+                if any(steps.get(step) == "failed" for step in _CHECK_STEPS):
+                    _refusal(inst.latest_faults(conn, [instance_uuid]).get(instance_uuid),
+                             since)
+                return
+        time.sleep(_POLL_SECONDS)
+
+
+def _refusal(fault: dict[str, Any] | None, since: datetime.datetime) -> None:
+    """The conductor's refusal as Nova's API maps it: its pre-check and no-valid-host
+    errors are 400, anything else crosses the call as a 500. No fault of this request
+    (a server deleted meanwhile ends its move without one): the 202 stands."""
+    if fault is None or fault["created"] < since:
+        return
+    raise HTTPError(400 if fault["code"] == 400 else 500, str(fault["message"]))
 
 
 def _accept(req: Request, conn: Connection, instance: inst.Instance,

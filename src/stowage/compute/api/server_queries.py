@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.compute import aggregates as aggs
-from stowage.compute import instance_ports, server_groups, services, states
+from stowage.compute import instance_ports, server_groups, services, states, unbuilt
 from stowage.compute import instances as inst
 from stowage.compute import tables as t
 from stowage.compute import tags as tag_records
@@ -332,10 +332,8 @@ def forget_instance(conn: Connection, api_db: Database, instance_uuid: str) -> N
 
 def forget_api_records(conn: Connection, instance_uuid: str) -> None:
     """A server that was never written to its cell: its mapping, request spec and group
-    membership go (`conn`: the API database)."""
-    conn.execute(t.instance_mappings.delete().where(
-        t.instance_mappings.c.instance_uuid == instance_uuid))
-    _forget_spec_and_membership(conn, instance_uuid)
+    membership go (`conn`: the API database; `unbuilt.py` does the same after a crash)."""
+    unbuilt.forget_api_records(conn, instance_uuid)
 
 
 def _forget_spec_and_membership(api: Connection, instance_uuid: str) -> None:

@@ -5,8 +5,9 @@
     GET /os-simple-tenant-usage/{p}      the project's readers: one "tenant_usage"
                                          (always detailed; {} when nothing ran)
 
-`start` and `end` (default: now) are `YYYY-MM-DDTHH:MM:SS[.ffffff]` or
-`YYYY-MM-DD HH:MM:SS.ffffff`, UTC; an end in the future is cut to now. From
+`start` and `end` are `YYYY-MM-DDTHH:MM:SS[.ffffff]` or `YYYY-MM-DD
+HH:MM:SS.ffffff`, UTC, each defaulting to the clock when it is read (the
+start's first: see `_window`); an end in the future is cut to now. From
 2.40 the instances are paged (`limit`, `marker` = an instance id) and a full
 page carries a `next` link; 2.75 refuses unknown query parameters. The
 window's arithmetic is in `compute/tenant_usage.py`. The cells are read one
@@ -67,13 +68,20 @@ def _when(value: str | None, now: datetime.datetime) -> datetime.datetime:
 
 
 def _window(req: Request) -> tuple[datetime.datetime, datetime.datetime]:
-    now = utcnow()
-    start = _when(query_param(req, "start"), now)
-    stop = _when(query_param(req, "end"), now)
+    """[start, stop): Nova reads the clock once per missing bound, the start's first, so
+    no `start` and no `end` is a 200 over the instant between the two reads (the servers
+    running now, with ~0 hours), while only an `end` in the past is a 400 (start = now).
+    The end's read is kept a microsecond after the start's so that a clock which did not
+    advance between them still gives that instant rather than a 400."""
+    given_start = query_param(req, "start")
+    start = _when(given_start, utcnow())
+    stop = _when(query_param(req, "end"), utcnow())
+    if given_start is None and query_param(req, "end") is None:
+        stop = max(stop, start + datetime.timedelta(microseconds=1))
     if not start < stop:
         raise HTTPError(400, "Invalid start time. The start time cannot occur after the "
                              "end time.")
-    return start, min(stop, now)
+    return start, min(stop, utcnow())
 
 
 def _page(req: Request) -> tuple[int, str | None]:

@@ -174,10 +174,12 @@ class Ops:
         with self.db.write() as conn:
             return instances.update(conn, uuid, **values)
 
-    def fault(self, uuid: str, exc: BaseException, host: str | None, code: int = 500) -> None:
+    def fault(self, uuid: str, exc: BaseException, host: str | None, code: int = 500,
+              message: str | None = None) -> None:
+        """`message`: the fault's own (default: `short_reason`, which names the type)."""
         with self.db.write() as conn:
-            instances.add_fault(conn, uuid, code, short_reason(exc), details=str(exc),
-                                host=host)
+            instances.add_fault(conn, uuid, code, message or short_reason(exc),
+                                details=str(exc), host=host)
 
     @contextmanager
     def event(self, instance_uuid: str, name: str, host: str | None = None) -> Iterator[None]:

@@ -13,8 +13,10 @@
 Who owns what: before the claim the instance holds the source; after it the
 migration holds the source and the instance the destination, and so it stays
 after `done` -- the dead host's resources are not free until its agent says
-its guest is gone. If the source is already back when the rebuild ends (its
-agent restarted meanwhile), the conductor asks it to clean up at once.
+its guest is gone, or the server is deleted (Nova's delete frees every
+allocation of the instance: conductor/lifecycle.py drops the evacuation's).
+If the source is already back when the rebuild ends (its agent restarted
+meanwhile), the conductor asks it to clean up at once.
 
 A server with ports asks for their request groups on the destination too
 (read again from the Network service); the destination takes each SR-IOV

@@ -89,7 +89,7 @@ def delete_instance(ops: Ops, instance_uuid: str, journal: Journal) -> None:
     inst = ops.instance_any(instance_uuid)
     if inst.deleted:  # a crash came after the records went: only the allocation may be left
         ports.release(ops, ports.load(ops, inst.uuid))
-        ops.placement.delete_allocations(inst.uuid)
+        _drop_allocations(ops, inst.uuid)
         ops.finish_action(inst.uuid)
         return
     with ops.db.read() as conn:
@@ -117,13 +117,27 @@ def delete_instance(ops: Ops, instance_uuid: str, journal: Journal) -> None:
     if not _release_ports(ops, inst):
         return
     journal.record("drop_allocation", "executing")
-    ops.placement.delete_allocations(inst.uuid)
+    _drop_allocations(ops, inst.uuid)
     journal.record("drop_allocation", "done")
     journal.record("soft_delete", "executing")
     with ops.db.write() as conn:
         instances.soft_delete(conn, inst.uuid)
     journal.record("soft_delete", "done")
     ops.finish_action(inst.uuid)
+
+
+def _drop_allocations(ops: Ops, instance_uuid: str) -> None:
+    """Every allocation the server's delete frees: the instance's, and the dead source that
+    each of its `done` evacuations still holds (Nova's delete removes all the instance's
+    allocations, the source's included). The soft delete that follows takes the
+    evacuations with it, so the source agent, back later, has nothing left to release
+    (agent/evacuation.py). Idempotent: a delete run again finds nothing to drop."""
+    with ops.db.read() as conn:
+        evacuated = [m for m in migrations.for_instance(conn, instance_uuid, ("done",))
+                     if m.migration_type == "evacuation"]
+    for migration in evacuated:
+        ops.placement.delete_allocations(migration.uuid)
+    ops.placement.delete_allocations(instance_uuid)
 
 
 def _terminate(ops: Ops, inst: instances.Instance, journal: Journal) -> bool:

@@ -41,7 +41,7 @@ import logging
 from typing import Any
 
 from stowage.compute import instances, migrations, states
-from stowage.compute.conductor.common import DeletedDuringMove, Ops
+from stowage.compute.conductor.common import DeletedDuringMove, Ops, no_valid_host
 from stowage.compute.conductor.live_migrate_steps import (
     CheckDestination,
     ClaimDestination,
@@ -68,7 +68,7 @@ from stowage.compute.instances import Instance, UnexpectedTaskState
 from stowage.compute.migrations import Migration
 from stowage.compute.states import TASK
 from stowage.errors import NotFound
-from stowage.messaging import MessagingError
+from stowage.messaging import MessagingError, RemoteError
 
 __all__ = ["live_migrate_instance", "recover_live_migration", "STEPS"]
 
@@ -144,9 +144,19 @@ def _rolled_back(move: LiveMove, failure: StepFailed) -> None:
         _stopped_by_delete(move)
         return
     if not aborted:
-        code = 400 if isinstance(failure.cause, (NoValidHost, PreCheckFailed)) else 500
-        ops.fault(inst.uuid, failure.cause, move.source_host, code)
+        _fault(move, failure.cause)
     ops.finish_action(inst.uuid, None if aborted else "Error")
+
+
+def _fault(move: LiveMove, cause: BaseException) -> None:
+    """A refusal (source or destination down, no valid host, a pre-check) is a 400 fault
+    with the refusal's own message, as Nova's conductor records its exception (and as
+    the API answers it before 2.34); anything else a 500."""
+    if isinstance(cause, PreCheckFailed) or no_valid_host(cause, NoValidHost):
+        message = cause.message if isinstance(cause, RemoteError) else str(cause)
+        move.ops.fault(move.instance.uuid, cause, move.source_host, 400, message)
+        return
+    move.ops.fault(move.instance.uuid, cause, move.source_host)
 
 
 def _failed_after_copy(move: LiveMove, failure: StepFailed) -> None:

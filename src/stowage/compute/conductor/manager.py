@@ -37,6 +37,7 @@ touched:
                      server is still in its task state (idempotent); else finish it
     rebuild          rebuilt again while still in a rebuild task state; else finish it
     detach_interface done again (idempotent)
+    power_update     the event again; inside its step, the step again; else finish it
 
 An operation accepted by the API but whose cast a crash lost is recovered the
 same way (it has only its `accepted` row). Recovery journals under the
@@ -69,6 +70,7 @@ from stowage.compute.conductor import (
     lifecycle,
     live_migrate,
     migrate,
+    power_update,
     rebuild,
     resize_end,
     shelve,
@@ -115,6 +117,7 @@ RECOVERY: dict[str, Recover] = {
     "detach_interface": interfaces.recover_detach,
     **{name: guest_actions.recover for name in guest_actions.ACTIONS},
     "rebuild": rebuild.recover_rebuild,
+    power_update.OPERATION: power_update.recover,
 }
 
 
@@ -293,6 +296,12 @@ class Conductor:
         self._run("detach_interface", instance_uuid, request_id, operation_uuid,
                   lambda ops, j: interfaces.detach_interface(ops, instance_uuid, port_id, j),
                   claim_first=True)
+
+    def power_update(self, instance_uuid: str, request_id: str, tag: str,
+                     operation_uuid: str | None = None) -> None:
+        """The power-update external event (power_update.py)."""
+        self._run(power_update.OPERATION, instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: power_update.power_update(ops, instance_uuid, tag, j))
 
     def delete_instance(self, instance_uuid: str, request_id: str,
                         operation_uuid: str | None = None) -> None:

@@ -53,7 +53,8 @@ from stowage.db.statements import Sql
 from stowage.timeutil import utcnow
 
 __all__ = ["Step", "StepFailed", "Journal", "Batch", "Events", "Interrupted", "CrashHook",
-           "ACCEPTED", "accept", "exists", "end_accepted", "interrupted", "operation", "run_steps",
+           "ACCEPTED", "END", "accept", "exists", "end_accepted", "interrupted", "operation",
+           "step_states", "run_steps",
            "undo", "roll_back", "crash_hook"]
 
 LOG = logging.getLogger(__name__)
@@ -373,6 +374,15 @@ def operation(db: Database, operation_uuid: str) -> Interrupted | None:
         return None
     found = _fold(rows)
     return found[0] if found else None
+
+
+def step_states(conn: Connection, operation_uuid: str) -> dict[str, str]:
+    """step -> its state now, `end` included once the operation ended: what an API that
+    waits on part of an operation (live migration before 2.34) reads."""
+    # SELECT step, state FROM operation_steps WHERE operation_uuid = :uuid ORDER BY id
+    rows = conn.execute(sa.select(_J.c.step, _J.c.state)
+                        .where(_J.c.operation_uuid == operation_uuid).order_by(_J.c.id))
+    return {row.step: row.state for row in rows}
 
 
 def _fold(rows: Sequence[Any]) -> list[Interrupted]:

@@ -2,7 +2,9 @@
 
 POST is public: its body proves who the caller is (`identity.login`); the
 answer is 201 with the token in `X-Subject-Token` and Keystone's token body
-(catalog included unless `?nocatalog`). The other methods need a caller's
+(catalog included unless `?nocatalog`). A refusal is logged at WARNING with
+the peer's address, in Keystone's words, and a wrong password counts
+towards the user's lockout (`identity.lockout`). The other methods need a caller's
 token in `X-Auth-Token` and name the token they are about in
 `X-Subject-Token`; an unknown, revoked or expired subject is a 404. A caller
 may validate or revoke its own tokens; the admin role may do so for anyone's
@@ -22,9 +24,10 @@ from stowage.identity.api.common import (
     catalog_of,
     directory_of,
     is_admin,
+    lockout_of,
+    refused_login,
     require,
     state,
-    unauthorized,
 )
 from stowage.identity.directory import DEFAULT_DOMAIN
 from stowage.identity.login import LoginRefused, grant_for
@@ -78,9 +81,9 @@ def issue(req: Request) -> Response:
     auth: dict[str, Any] = body_of(req, AUTH_SCHEMA)["auth"]
     app = state(req)
     try:
-        grant = grant_for(app.db, directory_of(req), auth)
+        grant = grant_for(app.db, directory_of(req), auth, lockout_of(req))
     except LoginRefused as refused:
-        raise unauthorized(refused.detail) from None
+        raise refused_login(req, refused.detail) from None
     text, token = tokens.issue(app.db, grant, app.settings.identity.token_lifetime)
     return json_response(token_view(req, token, _wants_catalog(req)), status=201,
                          headers=[("x-subject-token", text)])

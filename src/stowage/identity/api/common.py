@@ -8,6 +8,7 @@ project and its domain, and anything else is a 403 naming the rule
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,16 +20,19 @@ from stowage.db import Database
 from stowage.identity import store, tokens
 from stowage.identity.catalog import Catalog
 from stowage.identity.directory import Directory, Domain, Project, Role, User
+from stowage.identity.lockout import Lockout
 from stowage.identity.middleware import identity_url
 from stowage.web import schema_report
 from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
 
-__all__ = ["IdentityState", "caller", "require", "unauthorized", "catalog_of", "listing",
+__all__ = ["IdentityState", "caller", "require", "unauthorized", "refused_login",
+           "lockout_of", "catalog_of", "listing",
            "state", "directory_of", "body_of", "is_admin", "domain_reader",
            "domain_view", "project_view", "user_view", "role_view", "filtered"]
 
+LOG = logging.getLogger(__name__)
 UNAUTHORIZED = "The request you have made requires authentication."
 
 
@@ -70,6 +74,20 @@ def body_of(req: Request, schema: dict[str, Any]) -> dict[str, Any]:
 
 def unauthorized(detail: str = UNAUTHORIZED) -> HTTPError:
     return HTTPError(401, detail)
+
+
+def refused_login(req: Request, detail: str) -> HTTPError:
+    """The 401 of a refused password (or token) login, logged at WARNING with the peer's
+    address in Keystone's words, so that fail2ban-style tools find the source."""
+    LOG.warning("Authorization failed. %s from %s", detail, req.remote_addr)
+    return unauthorized(detail)
+
+
+def lockout_of(req: Request) -> Lockout:
+    """The deployment's lockout (`[identity] lockout_failure_attempts`, `lockout_duration`)."""
+    app = state(req)
+    identity = app.settings.identity
+    return Lockout(app.db, identity.lockout_failure_attempts, identity.lockout_duration)
 
 
 def caller(req: Request) -> tokens.Token:

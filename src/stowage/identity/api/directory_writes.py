@@ -27,10 +27,11 @@ from stowage.identity.api.common import (
     caller,
     directory_of,
     is_admin,
+    lockout_of,
     project_view,
+    refused_login,
     require,
     state,
-    unauthorized,
     user_view,
 )
 from stowage.identity.api.write_schemas import (
@@ -41,7 +42,8 @@ from stowage.identity.api.write_schemas import (
     USER_UPDATE,
 )
 from stowage.identity.directory import DEFAULT_DOMAIN, Directory, Project, User
-from stowage.identity.passwords import hash_password, verify_password
+from stowage.identity.login import LoginRefused, check_password
+from stowage.identity.passwords import hash_password
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
@@ -219,8 +221,10 @@ def change_password(req: Request) -> Response:
     body = body_of(req, PASSWORD_CHANGE)["user"]
     app = state(req)
     user = _mutable_user(directory_of(req), user_id, "update")
-    if not verify_password(body["original_password"], user.password_hash):
-        raise unauthorized()
+    try:  # Keystone authenticates the original password: it counts towards the lockout
+        check_password(lockout_of(req), user, body["original_password"])
+    except LoginRefused as refused:
+        raise refused_login(req, refused.detail) from None
     store.update_user(app.db, app.directory, user,
                       {"password_hash": hash_password(body["password"])})
     return empty_response(204)

@@ -2,8 +2,9 @@
 
 Each resource declares its attributes once: whether POST and PUT may set
 them, how a value is validated and converted, and whether it is required.
-`parse()` then refuses, in Neutron's
-words and with nothing written:
+`parse()` (and `parse_create()`, which also takes Neutron's bulk body
+`{"<resource>s": [...]}`) then refuses, in Neutron's words and with nothing
+written:
 
 - a body without the resource key ("Unable to find 'port' in request body");
 - an unknown attribute ("Unrecognized attribute(s) 'foo'");
@@ -36,7 +37,7 @@ from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError, shorten
 from stowage.web.http import Request
 
-__all__ = ["Attr", "parse", "body_of", "bad", "string", "boolean", "uuid_value",
+__all__ = ["Attr", "parse", "parse_create", "body_of", "bad", "string", "boolean", "uuid_value",
            "uuid_or_none", "integer", "one_of", "dict_or_none", "mac_address", "ip_address",
            "fixed_ips", "allocation_pools", "nameservers", "host_routes", "STRING", "NAME",
            "DESCRIPTION", "PROJECT_ATTRS", "owned_attrs", "read_only", "ip_address_or_none"]
@@ -140,9 +141,13 @@ def dict_or_none(value: Any) -> dict[str, Any] | None:
     return value
 
 
+# Neutron's INVALID_MAC_ADDRESSES: the all-zero and the broadcast address.
+_INVALID_MACS = frozenset({"00:00:00:00:00:00", "ff:ff:ff:ff:ff:ff"})
+
+
 def mac_address(value: Any) -> str:
     if not isinstance(value, str) or not _MAC.match(value) \
-            or value.replace("-", ":").lower() == "00:00:00:00:00:00":
+            or value.replace("-", ":").lower() in _INVALID_MACS:
         raise ValueError(f"'{_shown(value)}' is not a valid MAC address")
     return value.replace("-", ":").lower()
 
@@ -207,14 +212,14 @@ def nameservers(value: Any) -> list[str]:
         return []
     if not isinstance(value, list):
         raise ValueError(f"Invalid data format for nameserver: '{_shown(value)}'")
-    seen: list[str] = []
+    seen: set[str] = set()
     for item in value:
         if _address(item) is None:
             raise ValueError(f"'{_shown(item)}' is not a valid nameserver")
         if item in seen:
             raise ValueError(f"Duplicate nameserver '{item}'")
-        seen.append(item)
-    return seen
+        seen.add(item)
+    return list(value)
 
 
 def _route(value: Any) -> dict[str, str]:
@@ -293,10 +298,9 @@ def _project(values: dict[str, Any], ctx: RequestContext) -> None:
                   "project in request requires admin privileges")
 
 
-def parse(req: Request, resource: str, attrs: Sequence[Attr], create: bool,
-          action: str) -> dict[str, Any]:
-    """The validated, converted values of the body (see the module docstring)."""
-    raw = body_of(req, resource)
+def _checked(req: Request, raw: Mapping[str, Any], attrs: Sequence[Attr], create: bool,
+             action: str) -> dict[str, Any]:
+    """The validated, converted values of one record's attributes."""
     known = {a.name: a for a in attrs}
     _check_names(raw, known, create)
     values: dict[str, Any] = {}
@@ -312,3 +316,35 @@ def parse(req: Request, resource: str, attrs: Sequence[Attr], create: bool,
                           "specified")
     _project(values, req.context)
     return values
+
+
+def parse(req: Request, resource: str, attrs: Sequence[Attr], create: bool,
+          action: str) -> dict[str, Any]:
+    """The validated, converted values of the body (see the module docstring)."""
+    return _checked(req, body_of(req, resource), attrs, create, action)
+
+
+def parse_create(req: Request, resource: str, attrs: Sequence[Attr],
+                 action: str) -> tuple[list[dict[str, Any]], bool]:
+    """A create's records, and whether it is a bulk one (`{"<resource>s": [...]}`, each
+    item bare or under `resource`), checked item by item as Neutron's
+    prepare_request_body does."""
+    collection = f"{resource}s"
+    try:
+        data = load_json(req.body) if req.body else None
+    except InvalidJSON:
+        raise bad("Malformed request body") from None
+    if not isinstance(data, dict) or collection not in data:
+        return [parse(req, resource, attrs, True, action)], False
+    items = data[collection]
+    if not items:
+        raise bad("Resources required")
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise bad("Body contains invalid data")
+    found = []
+    for item in items:
+        raw = item.get(resource, item)
+        if not isinstance(raw, dict):
+            raise bad("Body contains invalid data")
+        found.append(_checked(req, raw, attrs, True, action))
+    return found, True

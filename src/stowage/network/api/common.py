@@ -1,11 +1,16 @@
-"""What every Networking API handler shares: transactions, If-Match, and the collection
-query parameters (`fields`, filters, sorting, `limit`/`marker`).
+"""What every Networking API handler shares: the caller held to the rules (`guard`,
+`authorize`, `readable`; network/policy.py), transactions, creates (one record or
+Neutron's bulk body), If-Match, and the collection query parameters (`fields`,
+filters, sorting, `limit`/`marker`).
 
 Collections are filtered on the rendered records, as Neutron's filters name
 API attributes (`binding:host_id`, `fixed_ips=ip_address=...`): a parameter
 that is neither a known filter nor a paging/sorting one is 400
 ("[foo] is invalid attribute for filtering", extension `filter-validation`).
-Several values of one filter match any of them.
+Several values of one filter match any of them. As in Neutron, a boolean
+attribute's filter value must convert to a boolean (400 InvalidInput), and
+sorting names one `sort_dir` (asc or desc) per `sort_key`, each key an
+attribute the collection filters on (400 otherwise).
 """
 
 from __future__ import annotations
@@ -19,13 +24,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.errors import DomainError
-from stowage.network.api.attributes import bad, boolean
+from stowage.network import errors as e
+from stowage.network.api.attributes import Attr, bad, boolean, parse_create
 from stowage.network.policy import Guard
 from stowage.web.http import Request, Response, json_response
 
-__all__ = ["guard", "authorize", "readable", "listing", "write", "read", "expected_revision",
-           "stamp", "fields_of", "select_fields",
-           "query_filters", "apply_filters", "page", "PAGING_PARAMS"]
+__all__ = ["guard", "authorize", "readable", "listing", "created", "write", "read",
+           "expected_revision", "stamp", "fields_of", "select_fields", "query_filters",
+           "apply_filters", "page", "PAGING_PARAMS"]
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -36,6 +42,9 @@ PAGING_PARAMS = frozenset({"fields", "limit", "marker", "page_reverse", "sort_ke
 # PostgreSQL deadlock / serialization failure; MySQL deadlock / lock wait timeout.
 _RETRY_SQLSTATES = frozenset({"40P01", "40001"})
 _RETRY_MYSQL_CODES = frozenset({1213, 1205})
+# The attributes Neutron converts to booleans (convert_to_boolean) when they filter.
+BOOLEAN_FILTERS = frozenset({"admin_state_up", "shared", "enable_dhcp"})
+SORT_DIRECTIONS = ("asc", "desc")
 
 
 def _retryable(exc: sa.exc.DBAPIError) -> bool:
@@ -84,6 +93,21 @@ def write(req: Request, work: Callable[[Connection], T]) -> T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def created(req: Request, resource: str, attrs: Sequence[Attr], action: str,
+            make: Callable[[Connection, dict[str, Any]], dict[str, Any]]) -> Response:
+    """A create as Neutron answers it: `make(conn, values)` returns the record's view;
+    a bulk body (`{"<resource>s": [...]}`) makes every record in one transaction, all of
+    them or (on the first refusal) none, and answers them in order. `make` is the domain
+    create, which holds each item to the rules (`create_<resource>` and its attribute
+    rules, through a `policy.Guard`) and claims its quota, so a bulk body is checked
+    item by item as Neutron checks it."""
+    items, bulk = parse_create(req, resource, attrs, action)
+    made = write(req, lambda conn: [make(conn, values) for values in items])
+    if bulk:
+        return json_response({f"{resource}s": made}, status=201)
+    return json_response({resource: made[0]}, status=201)
+
+
 def read(req: Request, work: Callable[[Connection], T]) -> T:
     with req.app.db.read() as conn:
         return work(conn)
@@ -123,8 +147,28 @@ def query_filters(req: Request, allowed: Iterable[str]) -> dict[str, list[str]]:
             continue
         if key not in allowed:
             raise bad(f"[{key}] is invalid attribute for filtering")
+        if key in BOOLEAN_FILTERS and value:
+            try:
+                boolean(value)
+            except ValueError as exc:
+                raise e.invalid_input(str(exc)) from None
         found.setdefault(key, []).append(value)
+    _check_sorting(req, allowed)
     return found
+
+
+def _check_sorting(req: Request, allowed: set[str]) -> None:
+    """Neutron's get_sorts: one direction per key, known keys, asc or desc."""
+    keys = [k for k in req.query_values("sort_key") if k]
+    dirs = [d for d in req.query_values("sort_dir") if d]
+    if len(keys) != len(dirs):
+        raise bad("The number of sort_keys and sort_dirs must be same")
+    unknown = [k for k in keys if k not in allowed]
+    if unknown:
+        raise bad(f"{unknown} is invalid attribute for sort_keys")
+    wrong = [d for d in dirs if d not in SORT_DIRECTIONS]
+    if wrong:
+        raise bad(f"{wrong} is invalid value for sort_dirs, valid value is 'asc' and 'desc'")
 
 
 def _matches(actual: Any, wanted: str) -> bool:
@@ -159,13 +203,13 @@ def _sort_key(key: str) -> Callable[[dict[str, Any]], tuple[bool, str]]:
 
 
 def _sorted(req: Request, views: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    keys = req.query_values("sort_key")
+    keys = [k for k in req.query_values("sort_key") if k]
     if not keys:
         return views
-    dirs = req.query_values("sort_dir")
+    dirs = [d for d in req.query_values("sort_dir") if d]
     for index in reversed(range(len(keys))):
         key = keys[index]
-        reverse = (dirs[index] if index < len(dirs) else "asc") == "desc"
+        reverse = dirs[index] == "desc"
         views = sorted(views, key=_sort_key(key), reverse=reverse)
     return views
 

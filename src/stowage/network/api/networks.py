@@ -59,11 +59,10 @@ def show_network(req: Request) -> Response:
 
 
 def create_network(req: Request) -> Response:
-    values = parse(req, "network", ATTRS, create=True, action="create_network")
     settings = req.app.settings.network
     guard = common.guard(req)
-    made = common.write(req, lambda conn: networks.create(conn, guard, values, settings))
-    return json_response({"network": views.network(made, guard)}, status=201)
+    return common.created(req, "network", ATTRS, "create_network", lambda conn, values:
+                          views.network(networks.create(conn, guard, values, settings), guard))
 
 
 def update_network(req: Request) -> Response:

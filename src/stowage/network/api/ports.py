@@ -126,11 +126,10 @@ def show_port(req: Request) -> Response:
 
 
 def create_port(req: Request) -> Response:
-    values = parse(req, "port", ATTRS, create=True, action="create_port")
     settings = req.app.settings.network
-    view = common.write(req, lambda conn: _one(
-        req, ports.create(conn, common.guard(req), values, settings), conn))
-    return json_response({"port": view}, status=201)
+    guard = common.guard(req)
+    return common.created(req, "port", ATTRS, "create_port", lambda conn, values: _one(
+        req, ports.create(conn, guard, values, settings), conn))
 
 
 def update_port(req: Request) -> Response:

@@ -118,10 +118,10 @@ def show_group(req: Request) -> Response:
 
 
 def create_group(req: Request) -> Response:
-    values = parse(req, "security_group", GROUP_ATTRS, create=True,
-                   action="create_security_group")
-    made = common.write(req, lambda conn: groups.create(conn, common.guard(req), values))
-    return json_response({"security_group": views.security_group(made)}, status=201)
+    guard = common.guard(req)
+    return common.created(req, "security_group", GROUP_ATTRS, "create_security_group",
+                          lambda conn, values: views.security_group(
+                              groups.create(conn, guard, values)))
 
 
 def update_group(req: Request) -> Response:
@@ -167,11 +167,10 @@ def show_rule(req: Request) -> Response:
 
 
 def create_rule(req: Request) -> Response:
-    values = parse(req, "security_group_rule", RULE_ATTRS, create=True,
-                   action="create_security_group_rule")
-    made = common.write(req, lambda conn: groups.create_rule(conn, common.guard(req), values))
-    return json_response({"security_group_rule": views.security_group_rule(made)},
-                         status=201)
+    guard = common.guard(req)
+    return common.created(req, "security_group_rule", RULE_ATTRS, "create_security_group_rule",
+                          lambda conn, values: views.security_group_rule(
+                              groups.create_rule(conn, guard, values)))
 
 
 def delete_rule(req: Request) -> Response:

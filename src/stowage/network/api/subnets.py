@@ -90,13 +90,16 @@ def show_subnet(req: Request) -> Response:
     return json_response({"subnet": common.select_fields(shown[0], common.fields_of(req))})
 
 
-def create_subnet(req: Request) -> Response:
-    values = parse(req, "subnet", ATTRS, create=True, action="create_subnet")
+def _create_one(conn: Connection, req: Request, values: dict[str, Any]) -> dict[str, Any]:
     if not values.get("cidr"):
         raise e.bad_request("subnet", "a subnetpool must be specified in the absence of a "
                                       "cidr")
-    made = common.write(req, lambda conn: subnets.create(conn, common.guard(req), values))
-    return json_response({"subnet": views.subnet(made)}, status=201)
+    return views.subnet(subnets.create(conn, common.guard(req), values))
+
+
+def create_subnet(req: Request) -> Response:
+    return common.created(req, "subnet", ATTRS, "create_subnet",
+                          lambda conn, values: _create_one(conn, req, values))
 
 
 def update_subnet(req: Request) -> Response:

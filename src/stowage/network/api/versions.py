@@ -49,6 +49,10 @@ EXTENSIONS: dict[str, tuple[str, str, str]] = {
                                "direction.", "2018-07-09T10:00:00-00:00"),
     "qos-port-network-policy": ("QoS port network policy ID", "Adds a the QoS network ID to "
                                 "the port definition", "2019-11-01T10:00:00-00:00"),
+    "quota_details": ("Quota details management support", "Expose functions for quotas "
+                      "usage statistics per project", "2017-02-10T10:00:00-00:00"),
+    "quotas": ("Quota management support", "Expose functions for quotas management per "
+               "project", "2012-07-29T10:00:00-00:00"),
     "revision-if-match": ("If-Match constraints based on revision_number", "Extension "
                           "indicating that If-Match based on revision_number is supported.",
                           "2016-12-11T00:00:00-00:00"),
@@ -70,7 +74,8 @@ PUBLIC_PATHS = frozenset({"", "/", "/v2.0", "/v2.0/"})
 RESOURCES = (("network", "networks"), ("subnet", "subnets"), ("port", "ports"),
              ("policy", "qos/policies"), ("rule_type", "qos/rule-types"),
              ("security_group", "security-groups"),
-             ("security_group_rule", "security-group-rules"), ("extension", "extensions"))
+             ("security_group_rule", "security-group-rules"), ("quota", "quotas"),
+             ("extension", "extensions"))
 
 
 def extensions_for(resource_request_format: str) -> list[str]:
