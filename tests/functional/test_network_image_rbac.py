@@ -225,6 +225,52 @@ def test_members_change_their_project_and_admins_everything(
     assert network.delete(f"/v2.0/security-groups/{world.group}").status_code == 204
 
 
+def _bulk(body: dict[str, Any]) -> dict[str, Any]:
+    """A create's body as Neutron's bulk body of two items (one bare, one keyed)."""
+    ((key, item),) = body.items()
+    return {f"{key}s": [item, {key: dict(item)}]}
+
+
+def test_bulk_creates_are_held_to_the_rules_item_by_item(
+        live_stowage: LiveServer, network: httpx.Client, world: ProjectA) -> None:
+    """Neutron checks `create_<resource>` and its attribute rules for every item of a bulk
+    body; one item refused is a 403 and none of the batch is written."""
+    before = _everything(network)
+    bulk = [(path, body, rule) for path, body, rule in _creates(world)
+            if rule != "create_policy"]
+    for token, roles in (("rita:proj-a", READER), ("nobody:proj-a", None)):
+        with _client(live_stowage, "network", token, roles) as caller:
+            for path, body, rule in bulk:
+                message = nw.neutron_error(caller.post(path, json=_bulk(body)), 403,
+                                           "PolicyNotAuthorized")
+                assert message == f"rule:{rule} is disallowed by policy", (token, path)
+    assert _everything(network) == before
+    # A member's batch whose last item the rules refuse: the items before it are undone.
+    refused = [
+        ("/v2.0/networks", {"networks": [{"name": "ok"}, {"name": "wide", "shared": True}]},
+         "(rule:create_network and rule:create_network:shared)"),
+        ("/v2.0/ports", {"ports": [{"network_id": world.net, "name": "ok"},
+                                   {"port": {"network_id": world.net,
+                                             "binding:host_id": "host1"}}]},
+         "(rule:create_port and rule:create_port:binding:host_id)"),
+        ("/v2.0/subnets", {"subnets": [
+            {"network_id": world.net, "cidr": "10.9.0.0/24", "ip_version": 4},
+            {"network_id": world.shared_net, "cidr": "10.8.0.0/24", "ip_version": 4}]},
+         "rule:create_subnet"),
+    ]
+    with _client(live_stowage, "network", "alice:proj-a", MEMBER) as alice:
+        for path, body, rule in refused:
+            message = nw.neutron_error(alice.post(path, json=body), 403,
+                                       "PolicyNotAuthorized")
+            assert message == f"{rule} is disallowed by policy", path
+        assert _everything(network) == before
+        made = alice.post("/v2.0/networks", json={"networks": [
+            {"name": "x"}, {"network": {"name": "y"}}]})
+        assert made.status_code == 201, made.text
+        assert [(n["name"], n["project_id"]) for n in made.json()["networks"]] == \
+            [("x", "proj-a"), ("y", "proj-a")]
+
+
 # --- images -----------------------------------------------------------------------------
 
 def _image(client: httpx.Client, name: str, **fields: Any) -> str:
@@ -340,6 +386,8 @@ OVERRIDES = {"create_network": "rule:admin_only",
              # A rule Neutron does not define: an operator's attribute rule is held too.
              "update_network:mtu": "rule:admin_only",
              "get_network:provider:network_type": "role:reader",
+             # Quota rules are in the same table: a reader may read every project's.
+             "get_quota": "role:reader",
              "delete_image": "role:admin",
              "publicize_image": "role:member and project_id:%(project_id)s"}
 
@@ -365,6 +413,11 @@ def test_policy_overrides_change_network_and_image_rules(overridden: LiveServer)
                            "by policy")
         assert nw.made(alice.put(f"/v2.0/networks/{net['id']}", json={
             "network": {"name": "renamed"}}), "network", 200)["mtu"] == net["mtu"]
+        assert alice.get("/v2.0/quotas/proj-b").status_code == 200
+        assert alice.get("/v2.0/quotas").status_code == 200
+        message = nw.neutron_error(alice.put("/v2.0/quotas/proj-a", json={
+            "quota": {"network": 50}}), 403, "PolicyNotAuthorized")
+        assert message == "rule:update_quota is disallowed by policy"
     with _client(overridden, "image", "alice:proj-a", MEMBER) as alice:
         made = _image(alice, "alices", visibility="public")
         assert _glance_error(alice.delete(f"/v2/images/{made}"), 403) == \
