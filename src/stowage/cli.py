@@ -48,12 +48,18 @@ def _parser() -> argparse.ArgumentParser:
                        help="start N simulated compute hosts (host1..hostN)")
     serve.add_argument("--hosts-file", dest="hosts_file",
                        help="TOML or YAML file describing simulated hosts one by one")
+    serve.add_argument("--demo", action="store_true",
+                       help="first create DevStack's defaults, whichever is missing: flavors "
+                            "m1.tiny..m1.xlarge, a cirros image, a `private` network "
+                            "(`stowage manage bootstrap`)")
     _worker_parsers(sub)
     manage = sub.add_parser("manage", help="operator tasks")
     manage_sub = manage.add_subparsers(dest="area", required=True)
-    db = manage_sub.add_parser("db", help="database schema")
-    db.add_argument("action", choices=["upgrade"])
-    db.add_argument("--database", help="SQLAlchemy URL")
+    from stowage.manage_bootstrap import add_parser as add_bootstrap
+    from stowage.manage_db import add_parser as add_db
+
+    add_db(manage_sub)
+    add_bootstrap(manage_sub)
     identity = manage_sub.add_parser("identity", help="built-in identity service")
     identity.add_argument("action", choices=["hash-password"],
                           help="print the password_hash of a password read from stdin")
@@ -273,6 +279,11 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"stowage: upgrading schema on {db.backend} ...", file=sys.stderr, flush=True)
     schema.upgrade(db)
     cells = _cells(settings, db) if "compute" in settings.services else None
+    if args.demo:
+        from stowage.manage_bootstrap import bootstrap
+
+        for line in bootstrap(settings, db) or ["the demo flavors, image and network exist"]:
+            print(f"stowage: {line}", file=sys.stderr, flush=True)
     host, _, port = settings.bind.rpartition(":")
     # Every worker gets the same keep-alive timeout: uvicorn's own (5 s) is
     # shorter than pooled clients keep idle connections.
@@ -309,6 +320,10 @@ def _cells(settings: config.Settings, db: Database) -> Cells:
     for cell in cells.all():
         where = cells.location(cell) or "the API database"
         print(f"stowage: {cell.name} keeps its records in {where}", file=sys.stderr, flush=True)
+    if any(cell.database_connection.startswith("sqlite") for cell in cells.all()):
+        # Deleting the API file alone would leave the cells' records behind.
+        print("stowage: to start over, `stowage manage db reset --yes` removes the API "
+              "database and these cell files", file=sys.stderr, flush=True)
     return cells
 
 
@@ -382,6 +397,10 @@ def _hash_password() -> int:
 def _manage(args: argparse.Namespace) -> int:
     if args.area == "identity":
         return _hash_password()
+    if args.area == "db" and args.action == "reset":
+        from stowage.manage_db import reset
+
+        return reset(_settings(args, database=args.database).database, args.yes)
     settings = _settings(args, database=args.database)
     db = Database(settings.database)
     if args.area == "placement":
@@ -392,6 +411,10 @@ def _manage(args: argparse.Namespace) -> int:
         from stowage.manage_cells import run as run_cells
 
         return run_cells(args, settings, db)
+    if args.area == "bootstrap":
+        from stowage.manage_bootstrap import run as run_bootstrap
+
+        return run_bootstrap(settings, db)
     print(f"stowage: upgrading schema of {db.backend} database ...", file=sys.stderr)
     schema.upgrade(db)
     _cells(settings, db)
