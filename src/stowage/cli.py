@@ -316,7 +316,10 @@ def _cells(settings: config.Settings, db: Database) -> Cells:
     """The deployment's cells: cell1 made on a fresh database, each cell's schema at head."""
     from stowage.compute.cells import bootstrap_with
 
-    cells = bootstrap_with(db, settings.compute)
+    try:
+        cells = bootstrap_with(db, settings.compute)
+    except ValueError as exc:  # a cell database the settings or the files refuse
+        raise SystemExit(f"stowage: {exc}") from exc
     for cell in cells.all():
         where = cells.location(cell) or "the API database"
         print(f"stowage: {cell.name} keeps its records in {where}", file=sys.stderr, flush=True)

@@ -112,3 +112,40 @@ def test_reset_drops_stowages_tables_and_only_those(backend: str) -> None:
             engine.dispose()
         # And it starts over: the schema is made again from nothing.
         assert _stowage("manage", "db", "upgrade", "--database", url).returncode == 0
+
+
+def test_a_left_cell_file_stops_a_new_deployment_until_reset(tmp_path: Path) -> None:
+    """stowage.db deleted by hand, stowage_cell1.db (with a host) left: serve and upgrade
+    refuse to map it into the new deployment, naming it and the reset; after it they work."""
+    from stowage.compute import services
+    from stowage.db import Database
+
+    assert _stowage("manage", "db", "upgrade", cwd=tmp_path).returncode == 0
+    cell1 = Database(f"sqlite:///{tmp_path / 'stowage_cell1.db'}")
+    try:
+        with cell1.write() as conn:
+            services.ensure_service(conn, "host1", services.COMPUTE)
+    finally:
+        cell1.dispose()
+    (tmp_path / "stowage.db").unlink()
+
+    for command in (["manage", "db", "upgrade"], ["serve", "--sim-hosts", "1"]):
+        refused = _stowage(*command, cwd=tmp_path)
+        assert refused.returncode != 0
+        assert "stowage_cell1.db holds the servers or hosts of an earlier deployment" in \
+            refused.stderr, refused.stderr
+        assert "stowage manage db reset --yes" in refused.stderr
+        assert not (tmp_path / "stowage.db").exists() or _no_cells(tmp_path / "stowage.db")
+
+    assert _stowage("manage", "db", "reset", "--yes", cwd=tmp_path).returncode == 0
+    done = _stowage("manage", "db", "upgrade", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+
+
+def _no_cells(api_file: Path) -> bool:
+    engine = sa.create_engine(f"sqlite:///{api_file}")
+    try:
+        with engine.connect() as conn:
+            return conn.execute(sa.text("SELECT COUNT(*) FROM cell_mappings")).scalar() == 0
+    finally:
+        engine.dispose()
