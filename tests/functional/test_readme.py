@@ -11,8 +11,9 @@ replaced by the served address, and must exit 0. A block marked
 
 on the line before it is left out (the test command itself, and commands
 for another deployment); there are few of them, and the test says so. The
-environment starts without any OS_* variable; what a block exports carries
-to the next ones, as in one shell.
+environment starts without any OS_* variable or STOWAGE_DATABASE /
+STOWAGE_TRANSPORT_URL; what a block exports carries to the next ones, as in
+one shell.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 SKIP = re.compile(r"<!-- readme-test: skip \((.+)\) -->\s*$")
 SERVE = re.compile(r"^python3 -m pip install -e \. && (python3 -m stowage serve .*)$")
 MAX_SKIPPED = 3
+# What a fresh start on SQLite must not inherit from the shell that runs pytest.
+_NOT_INHERITED = ("STOWAGE_DATABASE", "STOWAGE_TRANSPORT_URL")
 BLOCK_TIMEOUT = 300
 
 
@@ -63,6 +66,12 @@ def sh_blocks(markdown: str) -> list[Block]:
     return blocks
 
 
+def _environment() -> dict[str, str]:
+    """The caller's environment without OS_* (the README sets those) and stowage settings."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith("OS_") and k not in _NOT_INHERITED}
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -79,7 +88,8 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str, subprocess.Popen[bytes]]
     argv = [*shlex.split(found.group(1)), "--bind", address]
     argv[0] = sys.executable
     log = (tmp_path / "serve.log").open("wb")
-    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+                            env=_environment())
     try:
         _wait_until_up(f"http://{address}", proc, tmp_path / "serve.log")
         yield tmp_path, address, proc
@@ -119,7 +129,7 @@ def test_every_readme_command_block_runs_in_order(
     blocks = sh_blocks(README.read_text(encoding="utf-8"))[1:]
     exported = workdir / "exported.sh"
     exported.write_text("")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+    env = _environment()
     for block in blocks:
         if block.skipped:
             continue
