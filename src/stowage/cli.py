@@ -51,12 +51,18 @@ def _parser() -> argparse.ArgumentParser:
                        help="start N simulated compute hosts (host1..hostN)")
     serve.add_argument("--hosts-file", dest="hosts_file",
                        help="TOML or YAML file describing simulated hosts one by one")
+    serve.add_argument("--demo", action="store_true",
+                       help="first create DevStack's defaults, whichever is missing: flavors "
+                            "m1.tiny..m1.xlarge, a cirros image, a `private` network "
+                            "(`stowage manage bootstrap`)")
     _worker_parsers(sub)
     manage = sub.add_parser("manage", help="operator tasks")
     manage_sub = manage.add_subparsers(dest="area", required=True)
-    db = manage_sub.add_parser("db", help="database schema")
-    db.add_argument("action", choices=["upgrade"])
-    db.add_argument("--database", help="SQLAlchemy URL")
+    from stowage.manage_bootstrap import add_parser as add_bootstrap
+    from stowage.manage_db import add_parser as add_db
+
+    add_db(manage_sub)
+    add_bootstrap(manage_sub)
     identity = manage_sub.add_parser("identity", help="built-in identity service")
     identity.add_argument("action", choices=["hash-password"],
                           help="print the password_hash of a password read from stdin")
@@ -322,6 +328,11 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"stowage: upgrading schema on {db.backend} ...", file=sys.stderr, flush=True)
     schema.upgrade(db)
     cells = _cells(settings, db) if "compute" in settings.services else None
+    if args.demo:
+        from stowage.manage_bootstrap import bootstrap
+
+        for line in bootstrap(settings, db) or ["the demo flavors, image and network exist"]:
+            print(f"stowage: {line}", file=sys.stderr, flush=True)
     host, _, port = settings.bind.rpartition(":")
     # Every worker gets the same connection limits and timeouts (web/server.py).
     run: dict[str, Any] = {"host": host or "127.0.0.1", "port": int(port),
@@ -357,10 +368,17 @@ def _cells(settings: config.Settings, db: Database) -> Cells:
     """The deployment's cells: cell1 made on a fresh database, each cell's schema at head."""
     from stowage.compute.cells import bootstrap_with
 
-    cells = bootstrap_with(db, settings.compute)
+    try:
+        cells = bootstrap_with(db, settings.compute)
+    except ValueError as exc:  # a cell database the settings or the files refuse
+        raise SystemExit(f"stowage: {exc}") from exc
     for cell in cells.all():
         where = cells.location(cell) or "the API database"
         print(f"stowage: {cell.name} keeps its records in {where}", file=sys.stderr, flush=True)
+    if any(cell.database_connection.startswith("sqlite") for cell in cells.all()):
+        # Deleting the API file alone would leave the cells' records behind.
+        print("stowage: to start over, `stowage manage db reset --yes` removes the API "
+              "database and these cell files", file=sys.stderr, flush=True)
     return cells
 
 
@@ -432,6 +450,10 @@ def _hash_password() -> int:
 def _manage(args: argparse.Namespace) -> int:
     if args.area == "identity":
         return _hash_password()
+    if args.area == "db" and args.action == "reset":
+        from stowage.manage_db import reset
+
+        return reset(_settings(args, database=args.database).database, args.yes)
     settings = _settings(args, database=args.database)
     db = Database(settings.database)
     if args.area == "placement":
@@ -446,6 +468,10 @@ def _manage(args: argparse.Namespace) -> int:
         from stowage.manage_hosts import run as run_hosts
 
         return run_hosts(args, settings, db)
+    if args.area == "bootstrap":
+        from stowage.manage_bootstrap import run as run_bootstrap
+
+        return run_bootstrap(settings, db)
     print(f"stowage: upgrading schema of {db.backend} database ...", file=sys.stderr)
     schema.upgrade(db)
     _cells(settings, db)

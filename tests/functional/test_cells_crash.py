@@ -122,6 +122,14 @@ CROSS_CELL_POINTS = [
 ]
 
 
+def _cell2_options(tmp_path: Path) -> str:
+    """Settings naming host2 in cell2 and the policy that lets resizes cross cells."""
+    hosts, policy = tmp_path / "hosts.toml", tmp_path / "policy.yaml"
+    hosts.write_text(HOST2_IN_CELL2, encoding="utf-8")
+    policy.write_text(POLICY, encoding="utf-8")
+    return f'hosts_file = "{hosts}"\n[policy]\nfile = "{policy}"\n'
+
+
 def _cross_cell_cases() -> list[Any]:
     return [pytest.param(backend, point, status, cell, id=f"{backend}-{point}")
             for backend in BACKENDS for point, status, cell in CROSS_CELL_POINTS
@@ -132,10 +140,7 @@ def _cross_cell_cases() -> list[Any]:
 def test_a_cross_cell_resize_cut_off_anywhere_ends_in_one_cell(
         backend: str, point: str, status: str, cell: str, tmp_path: Path) -> None:
     """host1 in cell1 (--sim-hosts 1 names it), host2 in cell2 (the hosts file)."""
-    hosts, policy = tmp_path / "hosts.toml", tmp_path / "policy.yaml"
-    hosts.write_text(HOST2_IN_CELL2, encoding="utf-8")
-    policy.write_text(POLICY, encoding="utf-8")
-    options = f'hosts_file = "{hosts}"\n[policy]\nfile = "{policy}"\n'
+    options = _cell2_options(tmp_path)
     with _deployment(backend) as (url, cells):
         with running(url, tmp_path, crash_at=point, options=options, sim_hosts=1) as s:
             small, large = s.flavors()
@@ -212,10 +217,7 @@ def test_a_cross_cell_confirm_or_revert_cut_off_ends_in_one_cell(
         backend: str, point: str, host: str, cell: str, tmp_path: Path) -> None:
     """The resize reached VERIFY_RESIZE in cell2; its confirm (the server stays in cell2,
     cell1's hidden copy goes) or revert (the records go back to cell1) is killed."""
-    hosts, policy = tmp_path / "hosts.toml", tmp_path / "policy.yaml"
-    hosts.write_text(HOST2_IN_CELL2, encoding="utf-8")
-    policy.write_text(POLICY, encoding="utf-8")
-    options = f'hosts_file = "{hosts}"\n[policy]\nfile = "{policy}"\n'
+    options = _cell2_options(tmp_path)
     body = {"confirmResize": None} if point.startswith("confirm") else {"revertResize": None}
     with _deployment(backend) as (url, cells):
         with running(url, tmp_path, crash_at=point, options=options, sim_hosts=1) as s:

@@ -166,22 +166,6 @@ def test_pci_claim_failure_reschedules_the_boot(cloud: Cloud) -> None:
     assert_invariants(cloud)
 
 
-def test_spawn_failing_everywhere_ends_in_error_holding_nothing(cloud: Cloud) -> None:
-    nodes = [cloud.add_host(h, vcpus=16, memory_mb=8192, disk_gb=100) for h in ("host1", "host2")]
-    for name in ("host1", "host2"):
-        cloud.plane.agent(name).driver.fail("spawn", times=None)
-    small = flavor(cloud, "small", 1, 512, 5)
-
-    server_id = boot(cloud, "vm", small, image(cloud))
-    view = server(cloud, server_id)
-    assert view["status"] == "ERROR"
-    assert "Exceeded maximum number of retries" in view["fault"]["message"]
-    assert held(cloud, server_id) == {}
-    for node in nodes:
-        assert usages(cloud, node) == EMPTY
-    assert_invariants(cloud)
-
-
 def test_shrinking_a_local_root_disk_is_refused_and_rolled_back(
         cloud: Cloud, moving: dict[str, str]) -> None:
     """As libvirt: the source refuses before touching the guest (InstanceFaultRollback),

@@ -22,6 +22,7 @@ from tests.functional.servers import (
     assert_invariants,
     boot,
     flavor,
+    flavor_amounts,
     held,
     image,
     server,
@@ -150,6 +151,24 @@ def test_unshelve_of_an_offloaded_server_claims_a_host_from_scratch(cloud: Cloud
     action(cloud, shelf.server, {"unshelve": None})
     assert server(cloud, shelf.server)["status"] == "ACTIVE"
     assert images_named(cloud, "vm-shelved") == []
+    assert_invariants(cloud)
+
+
+def test_unshelve_after_a_resize_claims_the_new_flavor(cloud: Cloud) -> None:
+    """Resized (and confirmed) before it was shelved: the offloaded server's new claim is
+    for the flavor it has now, not the one it was booted with (the request spec's)."""
+    shelf = two_hosts_and_a_server(cloud)
+    bigger = flavor(cloud, "bigger", 2, 1024, 10)
+    action(cloud, shelf.server, {"resize": {"flavorRef": bigger}})
+    action(cloud, shelf.server, {"confirmResize": None}, status=204)
+    assert server(cloud, shelf.server)["flavor"]["original_name"] == "bigger"
+    action(cloud, shelf.server, {"shelve": None})
+
+    action(cloud, shelf.server, {"unshelve": None})
+    view = server(cloud, shelf.server)
+    assert view["status"] == "ACTIVE"
+    node = shelf.nodes[view["OS-EXT-SRV-ATTR:host"]]
+    assert held(cloud, shelf.server) == {node: flavor_amounts(2, 1024, 10)}
     assert_invariants(cloud)
 
 

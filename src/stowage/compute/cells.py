@@ -367,7 +367,25 @@ def _cell_url(api: Database, name: str, setting: str) -> str:
         return setting or SAME_DATABASE
     path = Path(str(url.database))
     cell_file = path.with_name(f"{path.stem}_{name}{path.suffix}")
-    return url.set(database=str(cell_file)).render_as_string(hide_password=False)
+    cell_url = url.set(database=str(cell_file)).render_as_string(hide_password=False)
+    if cell_file.exists() and _holds_compute_rows(cell_url):
+        # The API file was deleted and its cell file left: its servers and hosts would
+        # come back without their allocations, ports or mappings.
+        raise ValueError(
+            f"{cell_file} holds the servers or hosts of an earlier deployment whose API "
+            f"database {path} is gone; to start over, remove it with `stowage manage db "
+            f"reset --yes --database {api.url}` (or delete it)")
+    return cell_url
+
+
+def _holds_compute_rows(url: str) -> bool:
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return (sa.inspect(conn).has_table(t.instances.name)
+                    and _has_compute_rows(conn))
+    finally:
+        engine.dispose()
 
 
 def _has_compute_rows(conn: Connection) -> bool:

@@ -7,9 +7,10 @@
           ─> spawn from the shelved image (reschedule to alternates on failure)
           ─> ACTIVE on the new host, snapshot image deleted, shelved_* facts cleared
 
-The request spec is the server's own (flavor, image traits, server group,
-zone as the API last set it); a 2.91 `host` pins the destination for this
-unshelve only, as Nova does not keep it.
+The request spec is the server's own (image traits, server group, zone as
+the API last set it) with the flavor the server has now (a resize changes
+it); a 2.91 `host` pins the destination for this unshelve only, as Nova does
+not keep it.
 
 A server with ports (offloaded: unbound from any host, still the server's)
 asks for their request groups, read again from the Network service, as a
@@ -119,7 +120,8 @@ class Schedule(Step):
             raise UnexpectedTaskState(f"Instance {un.instance.uuid} is no longer unshelving.")
         with un.ops.api_db.using(conn) as api:
             spec = instances.request_spec(api, un.instance.uuid)
-        spec.update(move=False, ignore_hosts=[], num_instances=1,
+        # The flavor the server has now: a confirmed resize does not rewrite the spec.
+        spec.update(flavor=un.instance.flavor, move=False, ignore_hosts=[], num_instances=1,
                     requested_destination={"host": un.host, "node": None} if un.host else None)
         self.spec = spec
 
