@@ -29,7 +29,7 @@ from stowage.context import RequestContext
 from stowage.db import Database, schema
 from stowage.image import images
 from stowage.image import tables as image_tables
-from stowage.network import networks, subnets
+from stowage.network import networks, policy, subnets
 from stowage.network import tables as network_tables
 from stowage.web.auth import ADMIN_ROLES
 
@@ -65,6 +65,9 @@ SUBNET_NAME = "private-subnet"
 # DevStack's FIXED_RANGE for the `private` network's IPv4 subnet.
 SUBNET_CIDR = "10.0.0.0/26"
 _ADMIN = RequestContext(user_id="admin", project_id="admin", roles=ADMIN_ROLES)
+# The Network writes ask Neutron's rules through a Guard: the cloud admin under the
+# default rules (an operator's `[policy] file` governs API callers, not this command).
+_NETWORK_ADMIN = policy.Guard(policy.enforcer(config.PolicySettings()), _ADMIN)
 
 
 def add_parser(manage_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -121,13 +124,13 @@ def _network(conn: Connection, settings: config.NetworkSettings) -> list[str]:
     found = conn.execute(sa.select(n.c.id).where(n.c.name == NETWORK_NAME)).first()
     made = []
     if found is None:
-        network_id = networks.create(conn, _ADMIN, {"name": NETWORK_NAME, "shared": True},
-                                     settings).id
+        network_id = networks.create(conn, _NETWORK_ADMIN,
+                                     {"name": NETWORK_NAME, "shared": True}, settings).id
         made.append(f"network {NETWORK_NAME} created ({network_id})")
     else:
         network_id = str(found.id)
     if not subnets.of_network(conn, network_id):
-        subnets.create(conn, _ADMIN, {"network_id": network_id, "name": SUBNET_NAME,
-                                      "ip_version": 4, "cidr": SUBNET_CIDR})
+        subnets.create(conn, _NETWORK_ADMIN, {"network_id": network_id, "name": SUBNET_NAME,
+                                              "ip_version": 4, "cidr": SUBNET_CIDR})
         made.append(f"subnet {SUBNET_NAME} {SUBNET_CIDR} created")
     return made

@@ -3,8 +3,12 @@
 Rules and defaults are upstream Placement's, so an operator's existing policy
 file keeps its meaning. Check strings use the oslo.policy grammar subset that
 those defaults and typical overrides need: ``@``, ``!``, ``role:R``,
-``rule:NAME``, ``project_id:%(project_id)s``-style comparisons, ``and``,
-``or``, ``not`` and parentheses. In legacy mode (``enforce_new_defaults`` off)
+``rule:NAME``, ``project_id:%(project_id)s``-style comparisons (target keys
+may name a parent's attribute, ``%(network:tenant_id)s``; ``tenant_id`` is
+the caller's project, as Neutron's context gives it), a quoted literal
+compared with a target value (Glance's ``"public":%(visibility)s``),
+Neutron's ``field:RESOURCE:ATTR=VALUE`` (``=~`` for a regular expression),
+``and``, ``or``, ``not`` and parentheses. In legacy mode (``enforce_new_defaults`` off)
 a rule that has a deprecated default passes when either check passes, as
 oslo.policy does.
 """
@@ -68,7 +72,8 @@ class PolicyNotAuthorized(Exception):
 
 
 # A token is a parenthesis, or a check that may embed a %(target)s reference.
-_TOKEN = re.compile(r"\s*([^\s()]*%\(\w+\)s[^\s()]*|\(|\)|[^\s()]+)")
+_TOKEN = re.compile(r"\s*([^\s()]*%\([\w:]+\)s[^\s()]*|\(|\)|[^\s()]+)")
+_TARGET_REF = re.compile(r"%\(([\w:]+)\)s")
 Check = Callable[[RequestContext, Mapping[str, object]], bool]
 
 
@@ -133,6 +138,10 @@ def _leaf(tok: str, resolve: Callable[[str], Check]) -> Check:
         return lambda ctx, t: True
     if tok == "!":
         return lambda ctx, t: False
+    if tok.startswith("field:"):
+        return _field(tok[len("field:"):])
+    if tok[:1] in "'\"":
+        return _literal(tok)
     kind, _, value = tok.partition(":")
     if kind == "rule":
         return lambda ctx, t: resolve(value)(ctx, t)
@@ -142,18 +151,42 @@ def _leaf(tok: str, resolve: Callable[[str], Check]) -> Check:
     return _generic(kind, value)
 
 
+def _target_value(value: str, target: Mapping[str, object]) -> object:
+    match = _TARGET_REF.fullmatch(value)
+    return target.get(match.group(1)) if match else value
+
+
 def _generic(kind: str, value: str) -> Check:
     """``attr:%(target)s`` compares a context attribute with a target value."""
+    # Neutron's context calls the caller's project `tenant_id` as well.
+    attribute = "project_id" if kind == "tenant_id" else kind
 
     def check(ctx: RequestContext, target: Mapping[str, object]) -> bool:
-        actual = getattr(ctx, kind, None)
+        actual = getattr(ctx, attribute, None)
         if kind == "is_admin":
             return str(ctx.is_admin) == value
-        match = re.fullmatch(r"%\((\w+)\)s", value)
-        expected = target.get(match.group(1)) if match else value
+        expected = _target_value(value, target)
         return actual is not None and expected is not None and str(actual) == str(expected)
 
     return check
+
+
+def _literal(tok: str) -> Check:
+    """``"public":%(visibility)s``: a quoted constant equal to a target value."""
+    quoted, _, value = tok.rpartition(":")
+    constant = quoted[1:-1]
+    return lambda ctx, t: str(_target_value(value, t)) == constant
+
+
+def _field(spec: str) -> Check:
+    """Neutron's ``field:networks:shared=True``: the target's attribute has the value
+    (``=~`` matches a regular expression); the resource name only documents."""
+    _, _, test = spec.partition(":")
+    name, _, wanted = test.partition("=")
+    if wanted.startswith("~"):
+        pattern = re.compile(wanted[1:])
+        return lambda ctx, t: t.get(name) is not None and bool(pattern.match(str(t[name])))
+    return lambda ctx, t: name in t and str(t[name]) == wanted
 
 
 class Enforcer:
@@ -175,6 +208,10 @@ class Enforcer:
     def _compile(self, check_str: str) -> Check:
         tokens = _TOKEN.findall(check_str)
         return _Parser(tokens, self._lookup).parse()
+
+    def defines(self, name: str) -> bool:
+        """Whether a rule of that name exists: a default, or one an operator added."""
+        return name in self._checks
 
     def _lookup(self, name: str) -> Check:
         return self._checks.get(name, lambda ctx, t: False)

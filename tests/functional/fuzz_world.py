@@ -60,7 +60,8 @@ PROJECT = "fuzzproj"
 TOKENS: dict[str, tuple[str, str | None]] = {
     "admin": ("admin", None),
     "service": ("nova:service", "service"),
-    "member": (f"fuzzer:{PROJECT}", "member"),
+    # A member token carries reader too, as Keystone's implied roles put it in the token.
+    "member": (f"fuzzer:{PROJECT}", "member,reader"),
     "reader": (f"fuzzer:{PROJECT}", "reader"),
     "no-role": (f"fuzzer:{PROJECT}", None),
     "other-member": ("intruder:otherproj", "member"),

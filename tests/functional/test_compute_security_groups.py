@@ -153,7 +153,7 @@ def test_network_proxies(cloud: Cloud, member: httpx.Client) -> None:
     with api_client(f"{cloud.live.url}/network") as network:
         shared = nw.network(network, "public", shared=True)
         hidden = nw.network(network, "admin-only")
-    with api_client(f"{cloud.live.url}/network", token="demo:p1") as own:
+    with api_client(f"{cloud.live.url}/network", token="demo:p1", roles=MEMBER) as own:
         mine = nw.network(own, "mine")
     listed = _ok(member.get("/os-networks"))["networks"]
     assert sorted(n["label"] for n in listed) == ["mine", "public"]

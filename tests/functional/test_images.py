@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.functional.conftest import LiveServer, api_client
+from tests.functional.conftest import MEMBER, LiveServer, api_client
 
 PATCH = {"content-type": "application/openstack-images-v2.1-json-patch"}
 
@@ -133,14 +133,14 @@ def test_projects_see_public_and_their_own_images(image: httpx.Client,
                                                   live_stowage: LiveServer) -> None:
     create(image, "public", visibility="public")
     admins = create(image, "admins-private", visibility="private")
-    with api_client(f"{live_stowage.url}/image", token="alice:proj-a") as alice:
+    with api_client(f"{live_stowage.url}/image", token="alice:proj-a", roles=MEMBER) as alice:
         mine = create(alice, "alices")
         assert sorted(names(alice.get("/v2/images"))) == ["alices", "public"]
         assert alice.get(f"/v2/images/{admins['id']}").status_code == 404
         assert alice.post("/v2/images", json={"name": "p", "visibility": "public"}) \
             .status_code == 403
     assert image.get(f"/v2/images/{mine['id']}").json()["owner"] == "proj-a"
-    with api_client(f"{live_stowage.url}/image", token="bob:proj-b") as bob:
+    with api_client(f"{live_stowage.url}/image", token="bob:proj-b", roles=MEMBER) as bob:
         assert bob.delete(f"/v2/images/{mine['id']}").status_code == 404
 
 

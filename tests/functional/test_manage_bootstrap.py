@@ -14,11 +14,11 @@ import pytest
 import sqlalchemy as sa
 
 from stowage.compute import flavors
-from stowage.config import NetworkSettings
+from stowage.config import NetworkSettings, PolicySettings
 from stowage.context import RequestContext
 from stowage.db import Database
 from stowage.image import images
-from stowage.network import networks, subnets
+from stowage.network import networks, policy, subnets
 from stowage.web.auth import ADMIN_ROLES
 from tests.conftest import BACKENDS
 from tests.dbs import throwaway_database
@@ -77,7 +77,8 @@ def test_bootstrap_leaves_what_the_operator_made_alone() -> None:
             with db.write() as conn:
                 flavors.create(conn, flavors.NewFlavor("m1.small", 1024, 1, 10, flavorid="s"))
                 flavors.create(conn, flavors.NewFlavor("mine", 256, 1, 1, flavorid="1"))
-                networks.create(conn, ADMIN, {"name": "private"}, NetworkSettings())
+                guard = policy.Guard(policy.enforcer(PolicySettings()), ADMIN)
+                networks.create(conn, guard, {"name": "private"}, NetworkSettings())
             made = _bootstrap(url).stdout
             with db.read() as conn:
                 small = flavors.get(conn, "s")

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import BACKENDS
 from tests.functional import networking as nw
-from tests.functional.conftest import LiveServer, api_client, serving
+from tests.functional.conftest import MEMBER, LiveServer, api_client, serving
 
 
 def test_version_documents_need_no_token(live_stowage: LiveServer) -> None:
@@ -336,7 +336,7 @@ def test_projects_see_their_own_and_shared_networks(live_stowage: LiveServer,
                                                     network: httpx.Client) -> None:
     shared = nw.network(network, "public", shared=True)
     nw.network(network, "admins")
-    with api_client(f"{live_stowage.url}/network", token="demo:p1") as demo:
+    with api_client(f"{live_stowage.url}/network", token="demo:p1", roles=MEMBER) as demo:
         mine = nw.network(demo, "mine")
         assert mine["project_id"] == "p1"
         assert "provider:network_type" not in mine
@@ -355,7 +355,7 @@ def test_projects_see_their_own_and_shared_networks(live_stowage: LiveServer,
                       403, "PolicyNotAuthorized")
         other = demo.post("/v2.0/networks", json={"network": {"project_id": "p2"}})
         assert "requires admin privileges" in nw.neutron_error(other, 400, "HTTPBadRequest")
-    with api_client(f"{live_stowage.url}/network", token="demo:p2") as stranger:
+    with api_client(f"{live_stowage.url}/network", token="demo:p2", roles=MEMBER) as stranger:
         nw.neutron_error(stranger.get(f"/v2.0/networks/{mine['id']}"), 404, "NetworkNotFound")
         nw.neutron_error(stranger.delete(f"/v2.0/networks/{mine['id']}"), 404, "NetworkNotFound")
 
@@ -363,7 +363,7 @@ def test_projects_see_their_own_and_shared_networks(live_stowage: LiveServer,
 def test_unsharing_a_network_other_projects_use(live_stowage: LiveServer,
                                                 network: httpx.Client) -> None:
     net = nw.network(network, "public", shared=True)
-    with api_client(f"{live_stowage.url}/network", token="demo:p1") as demo:
+    with api_client(f"{live_stowage.url}/network", token="demo:p1", roles=MEMBER) as demo:
         nw.port(demo, net["id"])
     nw.neutron_error(network.put(f"/v2.0/networks/{net['id']}",
                               json={"network": {"shared": False}}),

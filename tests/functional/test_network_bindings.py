@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.functional import networking as nw
-from tests.functional.conftest import LiveServer, api_client
+from tests.functional.conftest import MEMBER, LiveServer, api_client
 
 
 def _bindings(client: httpx.Client, port_id: str) -> dict[str, dict[str, Any]]:
@@ -170,7 +170,7 @@ def test_a_profile_no_json_column_holds_is_refused(network: httpx.Client) -> Non
 
 def test_bindings_are_admin_only(live_stowage: LiveServer, network: httpx.Client) -> None:
     net = nw.network(network, shared=True)
-    with api_client(f"{live_stowage.url}/network", token="demo:p1") as demo:
+    with api_client(f"{live_stowage.url}/network", token="demo:p1", roles=MEMBER) as demo:
         port = nw.port(demo, net["id"], device_owner=nw.COMPUTE)
         url = f"/v2.0/ports/{port['id']}/bindings"
         for resp in (demo.get(url), demo.post(url, json={"binding": {"host": "h"}}),

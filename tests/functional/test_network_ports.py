@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.functional import networking as nw
-from tests.functional.conftest import LiveServer, api_client
+from tests.functional.conftest import MEMBER, LiveServer, api_client
 
 
 def _ips(port: dict[str, Any]) -> list[str]:
@@ -276,7 +276,7 @@ def test_binding_attributes_decide_vif_and_status(network: httpx.Client) -> None
 def test_binding_attributes_are_admin_only(live_stowage: LiveServer,
                                            network: httpx.Client) -> None:
     net = nw.network(network, "shared", shared=True)
-    with api_client(f"{live_stowage.url}/network", token="demo:p1") as demo:
+    with api_client(f"{live_stowage.url}/network", token="demo:p1", roles=MEMBER) as demo:
         for attribute, value in (("binding:host_id", "h"), ("binding:profile", {"a": 1})):
             message = nw.neutron_error(demo.post("/v2.0/ports", json={"port": {
                 "network_id": net["id"], attribute: value}}), 403, "PolicyNotAuthorized")
@@ -289,7 +289,7 @@ def test_binding_attributes_are_admin_only(live_stowage: LiveServer,
         nw.neutron_error(demo.put(f"/v2.0/ports/{mine['id']}", json={"port": {
             "binding:host_id": "h"}}), 403, "PolicyNotAuthorized")
     assert _all_ports(network)[0]["binding:host_id"] == ""
-    with api_client(f"{live_stowage.url}/network", token="demo:p2") as stranger:
+    with api_client(f"{live_stowage.url}/network", token="demo:p2", roles=MEMBER) as stranger:
         nw.neutron_error(stranger.get(f"/v2.0/ports/{mine['id']}"), 404, "PortNotFound")
         assert _all_ports(stranger) == []
         nw.neutron_error(stranger.delete(f"/v2.0/ports/{mine['id']}"), 404, "PortNotFound")
@@ -297,7 +297,7 @@ def test_binding_attributes_are_admin_only(live_stowage: LiveServer,
 
 def test_network_owner_sees_ports_on_their_network(live_stowage: LiveServer,
                                                    network: httpx.Client) -> None:
-    with api_client(f"{live_stowage.url}/network", token="demo:p1") as owner:
+    with api_client(f"{live_stowage.url}/network", token="demo:p1", roles=MEMBER) as owner:
         net = nw.network(owner, "mine")
         admins = nw.port(network, net["id"], project_id="p9")
         assert [p["id"] for p in _all_ports(owner)] == [admins["id"]]

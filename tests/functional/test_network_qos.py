@@ -14,7 +14,7 @@ from stowage.config import NetworkSettings
 from stowage.network import resource_request
 from tests.conftest import BACKENDS
 from tests.functional import networking as nw
-from tests.functional.conftest import LiveServer, api_client, serving
+from tests.functional.conftest import MEMBER, LiveServer, api_client, serving
 
 RULES = "minimum_bandwidth_rules"
 
@@ -114,7 +114,7 @@ def test_qos_writes_are_admin_only(live_stowage: LiveServer, network: httpx.Clie
     shared = nw.made(network.post("/v2.0/qos/policies", json={"policy": {
         "name": "shared", "shared": True}}), "policy")
     private = nw.qos_policy(network, "private", egress=10)
-    with api_client(f"{live_stowage.url}/network", token="demo:p1") as demo:
+    with api_client(f"{live_stowage.url}/network", token="demo:p1", roles=MEMBER) as demo:
         nw.neutron_error(demo.post("/v2.0/qos/policies", json={"policy": {"name": "x"}}),
                          403, "PolicyNotAuthorized")
         nw.neutron_error(demo.post(_rules_url(shared), json={"minimum_bandwidth_rule": {
@@ -213,7 +213,7 @@ def test_resource_request_is_admin_only(live_stowage: LiveServer,
         "name": "shared", "shared": True}}), "policy")
     network.post(_rules_url(policy), json={"minimum_bandwidth_rule": {"min_kbps": 10}})
     net = nw.physnet(network, shared=True)
-    with api_client(f"{live_stowage.url}/network", token="demo:p1") as demo:
+    with api_client(f"{live_stowage.url}/network", token="demo:p1", roles=MEMBER) as demo:
         port = nw.port(demo, net["id"], qos_policy_id=policy["id"])
         assert "resource_request" not in port
     assert network.get(f"/v2.0/ports/{port['id']}").json()["port"]["resource_request"]

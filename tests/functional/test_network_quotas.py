@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.functional import networking as nw
-from tests.functional.conftest import LiveServer, api_client
+from tests.functional.conftest import MEMBER, READER, LiveServer, api_client
 
 DEFAULTS = {"network": 100, "subnet": 100, "port": 500, "router": 10, "floatingip": 50,
             "security_group": 10, "security_group_rule": 100}
@@ -117,11 +117,19 @@ def test_check_limit_refuses_a_limit_below_usage(network: httpx.Client) -> None:
 def test_policy_a_project_reads_only_its_own(live_stowage: LiveServer,
                                               network: httpx.Client) -> None:
     _set(network, "p1", network=7)
-    with api_client(f"{live_stowage.url}/network", token="p1") as member:
+    with api_client(f"{live_stowage.url}/network", token="p1", roles=MEMBER) as member:
         assert nw.made(member.get("/v2.0/quotas/p1"), "quota", 200)["network"] == 7
         assert nw.made(member.get("/v2.0/quotas/p1/details"), "quota",
                        200)["network"]["limit"] == 7
         assert member.get("/v2.0/quotas/project").json() == {"project": {"project_id": "p1"}}
+    # As in Neutron, a project reads its own quota without any rule (or role).
+    for roles in (READER, None):
+        with api_client(f"{live_stowage.url}/network", token="p1", roles=roles) as caller:
+            assert nw.made(caller.get("/v2.0/quotas/p1"), "quota", 200)["network"] == 7
+            resp = caller.get("/v2.0/quotas/p2")
+            assert nw.neutron_error(resp, 403, "PolicyNotAuthorized") == \
+                "rule:get_quota is disallowed by policy"
+    with api_client(f"{live_stowage.url}/network", token="p1", roles=MEMBER) as member:
         for method, path, rule in (("GET", "/v2.0/quotas/p2", "get_quota"),
                                    ("GET", "/v2.0/quotas", "get_quota"),
                                    ("GET", "/v2.0/quotas/p2/default", "get_quota"),
@@ -207,3 +215,27 @@ def test_malformed_bulk_bodies(network: httpx.Client, body: dict[str, Any],
     resp = network.post("/v2.0/networks", json=body)
     assert nw.neutron_error(resp, 400, "HTTPBadRequest") == message
     assert network.get("/v2.0/networks").json()["networks"] == []
+
+
+def test_a_members_creates_pass_the_rules_then_the_quota(live_stowage: LiveServer,
+                                                         network: httpx.Client) -> None:
+    """A member's create is held to the rules and to the project's quota; a reader's is
+    refused by the rules before any count."""
+    _set(network, "p1", network=2)
+    with api_client(f"{live_stowage.url}/network", token="demo:p1", roles=READER) as reader:
+        resp = reader.post("/v2.0/networks", json={"networks": [{"name": "a"}]})
+        assert nw.neutron_error(resp, 403, "PolicyNotAuthorized") == \
+            "rule:create_network is disallowed by policy"
+    with api_client(f"{live_stowage.url}/network", token="demo:p1", roles=MEMBER) as member:
+        resp = member.post("/v2.0/networks", json={"networks": [
+            {"name": "a"}, {"name": "b"}, {"name": "c"}]})
+        assert nw.neutron_error(resp, 409, "OverQuota") == \
+            "Quota exceeded for resources: ['network']."
+        assert member.get("/v2.0/networks").json()["networks"] == []
+        made = member.post("/v2.0/networks", json={"networks": [{"name": "a"}, {"name": "b"}]})
+        assert made.status_code == 201, made.text
+        resp = member.post("/v2.0/networks", json={"network": {"name": "c"}})
+        assert nw.neutron_error(resp, 409, "OverQuota") == \
+            "Quota exceeded for resources: ['network']."
+        details = nw.made(member.get("/v2.0/quotas/p1/details"), "quota", 200)
+        assert details["network"] == {"limit": 2, "used": 2, "reserved": 0}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 
 from tests.functional import networking as nw
-from tests.functional.conftest import LiveServer, api_client
+from tests.functional.conftest import MEMBER, LiveServer, api_client
 from tests.functional.test_network_ports import _race
 
 SG = "/v2.0/security-groups"
@@ -29,7 +29,7 @@ def _shape(rule: dict[str, object]) -> tuple[object, ...]:
 
 def test_default_group_and_group_lifecycle(live_stowage: LiveServer,
                                            network: httpx.Client) -> None:
-    with api_client(f"{live_stowage.url}/network", token="demo:p1") as demo:
+    with api_client(f"{live_stowage.url}/network", token="demo:p1", roles=MEMBER) as demo:
         listed = demo.get(SG).json()["security_groups"]
         assert [g["name"] for g in listed] == ["default"]
         default = listed[0]
@@ -52,7 +52,7 @@ def test_default_group_and_group_lifecycle(live_stowage: LiveServer,
             "name": "x"}}), 409, "SecurityGroupCannotUpdateDefault")
         nw.neutron_error(demo.delete(f"{SG}/{default['id']}"), 409,
                          "SecurityGroupCannotRemoveDefault")
-        with api_client(f"{live_stowage.url}/network", token="demo:p2") as stranger:
+        with api_client(f"{live_stowage.url}/network", token="demo:p2", roles=MEMBER) as stranger:
             nw.neutron_error(stranger.get(f"{SG}/{made['id']}"), 404, "SecurityGroupNotFound")
             nw.neutron_error(stranger.delete(f"{SG}/{made['id']}"), 404,
                              "SecurityGroupNotFound")
@@ -114,7 +114,7 @@ def test_rule_checks_and_duplicates(network: httpx.Client) -> None:
 def test_ports_join_groups(live_stowage: LiveServer, network: httpx.Client) -> None:
     net = nw.network(network, shared=True)
     nw.subnet(network, net["id"], "10.0.0.0/24")
-    with api_client(f"{live_stowage.url}/network", token="demo:p1") as demo:
+    with api_client(f"{live_stowage.url}/network", token="demo:p1", roles=MEMBER) as demo:
         port = nw.port(demo, net["id"])
         default = demo.get(SG, params={"name": "default"}).json()["security_groups"][0]
         assert port["security_groups"] == [default["id"]]
@@ -127,7 +127,7 @@ def test_ports_join_groups(live_stowage: LiveServer, network: httpx.Client) -> N
         nw.neutron_error(demo.delete(f"{SG}/{web['id']}"), 409, "SecurityGroupInUse")
         bare = nw.port(demo, net["id"], security_groups=[])
         assert bare["security_groups"] == []
-        with api_client(f"{live_stowage.url}/network", token="demo:p2") as stranger:
+        with api_client(f"{live_stowage.url}/network", token="demo:p2", roles=MEMBER) as stranger:
             nw.neutron_error(stranger.post("/v2.0/ports", json={"port": {
                 "network_id": net["id"], "security_groups": [web["id"]]}}), 404,
                 "SecurityGroupNotFound")
@@ -144,7 +144,7 @@ def test_concurrent_first_uses_make_one_default_group(live_stowage: LiveServer,
             "port_range_min": 80, "port_range_max": 80}
 
     def create_port() -> httpx.Response:
-        with api_client(f"{live_stowage.url}/network", token="demo:p9") as demo:
+        with api_client(f"{live_stowage.url}/network", token="demo:p9", roles=MEMBER) as demo:
             return demo.post("/v2.0/ports", json={"port": {"network_id": net["id"]}})
 
     ports = _race(6, create_port)

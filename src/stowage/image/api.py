@@ -3,6 +3,7 @@
 
 Request checks follow Glance's image schema: read-only attributes are a 403,
 extra properties must be strings, and PATCH needs Glance's json-patch media type.
+Who may do what is Glance's rules (policy.py), asked once the image is known.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import jsonschema
 
 from stowage.errors import NotFound
 from stowage.image import images as img
+from stowage.image import policy
 from stowage.web import schema_report
 from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError
@@ -110,8 +112,11 @@ def create_image(req: Request) -> Response:
                 raise HTTPError(403, f"Attribute '{name}' is read-only.")
     _check(body, IMAGE_SCHEMA)
     ctx = req.context
-    if body.get("visibility") == "public" and not ctx.is_admin:
-        raise HTTPError(403, "You are not authorized to complete publicize_image action.")
+    visibility = body.get("visibility") or "shared"
+    wanted = policy.target(body.get("id"), body.get("owner") or ctx.project_id, visibility)
+    for action in ("add_image", *_VISIBILITY_RULES.get(visibility, ())):
+        if not req.app.enforcer.allowed(action, ctx, wanted):
+            raise policy.denied(action)
     if body.get("owner") not in (None, ctx.project_id) and not ctx.is_admin:
         raise HTTPError(403, "You are not permitted to create images owned by "
                              f"'{body['owner']}'.")
@@ -121,9 +126,22 @@ def create_image(req: Request) -> Response:
                          headers=[("location", req.url(f"/v2/images/{image.id}"))])
 
 
+# Visibilities whose setting is a rule of its own.
+_VISIBILITY_RULES = {"public": ("publicize_image",), "community": ("communitize_image",)}
+
+
+def _held(req: Request, conn: Any, action: str,
+          changed: dict[str, object] | None = None) -> img.Image:
+    """The image of the path once the rules allow `action` on it (404 if the caller
+    cannot see it, 403 if they can but may not)."""
+    image = img.get(conn, req.params["image_id"], req.context)
+    policy.check(req.app.enforcer, req.context, action, image, changed)
+    return image
+
+
 def show_image(req: Request) -> Response:
     with req.app.db.read() as conn:
-        image = img.get(conn, req.params["image_id"], req.context)
+        image = _held(req, conn, "get_image")
     return json_response(view(image))
 
 
@@ -152,6 +170,8 @@ def _last(req: Request, name: str) -> str | None:
 
 
 def list_images(req: Request) -> Response:
+    if not req.app.enforcer.allowed("get_images", req.context, req.context.policy_target()):
+        raise policy.denied("get_images")
     limit = min(_int_param(req, "limit", DEFAULT_LIMIT), MAX_LIMIT)
     names = _in_list(_last(req, "name"))
     query = img.ListQuery(name=names[0] if names and len(names) == 1 else None,
@@ -195,22 +215,26 @@ def patch_image(req: Request) -> Response:
     ops = _json(req)
     _check(ops, PATCH_SCHEMA, "patch")
     changes = _changes(ops)
-    if any(name == "visibility" and value == "public" for _, name, value in changes) \
-            and not req.context.is_admin:
-        raise HTTPError(403, "You are not authorized to complete publicize_image action.")
     with req.app.db.write() as conn:
+        _held(req, conn, "modify_image")
+        for _, name, value in changes:
+            if name == "visibility" and isinstance(value, str):
+                for action in _VISIBILITY_RULES.get(value, ()):
+                    _held(req, conn, action, {"visibility": value})
         image = img.update(conn, req.params["image_id"], req.context, changes)
     return json_response(view(image))
 
 
 def delete_image(req: Request) -> Response:
     with req.app.db.write() as conn:
+        _held(req, conn, "delete_image")
         img.delete(conn, req.params["image_id"], req.context)
     return empty_response(204)
 
 
 def upload_image(req: Request) -> Response:
     with req.app.db.write() as conn:
+        _held(req, conn, "upload_image")
         img.record_upload(conn, req.params["image_id"], req.context, req.body_size)
     return empty_response(204)
 

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from stowage.config import Settings
 from stowage.db import Database
 from stowage.identity.middleware import authenticator_for, challenge_for
+from stowage.image import policy
 from stowage.image.api import PUBLIC_PATHS, ROUTES
+from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
 from stowage.web.cors import Cors
 from stowage.web.errors import HTTPError, webob_error
@@ -25,6 +27,8 @@ __all__ = ["ImageState", "build_app", "render_error"]
 class ImageState:
     settings: Settings
     db: Database
+    # Glance's rules with the operator's overrides (policy.py).
+    enforcer: Enforcer
 
 
 def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:
@@ -45,4 +49,4 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         limits=BodyLimits.of(settings.api, "image"),
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
-    return ServiceApp(spec, ImageState(settings, db))
+    return ServiceApp(spec, ImageState(settings, db, policy.enforcer(settings.policy)))

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from stowage.config import Settings
 from stowage.db import Database
 from stowage.identity.middleware import authenticator_for, challenge_for
+from stowage.network import policy
 from stowage.network.api.versions import PUBLIC_PATHS
 from stowage.network.compute_events import Notify
 from stowage.network.errors import StatusError
+from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
 from stowage.web.cors import Cors
 from stowage.web.errors import HTTPError
@@ -40,6 +42,8 @@ _DEFAULT_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForb
 class NetworkState:
     settings: Settings
     db: Database
+    # Neutron's rules with the operator's overrides (policy.py).
+    enforcer: Enforcer
     # How Compute hears of a bound port's deletion (compute_events.py); None: nobody to tell.
     notify: Notify | None = None
 
@@ -78,4 +82,4 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         limits=BodyLimits.of(settings.api, "network"),
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
-    return ServiceApp(spec, NetworkState(settings, db))
+    return ServiceApp(spec, NetworkState(settings, db, policy.enforcer(settings.policy)))

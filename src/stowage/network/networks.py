@@ -21,13 +21,14 @@ from stowage.config import NetworkSettings
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.network import errors as e
-from stowage.network import policy, qos, quotas, segments
+from stowage.network import qos, quotas, segments
 from stowage.network import tables as t
+from stowage.network.policy import Guard
 from stowage.network.segments import Segment
 from stowage.network.standard import lock, try_insert, utcnow
 
 __all__ = ["Network", "AUTO_DELETED_OWNERS", "MIN_MTU", "get", "hold", "list_networks", "create",
-           "update", "delete", "missing"]
+           "update", "delete", "missing", "target", "parent_target"]
 
 # Ports Neutron deletes along with their network (its AUTO_DELETE_PORT_OWNERS).
 AUTO_DELETED_OWNERS = ("network:dhcp", "network:router_ha_interface", "network:distributed")
@@ -57,6 +58,26 @@ class Network:
 
 def missing(network_id: str) -> DomainError:
     return e.not_found(e.NETWORK_NOT_FOUND, f"Network {network_id} could not be found.")
+
+
+def target(network: Network) -> dict[str, object]:
+    """What the policy rules see of a network (see `policy.Guard`)."""
+    return {"id": network.id, "project_id": network.project_id,
+            "tenant_id": network.project_id, "shared": network.shared}
+
+
+def parent_target(conn: Connection, network_id: str) -> dict[str, object]:
+    """What the rules see of the network of a port or a subnet being made, read whoever
+    may see it (Neutron reads it with an elevated context); 404 if there is none."""
+    found = _networks(conn, _N.c.id == network_id)
+    if not found:
+        raise missing(network_id)
+    return {"network:tenant_id": found[0].project_id,
+            "network:project_id": found[0].project_id, "shared": found[0].shared}
+
+
+def _owner(project_id: str) -> dict[str, object]:
+    return {"project_id": project_id, "tenant_id": project_id}
 
 
 def _subnets_of(conn: Connection, network_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -153,14 +174,17 @@ def _insert(conn: Connection, ctx: RequestContext, row: dict[str, Any],
                              "for allocation.", e.NO_NETWORK_AVAILABLE)
 
 
-def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any],
+def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
            settings: NetworkSettings) -> Network:
-    quotas.claim(conn, values.get("project_id") or ctx.project_id or "", "network")
+    ctx = guard.ctx
+    project_id = values.get("project_id") or ctx.project_id or ""
+    # The rules first, then the quota, in the create's transaction (as Neutron's API layer).
+    guard.check("create_network", {**values, **_owner(project_id)}, values)
+    quotas.claim(conn, project_id, "network")
     segment = segments.requested(values, settings.tenant_network_type)
     qos.check_usable(conn, ctx, values.get("qos_policy_id"))
     now = utcnow()
-    row = {"id": str(uuid.uuid4()),
-           "project_id": values.get("project_id") or ctx.project_id or "",
+    row = {"id": str(uuid.uuid4()), "project_id": project_id,
            "name": values.get("name", ""), "description": values.get("description", ""),
            "admin_state_up": values.get("admin_state_up", True),
            "shared": values.get("shared", False),
@@ -171,12 +195,13 @@ def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any],
     return get(conn, ctx, row["id"])
 
 
-def _owned(conn: Connection, ctx: RequestContext, network_id: str, action: str,
-           expected: int | None) -> Network:
-    """The network, locked, once the caller is known to own it."""
-    network = get(conn, ctx, network_id)
-    if not policy.owns(ctx, network.project_id):
-        raise policy.deny(action)
+def _owned(conn: Connection, guard: Guard, network_id: str, action: str,
+           expected: int | None, values: Mapping[str, Any] | None = None) -> Network:
+    """The network, locked, once the rules let the caller do `action` with `values`."""
+    network = get(conn, guard.ctx, network_id)
+    seen = target(network)
+    guard.check(action, {**seen, **(values or {})}, values or (),
+                lambda: missing(network_id), seen)
     lock(conn, _N, network_id, expected, lambda: missing(network_id))
     return network
 
@@ -201,10 +226,11 @@ def _check_unsharing(conn: Connection, network: Network) -> None:
                        f"network {network.id}. Multiple tenants are using it.")
 
 
-def update(conn: Connection, ctx: RequestContext, network_id: str,
+def update(conn: Connection, guard: Guard, network_id: str,
            values: Mapping[str, Any], expected: int | None,
            settings: NetworkSettings) -> Network:
-    network = _owned(conn, ctx, network_id, "update_network", expected)
+    ctx = guard.ctx
+    network = _owned(conn, guard, network_id, "update_network", expected, values)
     _check_provider(network, values)
     if "qos_policy_id" in values:
         qos.check_usable(conn, ctx, values["qos_policy_id"])
@@ -219,9 +245,9 @@ def update(conn: Connection, ctx: RequestContext, network_id: str,
     return get(conn, ctx, network_id)
 
 
-def delete(conn: Connection, ctx: RequestContext, network_id: str,
+def delete(conn: Connection, guard: Guard, network_id: str,
            expected: int | None) -> None:
-    _owned(conn, ctx, network_id, "delete_network", expected)
+    _owned(conn, guard, network_id, "delete_network", expected)
     p = t.ports
     # SELECT id, device_owner FROM ports WHERE network_id = :network
     ports = conn.execute(sa.select(p.c.id, p.c.device_owner)

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 from stowage.context import RequestContext
 from stowage.network import bindings, ports
 from stowage.network.bindings import PortBinding
+from stowage.network.policy import Guard
 
 __all__ = ["list_bindings", "get_binding", "create", "update", "activate", "delete"]
 
@@ -25,9 +26,9 @@ def _port(conn: Connection, ctx: RequestContext, port_id: str) -> ports.Port:
     return port
 
 
-def _locked(conn: Connection, ctx: RequestContext, port_id: str) -> ports.Port:
-    _port(conn, ctx, port_id)
-    return ports.locked(conn, ctx, port_id, None, "update_port")
+def _locked(conn: Connection, guard: Guard, port_id: str) -> ports.Port:
+    _port(conn, guard.ctx, port_id)
+    return ports.locked(conn, guard, port_id, None, "update_port")
 
 
 def list_bindings(conn: Connection, ctx: RequestContext, port_id: str) -> list[PortBinding]:
@@ -39,17 +40,17 @@ def get_binding(conn: Connection, ctx: RequestContext, port_id: str,
     return bindings.find(_port(conn, ctx, port_id).bindings, host, port_id)
 
 
-def create(conn: Connection, ctx: RequestContext, port_id: str,
+def create(conn: Connection, guard: Guard, port_id: str,
            values: Mapping[str, Any]) -> PortBinding:
-    port = _locked(conn, ctx, port_id)
+    port = _locked(conn, guard, port_id)
     return bindings.add_inactive(conn, port_id, port.bindings, values["host"],
                                  values.get("vnic_type", "normal"),
                                  values.get("profile") or {}, port.segment)
 
 
-def update(conn: Connection, ctx: RequestContext, port_id: str, host: str,
+def update(conn: Connection, guard: Guard, port_id: str, host: str,
            values: Mapping[str, Any]) -> PortBinding:
-    port = _locked(conn, ctx, port_id)
+    port = _locked(conn, guard, port_id)
     binding = bindings.find(port.bindings, host, port_id)
     changes = dict(values)
     if "profile" in changes and changes["profile"] is None:
@@ -57,11 +58,11 @@ def update(conn: Connection, ctx: RequestContext, port_id: str, host: str,
     return bindings.update_host(conn, binding, changes, port.segment)
 
 
-def activate(conn: Connection, ctx: RequestContext, port_id: str, host: str) -> PortBinding:
-    port = _locked(conn, ctx, port_id)
+def activate(conn: Connection, guard: Guard, port_id: str, host: str) -> PortBinding:
+    port = _locked(conn, guard, port_id)
     return bindings.activate(conn, port_id, port.bindings, host)
 
 
-def delete(conn: Connection, ctx: RequestContext, port_id: str, host: str) -> None:
-    port = _locked(conn, ctx, port_id)
+def delete(conn: Connection, guard: Guard, port_id: str, host: str) -> None:
+    port = _locked(conn, guard, port_id)
     bindings.remove(conn, port_id, port.bindings, host)

@@ -36,7 +36,6 @@ from stowage.network import (
     bindings,
     ipam,
     networks,
-    policy,
     qos,
     quotas,
     resource_request,
@@ -47,11 +46,12 @@ from stowage.network import errors as e
 from stowage.network import tables as t
 from stowage.network.bindings import PortBinding
 from stowage.network.ipam import FixedIp
+from stowage.network.policy import Guard
 from stowage.network.segments import Segment
 from stowage.network.standard import lock, try_insert, utcnow
 
 __all__ = ["Port", "get", "list_ports", "create", "update", "delete", "locked",
-           "resource_requests", "missing", "MAC_ATTEMPTS"]
+           "resource_requests", "missing", "target", "MAC_ATTEMPTS"]
 
 # Neutron's mac_generation_retries.
 MAC_ATTEMPTS = 16
@@ -95,6 +95,24 @@ class Port:
 
 def missing(port_id: str) -> DomainError:
     return e.not_found(e.PORT_NOT_FOUND, f"Port {port_id} could not be found.")
+
+
+def target(port: Port) -> dict[str, object]:
+    """What the policy rules see of a port: itself and its network's owner."""
+    return {"id": port.id, "project_id": port.project_id, "tenant_id": port.project_id,
+            "network_id": port.network_id, "device_owner": port.device_owner,
+            "network:tenant_id": port.network_project_id,
+            "network:project_id": port.network_project_id}
+
+
+def _attributes(values: Mapping[str, Any]) -> list[str]:
+    """The attributes sent, with `fixed_ips:ip_address` / `fixed_ips:subnet_id` when an
+    address or a subnet is asked for (each has a rule of its own)."""
+    names = list(values)
+    for key in ("ip_address", "subnet_id"):
+        if any(key in item for item in values.get("fixed_ips") or []):
+            names.append(f"fixed_ips:{key}")
+    return names
 
 
 def _ports(conn: Connection, where: sa.ColumnElement[bool]) -> list[Port]:
@@ -161,16 +179,20 @@ def _insert(conn: Connection, row: dict[str, Any], mac: str | None, base_mac: st
                              f"{row['network_id']}.", "MacAddressGenerationFailure")
 
 
-def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any],
+def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
            settings: NetworkSettings) -> Port:
-    quotas.claim(conn, values.get("project_id") or ctx.project_id or "", "port")
+    ctx = guard.ctx
+    project_id = values.get("project_id") or ctx.project_id or ""
+    parent = networks.parent_target(conn, values["network_id"])
+    guard.check("create_port", {**values, "project_id": project_id, "tenant_id": project_id,
+                                **parent}, _attributes(values))
+    quotas.claim(conn, project_id, "port")
     network = networks.hold(conn, values["network_id"], ctx)
     ipam.check_count(values.get("fixed_ips"), values.get("device_owner", ""))
     qos.check_usable(conn, ctx, values.get("qos_policy_id"))
     held = subnets.of_network(conn, network.id, hold=True)
     now = utcnow()
-    row = {"id": str(uuid.uuid4()), "network_id": network.id,
-           "project_id": values.get("project_id") or ctx.project_id or "",
+    row = {"id": str(uuid.uuid4()), "network_id": network.id, "project_id": project_id,
            "name": values.get("name", ""), "description": values.get("description", ""),
            "admin_state_up": values.get("admin_state_up", True),
            "device_id": values.get("device_id", ""),
@@ -190,13 +212,17 @@ def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any],
     return get(conn, ctx, row["id"])
 
 
-def locked(conn: Connection, ctx: RequestContext, port_id: str, expected: int | None,
-           action: str, hold_subnets: bool = False) -> Port:
+def locked(conn: Connection, guard: Guard, port_id: str, expected: int | None,
+           action: str, hold_subnets: bool = False,
+           values: Mapping[str, Any] | None = None) -> Port:
     """The port, read after its network (and subnets) are share-locked and its revision
-    bumped; 404 if the caller cannot see it, 403 if they may not change it."""
+    bumped; 404 if the caller cannot see it, 403 if the rules refuse `action` with
+    `values`."""
+    ctx = guard.ctx
     port = get(conn, ctx, port_id)
-    if not (policy.owns(ctx, port.project_id) or policy.owns(ctx, port.network_project_id)):
-        raise policy.deny(action)
+    seen = target(port)
+    guard.check(action, {**seen, **(values or {})}, _attributes(values or {}),
+                lambda: missing(port_id), seen)
     networks.hold(conn, port.network_id)
     if hold_subnets:
         subnets.of_network(conn, port.network_id, hold=True)
@@ -232,10 +258,11 @@ def _binding_changes(values: Mapping[str, Any]) -> dict[str, Any]:
     return changes
 
 
-def update(conn: Connection, ctx: RequestContext, port_id: str, values: Mapping[str, Any],
+def update(conn: Connection, guard: Guard, port_id: str, values: Mapping[str, Any],
            expected: int | None) -> Port:
-    port = locked(conn, ctx, port_id, expected, "update_port",
-                  hold_subnets="fixed_ips" in values)
+    ctx = guard.ctx
+    port = locked(conn, guard, port_id, expected, "update_port",
+                  hold_subnets="fixed_ips" in values, values=values)
     ipam.check_count(values.get("fixed_ips"), values.get("device_owner", port.device_owner))
     if "qos_policy_id" in values:
         _check_qos_change(conn, ctx, port, values["qos_policy_id"])
@@ -256,9 +283,9 @@ def update(conn: Connection, ctx: RequestContext, port_id: str, values: Mapping[
     return get(conn, ctx, port_id)
 
 
-def delete(conn: Connection, ctx: RequestContext, port_id: str, expected: int | None) -> Port:
+def delete(conn: Connection, guard: Guard, port_id: str, expected: int | None) -> Port:
     """Delete the port; returns it as it was (its owner is told, see compute_events.py)."""
-    port = locked(conn, ctx, port_id, expected, "delete_port")
+    port = locked(conn, guard, port_id, expected, "delete_port")
     conn.execute(_P.delete().where(_P.c.id == port_id))
     return port
 

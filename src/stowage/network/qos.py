@@ -31,7 +31,7 @@ from stowage.network import errors as e
 from stowage.network import tables as t
 from stowage.network.standard import lock, try_insert, utcnow
 
-__all__ = ["Rule", "Policy", "DIRECTIONS", "RULE_TYPE", "get", "list_policies", "create",
+__all__ = ["Rule", "Policy", "missing", "DIRECTIONS", "RULE_TYPE", "get", "list_policies", "create",
            "update", "delete", "rules_of", "get_rule", "create_rule", "update_rule",
            "delete_rule", "check_usable"]
 
@@ -94,6 +94,11 @@ def _policies(conn: Connection, where: sa.ColumnElement[bool]) -> list[Policy]:
     return [Policy(r.id, r.project_id, r.name, r.description, bool(r.shared),
                    int(r.revision_number), r.created_at, r.updated_at, rules[r.id])
             for r in rows]
+
+
+def missing(policy_id: str) -> DomainError:
+    """The 404 of a policy the caller cannot see."""
+    return _missing(policy_id)
 
 
 def _visible(ctx: RequestContext) -> sa.ColumnElement[bool]:

@@ -15,9 +15,10 @@ resource, usage counted from the records, and the check every create makes.
   and MySQL, one writer at a time on SQLite), so they cannot exceed the limit
   together; over it is 409 OverQuota.
 
-Policy (Neutron's rules, secure-RBAC defaults in `RULES`): reading a quota
-takes `get_quota` unless the project is the caller's own; changing or
-deleting one takes `update_quota` / `delete_quota`.
+Policy (Neutron's rule names, secure-RBAC defaults in the service's rule
+table, network/policy.py, which an operator's `[policy]` file overrides):
+reading a quota takes `get_quota` unless the project is the caller's own;
+changing or deleting one takes `update_quota` / `delete_quota`.
 """
 
 from __future__ import annotations
@@ -28,22 +29,18 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from stowage.context import RequestContext
 from stowage.network import errors as e
-from stowage.network import policy
 from stowage.network import tables as t
+from stowage.network.policy import Guard
 from stowage.network.standard import try_insert
 
-__all__ = ["DEFAULTS", "RULES", "authorize", "limits", "all_limits", "usage", "update",
+__all__ = ["DEFAULTS", "authorize", "limits", "all_limits", "usage", "update",
            "delete", "claim", "check_limits"]
 
 # Neutron's [quotas] defaults, in the order its API lists them.
 DEFAULTS: dict[str, int] = {"network": 100, "subnet": 100, "port": 500, "router": 10,
                             "floatingip": 50, "security_group": 10,
                             "security_group_rule": 100}
-# Neutron's quota policy rules and their secure-RBAC defaults (neutron/conf/policies/quotas.py).
-RULES: dict[str, str] = {"get_quota": "role:admin", "update_quota": "role:admin",
-                         "delete_quota": "role:admin"}
 _Q = t.network_quotas
 _H = t.network_quota_holds
 # The table whose rows a resource's usage counts (None: no records yet).
@@ -53,11 +50,14 @@ _COUNTED: dict[str, sa.Table | None] = {
     "security_group_rule": t.security_group_rules}
 
 
-def authorize(ctx: RequestContext, rule: str, project_id: str | None = None) -> None:
-    """403 unless the caller passes `rule` (admins do); reading one's own quota needs none."""
+def authorize(guard: Guard, rule: str, project_id: str | None = None) -> None:
+    """403 unless the rules let the caller do `rule` (`get_quota`, `update_quota`,
+    `delete_quota`); reading one's own project's quota needs none, as in Neutron."""
+    ctx = guard.ctx
     if rule == "get_quota" and project_id is not None and project_id == ctx.project_id:
         return
-    policy.require_admin(ctx, rule)
+    # Neutron's validate_policy holds the caller's own values as the target.
+    guard.check(rule, {**ctx.policy_target(), "tenant_id": ctx.project_id})
 
 
 def _overrides(conn: Connection, project_id: str) -> dict[str, int]:

@@ -36,7 +36,8 @@ from stowage.network import errors as e
 from stowage.network import tables as t
 from stowage.network.standard import try_insert, utcnow
 
-__all__ = ["Rule", "PROTOCOLS", "ETHERTYPES", "DIRECTIONS", "protocol", "ethertype", "check",
+__all__ = ["Rule", "target", "PROTOCOLS", "ETHERTYPES", "DIRECTIONS", "protocol", "ethertype",
+           "check",
            "insert", "of_groups", "get", "list_rules", "missing"]
 
 # Neutron's named IP protocols and their numbers.
@@ -216,6 +217,13 @@ def _visible(ctx: RequestContext) -> sa.ColumnElement[bool]:
     project = ctx.project_id or ""
     owners = sa.select(t.security_groups.c.id).where(t.security_groups.c.project_id == project)
     return sa.or_(_R.c.project_id == project, _R.c.security_group_id.in_(owners))
+
+
+def target(rule: Rule, group_project: str | None) -> dict[str, object]:
+    """What the policy rules see of a rule: itself and its group's owner."""
+    return {"id": rule.id, "project_id": rule.project_id, "tenant_id": rule.project_id,
+            "security_group_id": rule.security_group_id,
+            "security_group:tenant_id": group_project}
 
 
 def get(conn: Connection, ctx: RequestContext, rule_id: str) -> Rule:

@@ -29,13 +29,15 @@ from sqlalchemy.engine import Connection
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.network import errors as e
-from stowage.network import policy, quotas
+from stowage.network import quotas
 from stowage.network import security_group_rules as rules
 from stowage.network import tables as t
+from stowage.network.policy import Guard
 from stowage.network.security_group_rules import Rule
 from stowage.network.standard import lock, utcnow
 
-__all__ = ["Group", "DEFAULT_NAME", "DEFAULT_DESCRIPTION", "missing", "get", "list_groups",
+__all__ = ["Group", "target", "rule_targets", "DEFAULT_NAME", "DEFAULT_DESCRIPTION", "missing",
+           "get", "list_groups",
            "ensure_default", "create", "update", "delete", "of_ports", "set_port_groups",
            "check_usable", "create_rule", "delete_rule"]
 
@@ -88,7 +90,8 @@ def list_groups(conn: Connection, ctx: RequestContext, ids: Sequence[str] | None
     the listing looks for ids or for names other than "default"."""
     wanted = list(projects or ([ctx.project_id] if ctx.project_id else []))
     looks_for_default = names is None or DEFAULT_NAME in names
-    if ids is None and looks_for_default and len(wanted) == 1 and policy.owns(ctx, wanted[0]):
+    own = len(wanted) == 1 and (ctx.is_admin or wanted[0] == ctx.project_id)
+    if ids is None and looks_for_default and own:
         ensure_default(conn, wanted[0])
     where = _visible(ctx)
     if ids is not None:
@@ -139,9 +142,17 @@ def _check_name(name: Any) -> None:
         raise e.in_use(e.SECURITY_GROUP_DEFAULT_EXISTS, "Default security group already exists.")
 
 
-def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> Group:
-    _check_name(values.get("name"))
+def target(group: Group) -> dict[str, object]:
+    """What the policy rules see of a group."""
+    return {"id": group.id, "project_id": group.project_id, "tenant_id": group.project_id}
+
+
+def create(conn: Connection, guard: Guard, values: Mapping[str, Any]) -> Group:
+    ctx = guard.ctx
     project_id = values.get("project_id") or ctx.project_id or ""
+    guard.check("create_security_group",
+                {**values, "project_id": project_id, "tenant_id": project_id}, values)
+    _check_name(values.get("name"))
     # Counted before the project's default group is made, as Neutron reserves first.
     quotas.claim(conn, project_id, "security_group")
     ensure_default(conn, project_id)
@@ -157,11 +168,12 @@ def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> 
     return get(conn, ctx, group_id)
 
 
-def _locked(conn: Connection, ctx: RequestContext, group_id: str, expected: int | None,
-            action: str) -> Group:
-    group = get(conn, ctx, group_id)
-    if not policy.owns(ctx, group.project_id):
-        raise policy.deny(action)
+def _locked(conn: Connection, guard: Guard, group_id: str, expected: int | None,
+            action: str, values: Mapping[str, Any] | None = None) -> Group:
+    group = get(conn, guard.ctx, group_id)
+    seen = target(group)
+    guard.check(action, {**seen, **(values or {})}, values or (), lambda: missing(group_id),
+                seen)
     lock(conn, _G, group_id, expected, lambda: missing(group_id))
     return group
 
@@ -170,9 +182,10 @@ def _is_default(conn: Connection, group: Group) -> bool:
     return _default_of(conn, group.project_id) == group.id
 
 
-def update(conn: Connection, ctx: RequestContext, group_id: str, values: Mapping[str, Any],
+def update(conn: Connection, guard: Guard, group_id: str, values: Mapping[str, Any],
            expected: int | None) -> Group:
-    group = _locked(conn, ctx, group_id, expected, "update_security_group")
+    ctx = guard.ctx
+    group = _locked(conn, guard, group_id, expected, "update_security_group", values)
     changes = {k: values[k] for k in ("name", "description") if k in values}
     if "name" in changes and changes["name"] != group.name:
         if _is_default(conn, group):
@@ -184,8 +197,9 @@ def update(conn: Connection, ctx: RequestContext, group_id: str, values: Mapping
     return get(conn, ctx, group_id)
 
 
-def delete(conn: Connection, ctx: RequestContext, group_id: str, expected: int | None) -> None:
-    group = _locked(conn, ctx, group_id, expected, "delete_security_group")
+def delete(conn: Connection, guard: Guard, group_id: str, expected: int | None) -> None:
+    ctx = guard.ctx
+    group = _locked(conn, guard, group_id, expected, "delete_security_group")
     if _is_default(conn, group) and not ctx.is_admin:
         raise e.in_use(e.SECURITY_GROUP_CANNOT_REMOVE_DEFAULT,
                        "Insufficient rights for removing default security group.")
@@ -242,11 +256,23 @@ def set_port_groups(conn: Connection, port_id: str, project_id: str,
         raise missing(", ".join(wanted)) from None
 
 
-def create_rule(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> Rule:
-    """A rule in a group the caller owns; the group's revision moves with its rules."""
+def _group_project(conn: Connection, group_id: str) -> str | None:
+    # SELECT project_id FROM security_groups WHERE id = :group
+    found = conn.execute(sa.select(_G.c.project_id).where(_G.c.id == group_id)).scalar()
+    return None if found is None else str(found)
+
+
+def create_rule(conn: Connection, guard: Guard, values: Mapping[str, Any]) -> Rule:
+    """A rule in a group of the caller's project; the group's revision moves with its rules.
+    The rules decide first (403), as Neutron's API layer does; a group the caller cannot
+    see is then 404."""
+    ctx = guard.ctx
+    project_id = values.get("project_id") or ctx.project_id or ""
+    guard.check("create_security_group_rule", {
+        **values, "project_id": project_id, "tenant_id": project_id,
+        "security_group:tenant_id": _group_project(conn, values["security_group_id"])},
+        values)
     group = get(conn, ctx, values["security_group_id"])
-    if not policy.owns(ctx, group.project_id):
-        raise policy.deny("create_security_group_rule")
     quotas.claim(conn, values.get("project_id") or group.project_id, "security_group_rule")
     checked = rules.check(dict(values))
     remote = checked.get("remote_group_id")
@@ -258,12 +284,19 @@ def create_rule(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]
     return rules.get(conn, ctx, rule_id)
 
 
-def delete_rule(conn: Connection, ctx: RequestContext, rule_id: str) -> None:
-    rule = rules.get(conn, ctx, rule_id)
-    group_project = conn.execute(sa.select(_G.c.project_id)
-                                 .where(_G.c.id == rule.security_group_id)).scalar()
-    if not (policy.owns(ctx, rule.project_id) or policy.owns(ctx, str(group_project))):
-        raise policy.deny("delete_security_group_rule")
+def rule_targets(conn: Connection, found: Sequence[Rule]) -> dict[str, dict[str, object]]:
+    """What the policy rules see of each rule (`security_group_rules.target`)."""
+    ids = {r.security_group_id for r in found}
+    # SELECT id, project_id FROM security_groups WHERE id IN (:ids)
+    owners = dict(conn.execute(sa.select(_G.c.id, _G.c.project_id)
+                               .where(_G.c.id.in_(list(ids)))).tuples().all()) if ids else {}
+    return {r.id: rules.target(r, owners.get(r.security_group_id)) for r in found}
+
+
+def delete_rule(conn: Connection, guard: Guard, rule_id: str) -> None:
+    rule = rules.get(conn, guard.ctx, rule_id)
+    seen = rules.target(rule, _group_project(conn, rule.security_group_id))
+    guard.check("delete_security_group_rule", seen, (), lambda: rules.missing(rule_id))
     lock(conn, _G, rule.security_group_id, None, lambda: missing(rule.security_group_id))
     if conn.execute(t.security_group_rules.delete()
                     .where(t.security_group_rules.c.id == rule_id)).rowcount != 1:

@@ -22,12 +22,13 @@ from stowage.context import RequestContext
 from stowage.errors import DomainError, Invalid
 from stowage.network import addresses as a
 from stowage.network import errors as e
-from stowage.network import networks, policy, quotas
+from stowage.network import networks, quotas
 from stowage.network import tables as t
+from stowage.network.policy import Guard
 from stowage.network.standard import lock, utcnow
 
 __all__ = ["Subnet", "get", "list_subnets", "of_network", "create", "update", "delete",
-           "missing", "MAX_DNS_NAMESERVERS", "MAX_HOST_ROUTES"]
+           "missing", "targets", "MAX_DNS_NAMESERVERS", "MAX_HOST_ROUTES"]
 
 # Neutron's max_dns_nameservers and max_subnet_host_routes defaults.
 MAX_DNS_NAMESERVERS = 5
@@ -66,6 +67,21 @@ class Subnet:
 
 def missing(subnet_id: str) -> DomainError:
     return e.not_found(e.SUBNET_NOT_FOUND, f"Subnet {subnet_id} could not be found.")
+
+
+def targets(conn: Connection, found: Sequence[Subnet]) -> dict[str, dict[str, object]]:
+    """What the policy rules see of each subnet: itself, its network's owner and whether
+    that network is shared (Neutron's `rule:shared` reads the network)."""
+    ids = {s.network_id for s in found}
+    # SELECT id, project_id, shared FROM networks WHERE id IN (:ids)
+    rows = {r.id: r for r in conn.execute(sa.select(_N.c.id, _N.c.project_id, _N.c.shared)
+                                          .where(_N.c.id.in_(list(ids))))} if ids else {}
+    return {s.id: {"id": s.id, "project_id": s.project_id, "tenant_id": s.project_id,
+                   "network_id": s.network_id,
+                   "network:tenant_id": rows[s.network_id].project_id,
+                   "network:project_id": rows[s.network_id].project_id,
+                   "shared": bool(rows[s.network_id].shared)}
+            for s in found if s.network_id in rows}
 
 
 def _to_subnet(r: Any) -> Subnet:
@@ -157,12 +173,15 @@ def _check_lists(values: Mapping[str, Any], net: a.Net, subnet_id: str | None) -
                                   f"subnet's IP version {net.version}")
 
 
-def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> Subnet:
-    quotas.claim(conn, values.get("project_id") or ctx.project_id or "", "subnet")
+def create(conn: Connection, guard: Guard, values: Mapping[str, Any]) -> Subnet:
+    ctx = guard.ctx
     network_id = values["network_id"]
-    network = networks.get(conn, ctx, network_id)
-    if not policy.owns(ctx, network.project_id):
-        raise policy.deny("create_subnet")
+    project_id = values.get("project_id") or ctx.project_id or ""
+    parent = networks.parent_target(conn, network_id)
+    guard.check("create_subnet", {**values, "project_id": project_id, "tenant_id": project_id,
+                                  **parent}, values)
+    quotas.claim(conn, project_id, "subnet")
+    networks.get(conn, ctx, network_id)
     lock(conn, _N, network_id, None, lambda: networks.missing(network_id))
     net = a.parse_cidr(values["cidr"], values["ip_version"])
     gateway, pools = _layout(values, net, None)
@@ -172,7 +191,7 @@ def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> 
     subnet_id = str(uuid.uuid4())
     conn.execute(_S.insert().values(
         id=subnet_id, network_id=network_id,
-        project_id=values.get("project_id") or ctx.project_id or "",
+        project_id=project_id,
         name=values.get("name", ""), description=values.get("description", ""),
         ip_version=net.version, cidr=str(net),
         gateway_ip=str(gateway) if gateway else None, allocation_pools=a.pool_dicts(pools),
@@ -183,18 +202,20 @@ def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> 
     return get(conn, ctx, subnet_id)
 
 
-def _owned(conn: Connection, ctx: RequestContext, subnet_id: str, action: str,
-           expected: int | None) -> Subnet:
-    subnet = get(conn, ctx, subnet_id)
-    if not policy.owns(ctx, subnet.project_id):
-        raise policy.deny(action)
+def _owned(conn: Connection, guard: Guard, subnet_id: str, action: str,
+           expected: int | None, values: Mapping[str, Any] | None = None) -> Subnet:
+    subnet = get(conn, guard.ctx, subnet_id)
+    seen = targets(conn, [subnet])[subnet_id]
+    guard.check(action, {**seen, **(values or {})}, values or (), lambda: missing(subnet_id),
+                seen)
     lock(conn, _S, subnet_id, expected, lambda: missing(subnet_id))
     return subnet
 
 
-def update(conn: Connection, ctx: RequestContext, subnet_id: str,
+def update(conn: Connection, guard: Guard, subnet_id: str,
            values: Mapping[str, Any], expected: int | None) -> Subnet:
-    subnet = _owned(conn, ctx, subnet_id, "update_subnet", expected)
+    ctx = guard.ctx
+    subnet = _owned(conn, guard, subnet_id, "update_subnet", expected, values)
     gateway, pools = _layout(values, subnet.net, subnet)
     _check_lists(values, subnet.net, subnet_id)
     changes = {k: values[k] for k in ("name", "description", "enable_dhcp",
@@ -205,11 +226,11 @@ def update(conn: Connection, ctx: RequestContext, subnet_id: str,
     return get(conn, ctx, subnet_id)
 
 
-def delete(conn: Connection, ctx: RequestContext, subnet_id: str,
+def delete(conn: Connection, guard: Guard, subnet_id: str,
            expected: int | None) -> None:
-    subnet = get(conn, ctx, subnet_id)
+    subnet = get(conn, guard.ctx, subnet_id)
     lock(conn, _N, subnet.network_id, None, lambda: missing(subnet_id))
-    _owned(conn, ctx, subnet_id, "delete_subnet", expected)
+    _owned(conn, guard, subnet_id, "delete_subnet", expected)
     ips, p = t.ip_allocations, t.ports
     # SELECT ports.device_owner FROM ip_allocations JOIN ports ON ports.id = port_id
     #  WHERE ip_allocations.subnet_id = :subnet

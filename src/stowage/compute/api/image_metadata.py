@@ -26,7 +26,7 @@ from typing import Any
 
 from stowage.compute import quota_checks
 from stowage.compute.api.common import API_PREFIX, read_body, validate_body
-from stowage.compute.api.images import NOT_FOUND, require_proxy
+from stowage.compute.api.images import NOT_FOUND, held, require_proxy
 from stowage.compute.api.quota_common import owner
 from stowage.compute.api.server_metadata import METADATA
 from stowage.errors import Forbidden, NotFound
@@ -60,7 +60,7 @@ def _read(req: Request) -> dict[str, str]:
     require_proxy(req, GONE_FROM)
     with req.app.db.read() as conn:
         try:
-            image = img.get(conn, req.params["image_id"], req.context)
+            image = held(req, conn, req.params["image_id"], "get_image")
         except NotFound:
             raise HTTPError(404, NOT_FOUND) from None
     return dict(image.properties)
@@ -73,7 +73,7 @@ def _write(req: Request, change: Callable[[dict[str, str]], dict[str, str]]) -> 
     with req.app.db.write() as conn:
         img.lock(conn, image_id)
         try:
-            image = img.get(conn, image_id, req.context)
+            image = held(req, conn, image_id, "modify_image")
             new = change(dict(image.properties))
             if new:
                 quota_checks.check_metadata_items(conn, owner(req), len(new))

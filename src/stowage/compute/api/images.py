@@ -8,8 +8,9 @@ service's records (`stowage.image.images`) in the shared database, as Nova reads
     DELETE /images/{id}     204; 403 "You are not allowed to delete the image." when the
                             caller does not own it (or it is protected), as Glance refuses
 
-Nova has no policy rules for the proxy: Glance's visibility and ownership rules decide,
-and they are the Image service's here. The view maps Glance's lower-case statuses to
+Nova has no policy rules for the proxy: Glance's visibility, ownership and policy rules
+(`get_images`, `get_image`, `delete_image`; image/policy.py) decide, and they are the
+Image service's here. The view maps Glance's lower-case statuses to
 Nova's (active ACTIVE, queued/saving SAVING, deleted/pending_delete DELETED, killed ERROR,
 anything else UNKNOWN) with a progress of 25/50/100 for queued/saving/active.
 """
@@ -31,11 +32,12 @@ from stowage.compute.api.server_list import parse_time
 from stowage.errors import Forbidden, NotFound
 from stowage.identity.middleware import identity_url
 from stowage.image import images as img
+from stowage.image import policy as image_policy
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
-__all__ = ["ROUTES", "require_proxy", "image_view", "NOT_FOUND"]
+__all__ = ["ROUTES", "require_proxy", "image_view", "held", "NOT_FOUND"]
 
 # Nova's MIN_WITHOUT_PROXY_API_SUPPORT_VERSION: the proxy is gone from 2.36.
 GONE_FROM = 36
@@ -151,8 +153,21 @@ def _collection(req: Request, found: Sequence[img.Image], limit: int | None,
     return body
 
 
+def held(req: Request, conn: Any, image_id: str, action: str) -> img.Image:
+    """The image once Glance's rules allow `action` on it for the caller, as Glance
+    answers Nova's request made with the caller's token: NotFound if the caller cannot
+    see it, Forbidden if they can but may not."""
+    image = img.get(conn, image_id, req.context)
+    image_policy.check(image_policy.enforcer(req.app.settings.policy), req.context, action,
+                       image)
+    return image
+
+
 def _list(req: Request, detailed: bool) -> Response:
     require_proxy(req)
+    if not image_policy.enforcer(req.app.settings.policy).allowed(
+            "get_images", req.context, req.context.policy_target()):
+        raise HTTPError(403, "You are not authorized to complete get_images action.")
     limit = _count(req, "limit")
     query = _query(req, None if limit is None else min(limit, MAX_LIMIT))
     with req.app.db.read() as conn:
@@ -175,7 +190,7 @@ def show_image(req: Request) -> Response:
     require_proxy(req)
     with req.app.db.read() as conn:
         try:
-            image = img.get(conn, req.params["image_id"], req.context)
+            image = held(req, conn, req.params["image_id"], "get_image")
         except NotFound:
             raise HTTPError(404, NOT_FOUND) from None
     return json_response({"image": image_view(req, image)})
@@ -185,6 +200,7 @@ def delete_image(req: Request) -> Response:
     require_proxy(req)
     with req.app.db.write() as conn:
         try:
+            held(req, conn, req.params["image_id"], "delete_image")
             img.delete(conn, req.params["image_id"], req.context)
         except NotFound:
             raise HTTPError(404, NOT_FOUND) from None

@@ -1,10 +1,10 @@
 """Request bodies checked the way Neutron's API layer checks them (its attribute maps).
 
 Each resource declares its attributes once: whether POST and PUT may set
-them, how a value is validated and converted, whether it is required, and
-whether only an admin may send it. `parse()` (and `parse_create()`, which
-also takes Neutron's bulk body `{"<resource>s": [...]}`) then refuses, in
-Neutron's words and with nothing written:
+them, how a value is validated and converted, and whether it is required.
+`parse()` (and `parse_create()`, which also takes Neutron's bulk body
+`{"<resource>s": [...]}`) then refuses, in Neutron's words and with nothing
+written:
 
 - a body without the resource key ("Unable to find 'port' in request body");
 - an unknown attribute ("Unrecognized attribute(s) 'foo'");
@@ -13,8 +13,10 @@ Neutron's words and with nothing written:
 - a bad value ("Invalid input for mtu. Reason: 'x' is not an integer.");
 - a missing required one ("Failed to parse request. Required attribute
   'network_id' not specified");
-- an admin-only one from anybody else (403 PolicyNotAuthorized);
 - another project named by a non-admin.
+
+Who may send which attribute is for the rules (`create_network:shared`, ...;
+network/policy.py), asked where the record is known.
 
 The validators raise ValueError with Neutron's reason; `parse()` words it.
 """
@@ -31,7 +33,6 @@ from typing import Any
 
 from stowage.context import RequestContext
 from stowage.network import errors as e
-from stowage.network import policy
 from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError, shorten
 from stowage.web.http import Request
@@ -52,7 +53,6 @@ class Attr:
     post: bool = True
     put: bool = True
     required: bool = False
-    admin: bool = False
 
 
 def bad(message: str) -> HTTPError:
@@ -314,9 +314,6 @@ def _checked(req: Request, raw: Mapping[str, Any], attrs: Sequence[Attr], create
             if attr.required and attr.name not in values:
                 raise bad(f"Failed to parse request. Required attribute '{attr.name}' not "
                           "specified")
-    for name in values:
-        if known[name].admin and not req.context.is_admin:
-            raise policy.deny_attribute(action, name)
     _project(values, req.context)
     return values
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stowage.network import policy, port_bindings
+from stowage.network import port_bindings
 from stowage.network.api import common, views
 from stowage.network.api.attributes import Attr, dict_or_none, one_of, parse, read_only, string
 from stowage.network.mechanism import VNIC_TYPES
@@ -33,7 +33,7 @@ FILTERS = ("host", "status", "vif_type", "vnic_type")
 
 
 def list_bindings(req: Request) -> Response:
-    policy.require_admin(req.context, "get_port_binding")
+    common.authorize(req, "get_port_binding")
     filters = common.query_filters(req, FILTERS)
     found = common.read(req, lambda conn: port_bindings.list_bindings(
         conn, req.context, req.params["port_id"]))
@@ -43,7 +43,7 @@ def list_bindings(req: Request) -> Response:
 
 
 def show_binding(req: Request) -> Response:
-    policy.require_admin(req.context, "get_port_binding")
+    common.authorize(req, "get_port_binding")
     found = common.read(req, lambda conn: port_bindings.get_binding(
         conn, req.context, req.params["port_id"], req.params["host"]))
     return json_response({"binding": common.select_fields(views.binding(found),
@@ -51,32 +51,32 @@ def show_binding(req: Request) -> Response:
 
 
 def create_binding(req: Request) -> Response:
-    policy.require_admin(req.context, "create_port_binding")
+    common.authorize(req, "create_port_binding")
     values = parse(req, "binding", ATTRS, create=True, action="create_port_binding")
     made = common.write(req, lambda conn: port_bindings.create(
-        conn, req.context, req.params["port_id"], values))
+        conn, common.guard(req), req.params["port_id"], values))
     return json_response({"binding": views.binding(made)}, status=201)
 
 
 def update_binding(req: Request) -> Response:
-    policy.require_admin(req.context, "update_port_binding")
+    common.authorize(req, "update_port_binding")
     values = parse(req, "binding", ATTRS, create=False, action="update_port_binding")
     changed = common.write(req, lambda conn: port_bindings.update(
-        conn, req.context, req.params["port_id"], req.params["host"], values))
+        conn, common.guard(req), req.params["port_id"], req.params["host"], values))
     return json_response({"binding": views.binding(changed)})
 
 
 def activate_binding(req: Request) -> Response:
-    policy.require_admin(req.context, "activate")
+    common.authorize(req, "activate")
     active = common.write(req, lambda conn: port_bindings.activate(
-        conn, req.context, req.params["port_id"], req.params["host"]))
+        conn, common.guard(req), req.params["port_id"], req.params["host"]))
     return json_response({"binding": views.binding(active)})
 
 
 def delete_binding(req: Request) -> Response:
-    policy.require_admin(req.context, "delete_port_binding")
+    common.authorize(req, "delete_port_binding")
     common.write(req, lambda conn: port_bindings.delete(
-        conn, req.context, req.params["port_id"], req.params["host"]))
+        conn, common.guard(req), req.params["port_id"], req.params["host"]))
     return empty_response(204)
 
 

@@ -1,5 +1,7 @@
-"""What every Networking API handler shares: transactions, If-Match, and the collection
-query parameters (`fields`, filters, sorting, `limit`/`marker`).
+"""What every Networking API handler shares: the caller held to the rules (`guard`,
+`authorize`, `readable`; network/policy.py), transactions, creates (one record or
+Neutron's bulk body), If-Match, and the collection query parameters (`fields`,
+filters, sorting, `limit`/`marker`).
 
 Collections are filtered on the rendered records, as Neutron's filters name
 API attributes (`binding:host_id`, `fixed_ips=ip_address=...`): a parameter
@@ -21,12 +23,15 @@ from urllib.parse import urlencode
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from stowage.errors import DomainError
 from stowage.network import errors as e
 from stowage.network.api.attributes import Attr, bad, boolean, parse_create
+from stowage.network.policy import Guard
 from stowage.web.http import Request, Response, json_response
 
-__all__ = ["listing", "created", "write", "read", "expected_revision", "stamp", "fields_of",
-           "select_fields", "query_filters", "apply_filters", "page", "PAGING_PARAMS"]
+__all__ = ["guard", "authorize", "readable", "listing", "created", "write", "read",
+           "expected_revision", "stamp", "fields_of", "select_fields", "query_filters",
+           "apply_filters", "page", "PAGING_PARAMS"]
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -50,6 +55,30 @@ def _retryable(exc: sa.exc.DBAPIError) -> bool:
     return len(args) > 0 and args[0] in _RETRY_MYSQL_CODES
 
 
+def guard(req: Request) -> Guard:
+    """The caller held to the service's rules (network/policy.py)."""
+    return Guard(req.app.enforcer, req.context)
+
+
+def authorize(req: Request, action: str, target: Mapping[str, object] | None = None,
+              missing: Callable[[], DomainError] | None = None) -> None:
+    """403 (or `missing()`, 404, when the caller may not see `target`) unless the rules
+    allow `action`; with no target, the caller's own project is the target."""
+    guard(req).check(action, target if target is not None else req.context.policy_target(),
+                     missing=missing)
+
+
+def readable(req: Request, action: str, views: Iterable[dict[str, Any]],
+             targets: Mapping[str, Mapping[str, object]] | None = None
+             ) -> list[dict[str, Any]]:
+    """The records whose `get_<resource>` rule (`action`) lets the caller see them, as
+    Neutron filters a listing; `targets` (by id) stand in for views that lack what the
+    rule reads (a subnet's network owner)."""
+    check = guard(req)
+    return [v for v in views
+            if check.allows(action, (targets or {}).get(v["id"], v))]
+
+
 def write(req: Request, work: Callable[[Connection], T]) -> T:
     """Run `work` in one write transaction; run it again if the database chose it as a
     deadlock victim (Neutron retries such writes the same way)."""
@@ -68,7 +97,10 @@ def created(req: Request, resource: str, attrs: Sequence[Attr], action: str,
             make: Callable[[Connection, dict[str, Any]], dict[str, Any]]) -> Response:
     """A create as Neutron answers it: `make(conn, values)` returns the record's view;
     a bulk body (`{"<resource>s": [...]}`) makes every record in one transaction, all of
-    them or (on the first refusal) none, and answers them in order."""
+    them or (on the first refusal) none, and answers them in order. `make` is the domain
+    create, which holds each item to the rules (`create_<resource>` and its attribute
+    rules, through a `policy.Guard`) and claims its quota, so a bulk body is checked
+    item by item as Neutron checks it."""
     items, bulk = parse_create(req, resource, attrs, action)
     made = write(req, lambda conn: [make(conn, values) for values in items])
     if bulk:

@@ -26,13 +26,12 @@ __all__ = ["ROUTES"]
 ATTRS = owned_attrs(
     NAME, DESCRIPTION,
     Attr("admin_state_up", boolean),
-    Attr("shared", boolean, admin=True),
+    Attr("shared", boolean),
     Attr("mtu", integer(0)),
     Attr("qos_policy_id", uuid_or_none),
-    Attr("provider:network_type", string(32), admin=True),
-    Attr("provider:physical_network", lambda v: None if v is None else string(64)(v),
-         admin=True),
-    Attr("provider:segmentation_id", integer(nullable=True), admin=True),
+    Attr("provider:network_type", string(32)),
+    Attr("provider:physical_network", lambda v: None if v is None else string(64)(v)),
+    Attr("provider:segmentation_id", integer(nullable=True)),
     *read_only("status", "subnets"),
 )
 FILTERS = ("id", "name", "description", "status", "admin_state_up", "shared", "mtu",
@@ -44,35 +43,41 @@ def list_networks(req: Request) -> Response:
     filters = common.query_filters(req, FILTERS)
     ids = filters.get("id")
     found = common.read(req, lambda conn: networks.list_networks(conn, req.context, ids))
-    return common.listing(req, [views.network(n, req.context) for n in found], filters, "networks")
+    guard = common.guard(req)
+    seen = [n for n in found if guard.allows("get_network", networks.target(n))]
+    return common.listing(req, [views.network(n, guard) for n in seen], filters, "networks")
 
 
 def show_network(req: Request) -> Response:
-    found = common.read(req, lambda conn: networks.get(conn, req.context,
-                                                       req.params["network_id"]))
-    view = views.network(found, req.context)
+    network_id = req.params["network_id"]
+    found = common.read(req, lambda conn: networks.get(conn, req.context, network_id))
+    guard = common.guard(req)
+    if not guard.allows("get_network", networks.target(found)):
+        raise networks.missing(network_id)
+    view = views.network(found, guard)
     return json_response({"network": common.select_fields(view, common.fields_of(req))})
 
 
 def create_network(req: Request) -> Response:
     settings = req.app.settings.network
+    guard = common.guard(req)
     return common.created(req, "network", ATTRS, "create_network", lambda conn, values:
-                          views.network(networks.create(conn, req.context, values, settings),
-                                        req.context))
+                          views.network(networks.create(conn, guard, values, settings), guard))
 
 
 def update_network(req: Request) -> Response:
     values = parse(req, "network", ATTRS, create=False, action="update_network")
     expected = common.expected_revision(req)
     settings = req.app.settings.network
+    guard = common.guard(req)
     changed = common.write(req, lambda conn: networks.update(
-        conn, req.context, req.params["network_id"], values, expected, settings))
-    return json_response({"network": views.network(changed, req.context)})
+        conn, guard, req.params["network_id"], values, expected, settings))
+    return json_response({"network": views.network(changed, guard)})
 
 
 def delete_network(req: Request) -> Response:
     expected = common.expected_revision(req)
-    common.write(req, lambda conn: networks.delete(conn, req.context,
+    common.write(req, lambda conn: networks.delete(conn, common.guard(req),
                                                    req.params["network_id"], expected))
     return empty_response(204)
 

@@ -68,8 +68,8 @@ ATTRS = owned_attrs(
     Attr("device_id", string(255)),
     Attr("device_owner", string(255)),
     Attr("binding:vnic_type", one_of(VNIC_TYPES)),
-    Attr("binding:host_id", _host, admin=True),
-    Attr("binding:profile", dict_or_none, admin=True),
+    Attr("binding:host_id", _host),
+    Attr("binding:profile", dict_or_none),
     Attr("qos_policy_id", uuid_or_none),
     Attr("security_groups", _group_ids),
     Attr("allowed_address_pairs", _empty_list),
@@ -88,12 +88,15 @@ _SQL_FILTERS = {"id": "id", "network_id": "network_id", "device_id": "device_id"
 
 
 def _render(conn: Connection, req: Request, found: Sequence[ports.Port]) -> list[dict[str, Any]]:
-    """Ports as the caller may see them (resource requests are computed for admins only)."""
+    """The ports the caller may see (`get_port`), as they may see them (resource requests
+    are computed only for callers `get_port:resource_request` lets see them)."""
+    guard = common.guard(req)
+    found = [p for p in found if guard.allows("get_port", ports.target(p))]
     requests: dict[str, Any] = {}
-    if req.context.is_admin:
+    if any(guard.allows("get_port:resource_request", ports.target(p)) for p in found):
         requests = ports.resource_requests(conn, found, req.app.settings.network
                                            .resource_request_format)
-    return [views.port(p, req.context, requests.get(p.id)) for p in found]
+    return [views.port(p, guard, requests.get(p.id)) for p in found]
 
 
 def list_ports(req: Request) -> Response:
@@ -110,7 +113,10 @@ def list_ports(req: Request) -> Response:
 
 
 def _one(req: Request, port: ports.Port, conn: Connection) -> dict[str, Any]:
-    return _render(conn, req, [port])[0]
+    shown = _render(conn, req, [port])
+    if not shown:
+        raise ports.missing(port.id)
+    return shown[0]
 
 
 def show_port(req: Request) -> Response:
@@ -121,21 +127,23 @@ def show_port(req: Request) -> Response:
 
 def create_port(req: Request) -> Response:
     settings = req.app.settings.network
+    guard = common.guard(req)
     return common.created(req, "port", ATTRS, "create_port", lambda conn, values: _one(
-        req, ports.create(conn, req.context, values, settings), conn))
+        req, ports.create(conn, guard, values, settings), conn))
 
 
 def update_port(req: Request) -> Response:
     values = parse(req, "port", ATTRS, create=False, action="update_port")
     expected = common.expected_revision(req)
     view = common.write(req, lambda conn: _one(
-        req, ports.update(conn, req.context, req.params["port_id"], values, expected), conn))
+        req, ports.update(conn, common.guard(req), req.params["port_id"], values, expected),
+        conn))
     return json_response({"port": view})
 
 
 def delete_port(req: Request) -> Response:
     expected = common.expected_revision(req)
-    port = common.write(req, lambda conn: ports.delete(conn, req.context,
+    port = common.write(req, lambda conn: ports.delete(conn, common.guard(req),
                                                        req.params["port_id"], expected))
     events = compute_events.vif_deleted(port.device_owner, port.device_id, port.id)
     if events and req.app.notify is not None:

@@ -1,14 +1,18 @@
 """`/v2.0/qos/...` (extensions `qos`, `qos-bw-minimum-ingress`): policies, their
 minimum-bandwidth rules, and the rule types this service supports.
 
-Reading needs no privilege beyond seeing the policy (own project or
-shared); every write is admin only, as in Neutron's default policy.
+A policy is seen by its project's readers and, when shared, by anybody
+with a role (`get_policy`); every write is admin only by default
+(`create_policy`, `update_policy_minimum_bandwidth_rule`, ...; see
+network/policy.py).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from stowage.network import errors as e
-from stowage.network import policy, qos
+from stowage.network import qos
 from stowage.network.api import common, views
 from stowage.network.api.attributes import (
     DESCRIPTION,
@@ -47,30 +51,52 @@ _DRIVERS = [{"name": name, "supported_parameters": [
      "parameter_values": list(qos.DIRECTIONS)}]} for name in ("openvswitch", "sriovnicswitch")]
 
 
+def _target(found: qos.Policy) -> dict[str, object]:
+    """What the rules see of a policy; its rules' parent (`ext_parent`) is the policy."""
+    return {"id": found.id, "project_id": found.project_id, "tenant_id": found.project_id,
+            "shared": found.shared, "ext_parent:tenant_id": found.project_id}
+
+
+def _authorize(req: Request, action: str, values: dict[str, Any] | None = None) -> None:
+    """Hold the caller to `action` on the policy of the path: 404 if they cannot see it,
+    403 if they can but the rule refuses (a create is refused with 403, as Neutron's
+    API layer hides only the records it changes or deletes)."""
+    policy_id = req.params["policy_id"]
+    seen = _target(common.read(req, lambda conn: qos.get(conn, req.context, policy_id)))
+    hidden = None if action.startswith("create_") else (lambda: qos.missing(policy_id))
+    common.guard(req).check(action, {**seen, **(values or {})}, values or (), hidden, seen)
+
+
 def list_policies(req: Request) -> Response:
     filters = common.query_filters(req, POLICY_FILTERS)
     ids = filters.get("id")
     found = common.read(req, lambda conn: qos.list_policies(conn, req.context, ids))
-    return common.listing(req, [views.qos_policy(q) for q in found], filters, "policies",
-                          "qos/policies")
+    guard = common.guard(req)
+    shown = [views.qos_policy(q) for q in found if guard.allows("get_policy", _target(q))]
+    return common.listing(req, shown, filters, "policies", "qos/policies")
 
 
 def show_policy(req: Request) -> Response:
-    found = common.read(req, lambda conn: qos.get(conn, req.context, req.params["policy_id"]))
+    policy_id = req.params["policy_id"]
+    found = common.read(req, lambda conn: qos.get(conn, req.context, policy_id))
+    if not common.guard(req).allows("get_policy", _target(found)):
+        raise qos.missing(policy_id)
     return json_response({"policy": common.select_fields(views.qos_policy(found),
                                                          common.fields_of(req))})
 
 
 def create_policy(req: Request) -> Response:
-    policy.require_admin(req.context, "create_policy")
     values = parse(req, "policy", POLICY_ATTRS, create=True, action="create_policy")
+    project_id = values.get("project_id") or req.context.project_id or ""
+    common.guard(req).check("create_policy", {**values, "project_id": project_id,
+                                              "tenant_id": project_id}, values)
     made = common.write(req, lambda conn: qos.create(conn, req.context, values))
     return json_response({"policy": views.qos_policy(made)}, status=201)
 
 
 def update_policy(req: Request) -> Response:
-    policy.require_admin(req.context, "update_policy")
     values = parse(req, "policy", POLICY_ATTRS, create=False, action="update_policy")
+    _authorize(req, "update_policy", values)
     expected = common.expected_revision(req)
     changed = common.write(req, lambda conn: qos.update(
         conn, req.context, req.params["policy_id"], values, expected))
@@ -78,7 +104,7 @@ def update_policy(req: Request) -> Response:
 
 
 def delete_policy(req: Request) -> Response:
-    policy.require_admin(req.context, "delete_policy")
+    _authorize(req, "delete_policy")
     expected = common.expected_revision(req)
     common.write(req, lambda conn: qos.delete(conn, req.context, req.params["policy_id"],
                                               expected))
@@ -102,9 +128,9 @@ def show_rule(req: Request) -> Response:
 
 
 def create_rule(req: Request) -> Response:
-    policy.require_admin(req.context, "create_policy_minimum_bandwidth_rule")
     values = parse(req, RULE_KEY, RULE_ATTRS, create=True,
                    action="create_policy_minimum_bandwidth_rule")
+    _authorize(req, "create_policy_minimum_bandwidth_rule")
     made = common.write(req, lambda conn: qos.create_rule(
         conn, req.context, req.params["policy_id"], values["min_kbps"],
         values.get("direction", "egress")))
@@ -112,16 +138,16 @@ def create_rule(req: Request) -> Response:
 
 
 def update_rule(req: Request) -> Response:
-    policy.require_admin(req.context, "update_policy_minimum_bandwidth_rule")
     values = parse(req, RULE_KEY, RULE_ATTRS, create=False,
                    action="update_policy_minimum_bandwidth_rule")
+    _authorize(req, "update_policy_minimum_bandwidth_rule")
     changed = common.write(req, lambda conn: qos.update_rule(
         conn, req.context, req.params["policy_id"], req.params["rule_id"], values))
     return json_response({RULE_KEY: views.rule(changed)})
 
 
 def delete_rule(req: Request) -> Response:
-    policy.require_admin(req.context, "delete_policy_minimum_bandwidth_rule")
+    _authorize(req, "delete_policy_minimum_bandwidth_rule")
     common.write(req, lambda conn: qos.delete_rule(
         conn, req.context, req.params["policy_id"], req.params["rule_id"]))
     return empty_response(204)
@@ -133,7 +159,7 @@ def list_rule_types(req: Request) -> Response:
 
 
 def show_rule_type(req: Request) -> Response:
-    policy.require_admin(req.context, "get_rule_type")
+    common.authorize(req, "get_rule_type")
     if req.params["rule_type"] != qos.RULE_TYPE:
         raise HTTPError(404, f"QoS rule type {req.params['rule_type']} could not be found.",
                         e.RULE_TYPE_NOT_FOUND)

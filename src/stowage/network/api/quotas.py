@@ -38,7 +38,7 @@ _PROJECT_LENGTH = 255
 
 
 def list_quotas(req: Request) -> Response:
-    quotas.authorize(req.context, "get_quota")
+    quotas.authorize(common.guard(req), "get_quota")
     return json_response({"quotas": common.read(req, quotas.all_limits)})
 
 
@@ -59,18 +59,18 @@ def show_caller_tenant(req: Request) -> Response:
 
 def show_quota(req: Request) -> Response:
     project_id = req.params["project_id"]
-    quotas.authorize(req.context, "get_quota", project_id)
+    quotas.authorize(common.guard(req), "get_quota", project_id)
     return json_response({"quota": common.read(req, lambda c: quotas.limits(c, project_id))})
 
 
 def show_defaults(req: Request) -> Response:
-    quotas.authorize(req.context, "get_quota", req.params["project_id"])
+    quotas.authorize(common.guard(req), "get_quota", req.params["project_id"])
     return json_response({"quota": dict(quotas.DEFAULTS)})
 
 
 def show_details(req: Request) -> Response:
     project_id = req.params["project_id"]
-    quotas.authorize(req.context, "get_quota", project_id)
+    quotas.authorize(common.guard(req), "get_quota", project_id)
     return json_response({"quota": common.read(req, lambda c: quotas.usage(c, project_id))})
 
 
@@ -110,7 +110,7 @@ def _project(req: Request) -> str:
 
 
 def update_quota(req: Request) -> Response:
-    quotas.authorize(req.context, "update_quota")
+    quotas.authorize(common.guard(req), "update_quota")
     project_id = _project(req)
     wanted, check = _wanted(req)
 
@@ -123,7 +123,7 @@ def update_quota(req: Request) -> Response:
 
 
 def delete_quota(req: Request) -> Response:
-    quotas.authorize(req.context, "delete_quota")
+    quotas.authorize(common.guard(req), "delete_quota")
     project_id = _project(req)
     common.write(req, lambda conn: quotas.delete(conn, project_id))
     return empty_response(204)

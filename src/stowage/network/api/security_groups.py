@@ -13,6 +13,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from stowage.errors import Invalid
 from stowage.network import errors as e
 from stowage.network import security_group_rules as rules
@@ -94,23 +96,32 @@ RULE_FILTERS = ("id", "security_group_id", "direction", "ethertype", "protocol",
 def list_groups(req: Request) -> Response:
     filters = common.query_filters(req, GROUP_FILTERS)
     projects = (filters.get("project_id") or []) + (filters.get("tenant_id") or [])
-    found = common.write(req, lambda conn: groups.list_groups(
-        conn, req.context, filters.get("id"), projects or None, filters.get("name")))
-    return common.listing(req, [views.security_group(g) for g in found], filters,
-                          "security_groups", "security-groups")
+    found: list[groups.Group] = []
+    # Listing makes the project's default group, so a caller who may not read the
+    # project's groups gets nothing and changes nothing.
+    if common.guard(req).allows("get_security_group", req.context.policy_target()):
+        found = common.write(req, lambda conn: groups.list_groups(
+            conn, req.context, filters.get("id"), projects or None, filters.get("name")))
+    shown = common.readable(req, "get_security_group",
+                            [views.security_group(g) for g in found])
+    return common.listing(req, shown, filters, "security_groups", "security-groups")
 
 
 def show_group(req: Request) -> Response:
-    found = common.read(req, lambda conn: groups.get(conn, req.context,
-                                                     req.params["security_group_id"]))
+    group_id = req.params["security_group_id"]
+    found = common.read(req, lambda conn: groups.get(conn, req.context, group_id))
+    shown = common.readable(req, "get_security_group", [views.security_group(found)])
+    if not shown:
+        raise groups.missing(group_id)
     return json_response({"security_group": common.select_fields(
-        views.security_group(found), common.fields_of(req))})
+        shown[0], common.fields_of(req))})
 
 
 def create_group(req: Request) -> Response:
+    guard = common.guard(req)
     return common.created(req, "security_group", GROUP_ATTRS, "create_security_group",
                           lambda conn, values: views.security_group(
-                              groups.create(conn, req.context, values)))
+                              groups.create(conn, guard, values)))
 
 
 def update_group(req: Request) -> Response:
@@ -118,38 +129,52 @@ def update_group(req: Request) -> Response:
                    action="update_security_group")
     expected = common.expected_revision(req)
     changed = common.write(req, lambda conn: groups.update(
-        conn, req.context, req.params["security_group_id"], values, expected))
+        conn, common.guard(req), req.params["security_group_id"], values, expected))
     return json_response({"security_group": views.security_group(changed)})
 
 
 def delete_group(req: Request) -> Response:
     expected = common.expected_revision(req)
-    common.write(req, lambda conn: groups.delete(conn, req.context,
+    common.write(req, lambda conn: groups.delete(conn, common.guard(req),
                                                  req.params["security_group_id"], expected))
     return empty_response(204)
 
 
 def list_rules(req: Request) -> Response:
     filters = common.query_filters(req, RULE_FILTERS)
-    found = common.read(req, lambda conn: rules.list_rules(conn, req.context))
-    return common.listing(req, [views.security_group_rule(r) for r in found], filters,
-                          "security_group_rules", "security-group-rules")
+    found, targets = common.read(req, lambda conn: _with_targets(
+        conn, rules.list_rules(conn, req.context)))
+    shown = common.readable(req, "get_security_group_rule",
+                            [views.security_group_rule(r) for r in found], targets)
+    return common.listing(req, shown, filters, "security_group_rules", "security-group-rules")
+
+
+def _with_targets(conn: Connection, found: list[rules.Rule]
+                  ) -> tuple[list[rules.Rule], dict[str, dict[str, object]]]:
+    return found, groups.rule_targets(conn, found)
 
 
 def show_rule(req: Request) -> Response:
-    found = common.read(req, lambda conn: rules.get(conn, req.context, req.params["rule_id"]))
+    rule_id = req.params["rule_id"]
+    found, targets = common.read(req, lambda conn: _with_targets(
+        conn, [rules.get(conn, req.context, rule_id)]))
+    shown = common.readable(req, "get_security_group_rule",
+                            [views.security_group_rule(found[0])], targets)
+    if not shown:
+        raise rules.missing(rule_id)
     return json_response({"security_group_rule": common.select_fields(
-        views.security_group_rule(found), common.fields_of(req))})
+        shown[0], common.fields_of(req))})
 
 
 def create_rule(req: Request) -> Response:
+    guard = common.guard(req)
     return common.created(req, "security_group_rule", RULE_ATTRS, "create_security_group_rule",
                           lambda conn, values: views.security_group_rule(
-                              groups.create_rule(conn, req.context, values)))
+                              groups.create_rule(conn, guard, values)))
 
 
 def delete_rule(req: Request) -> Response:
-    common.write(req, lambda conn: groups.delete_rule(conn, req.context,
+    common.write(req, lambda conn: groups.delete_rule(conn, common.guard(req),
                                                       req.params["rule_id"]))
     return empty_response(204)
 

@@ -69,22 +69,32 @@ FILTERS = ("id", "name", "description", "network_id", "ip_version", "cidr", "gat
 def list_subnets(req: Request) -> Response:
     filters = common.query_filters(req, FILTERS)
     ids = filters.get("id")
-    found = common.read(req, lambda conn: subnets.list_subnets(conn, req.context, ids))
-    return common.listing(req, [views.subnet(s) for s in found], filters, "subnets")
+    found, targets = common.read(req, lambda conn: _with_targets(
+        conn, subnets.list_subnets(conn, req.context, ids)))
+    shown = common.readable(req, "get_subnet", [views.subnet(s) for s in found], targets)
+    return common.listing(req, shown, filters, "subnets")
+
+
+def _with_targets(conn: Connection, found: list[subnets.Subnet]
+                  ) -> tuple[list[subnets.Subnet], dict[str, dict[str, object]]]:
+    return found, subnets.targets(conn, found)
 
 
 def show_subnet(req: Request) -> Response:
-    found = common.read(req, lambda conn: subnets.get(conn, req.context,
-                                                      req.params["subnet_id"]))
-    return json_response({"subnet": common.select_fields(views.subnet(found),
-                                                         common.fields_of(req))})
+    subnet_id = req.params["subnet_id"]
+    found, targets = common.read(req, lambda conn: _with_targets(
+        conn, [subnets.get(conn, req.context, subnet_id)]))
+    shown = common.readable(req, "get_subnet", [views.subnet(found[0])], targets)
+    if not shown:
+        raise subnets.missing(subnet_id)
+    return json_response({"subnet": common.select_fields(shown[0], common.fields_of(req))})
 
 
 def _create_one(conn: Connection, req: Request, values: dict[str, Any]) -> dict[str, Any]:
     if not values.get("cidr"):
         raise e.bad_request("subnet", "a subnetpool must be specified in the absence of a "
                                       "cidr")
-    return views.subnet(subnets.create(conn, req.context, values))
+    return views.subnet(subnets.create(conn, common.guard(req), values))
 
 
 def create_subnet(req: Request) -> Response:
@@ -96,14 +106,14 @@ def update_subnet(req: Request) -> Response:
     values = parse(req, "subnet", ATTRS, create=False, action="update_subnet")
     expected = common.expected_revision(req)
     changed = common.write(req, lambda conn: subnets.update(
-        conn, req.context, req.params["subnet_id"], values, expected))
+        conn, common.guard(req), req.params["subnet_id"], values, expected))
     return json_response({"subnet": views.subnet(changed)})
 
 
 def delete_subnet(req: Request) -> Response:
     expected = common.expected_revision(req)
-    common.write(req, lambda conn: subnets.delete(conn, req.context, req.params["subnet_id"],
-                                                  expected))
+    common.write(req, lambda conn: subnets.delete(conn, common.guard(req),
+                                                  req.params["subnet_id"], expected))
     return empty_response(204)
 
 

@@ -2,19 +2,20 @@
 
 Every record carries Neutron's standard attributes (`revision_number`,
 `created_at`, `updated_at`, `description`) and both `project_id` and its old
-name `tenant_id`. Admin-only attributes (`policy.ADMIN_NETWORK_ATTRS`,
-`policy.ADMIN_PORT_ATTRS`) are left out for anybody else.
+name `tenant_id`. An attribute with a rule of its own (`get_network:provider:network_type`,
+`get_port:binding:host_id`, ...; network/policy.py) is left out for a caller the rule
+refuses.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from stowage.context import RequestContext
-from stowage.network import policy
+from stowage.network import ports
 from stowage.network.api.common import stamp
 from stowage.network.bindings import PortBinding
 from stowage.network.networks import Network
+from stowage.network.policy import Guard
 from stowage.network.ports import Port
 from stowage.network.qos import RULE_TYPE, Policy, Rule
 from stowage.network.security_group_rules import Rule as GroupRule
@@ -31,13 +32,7 @@ def _standard(record: Any) -> dict[str, Any]:
             "created_at": stamp(record.created_at), "updated_at": stamp(record.updated_at)}
 
 
-def _hide(view: dict[str, Any], ctx: RequestContext, names: tuple[str, ...]) -> dict[str, Any]:
-    if ctx.is_admin:
-        return view
-    return {k: v for k, v in view.items() if k not in names}
-
-
-def network(n: Network, ctx: RequestContext) -> dict[str, Any]:
+def network(n: Network, guard: Guard) -> dict[str, Any]:
     view = {"id": n.id, "name": n.name, "status": n.status,
             "admin_state_up": n.admin_state_up, "shared": n.shared, "mtu": n.mtu,
             "subnets": list(n.subnet_ids),
@@ -45,7 +40,7 @@ def network(n: Network, ctx: RequestContext) -> dict[str, Any]:
             "provider:physical_network": n.segment.physical_network,
             "provider:segmentation_id": n.segment.segmentation_id,
             "qos_policy_id": n.qos_policy_id, **_standard(n)}
-    return _hide(view, ctx, policy.ADMIN_NETWORK_ATTRS)
+    return guard.shown("get_network", view)
 
 
 def subnet(s: Subnet) -> dict[str, Any]:
@@ -57,7 +52,7 @@ def subnet(s: Subnet) -> dict[str, Any]:
             **_standard(s)}
 
 
-def port(p: Port, ctx: RequestContext, resource_request: dict[str, Any] | None) -> dict[str, Any]:
+def port(p: Port, guard: Guard, resource_request: dict[str, Any] | None) -> dict[str, Any]:
     view = {"id": p.id, "name": p.name, "network_id": p.network_id,
             "mac_address": p.mac_address, "admin_state_up": p.admin_state_up,
             "status": p.status, "device_id": p.device_id, "device_owner": p.device_owner,
@@ -72,7 +67,7 @@ def port(p: Port, ctx: RequestContext, resource_request: dict[str, Any] | None) 
             "qos_policy_id": p.qos_policy_id,
             "qos_network_policy_id": p.network_qos_policy_id,
             "resource_request": resource_request, **_standard(p)}
-    return _hide(view, ctx, policy.ADMIN_PORT_ATTRS)
+    return guard.shown("get_port", view, ports.target(p))
 
 
 def binding(b: PortBinding) -> dict[str, Any]:
