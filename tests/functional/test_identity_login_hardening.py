@@ -6,6 +6,9 @@
       wrong password x N (lockout on) ─▶ 401 "The account is locked for user: <id>."
                                          until lockout_duration passed, a success,
                                          or an admin PATCHes enabled: true
+      disabled user (any password) ─▶ scrypt verify of the dummy ─▶ the generic 401,
+                                      nothing counted, a lock not announced
+      unknown / disabled project in scope ─▶ the generic 401 before any password check
 
 The shared `live_identity` server keeps the lockout off (the default); the
 `locking` server turns it on (3 attempts, 600 s).
@@ -236,3 +239,69 @@ def test_concurrent_failures_are_all_counted(locking: LiveServer) -> None:
 def test_bad_lockout_settings_are_refused(values: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"\[identity\] lockout_"):
         config.IdentitySettings(**values)
+
+
+# --- disabled users and scopes (Keystone's order) --------------------------------------
+
+def _admin_client(live: LiveServer) -> httpx.Client:
+    return httpx.Client(base_url=f"{live.url}/identity/v3", timeout=30,
+                        headers={"x-auth-token": login(live, "admin", "admin")})
+
+
+def _set_enabled(client: httpx.Client, user_id: str, enabled: bool) -> None:
+    resp = client.patch(f"/users/{user_id}", json={"user": {"enabled": enabled}})
+    assert resp.status_code == 200, resp.text
+
+
+def test_a_disabled_user_is_refused_before_its_password(
+        locking: LiveServer, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Keystone checks `enabled` before the password: the generic 401 either way,
+    no failure counted, and (as for an unknown user) the dummy hash is verified."""
+    with _admin_client(locking) as client:
+        made = client.post("/users", json={"user": {"name": "switched-off", "password": "pw"}})
+        assert made.status_code == 201, made.text
+        user_id = made.json()["user"]["id"]
+        _set_enabled(client, user_id, False)
+    seen: list[str] = []
+    real = login_module.verify_password
+
+    def spy(password: str, stored: str) -> bool:
+        seen.append(stored)
+        return bool(real(password, stored))
+
+    monkeypatch.setattr(login_module, "verify_password", spy)
+    with caplog.at_level(logging.WARNING, logger="stowage.identity.login"):
+        for _ in range(4):
+            assert _message(_post(locking, "switched-off", "wrong")) == GENERIC
+        assert _message(_post(locking, "switched-off", "pw")) == GENERIC
+    assert seen == [login_module.dummy_hash()] * 5
+    assert _failures(locking, user_id) is None  # never counted, so never locked
+    assert f"User is disabled: {user_id}" in caplog.messages  # the cause, for the log only
+
+
+def test_a_locked_user_that_is_disabled_reads_as_disabled(locking: LiveServer) -> None:
+    with _admin_client(locking) as client:
+        made = client.post("/users", json={"user": {"name": "locked-then-off",
+                                                    "password": "pw"}})
+        assert made.status_code == 201, made.text
+        user_id = made.json()["user"]["id"]
+        for _ in range(3):
+            _post(locking, "locked-then-off", "wrong")
+        assert _message(_post(locking, "locked-then-off", "pw")).startswith(
+            "The account is locked")
+        _set_enabled(client, user_id, False)
+        assert _message(_post(locking, "locked-then-off", "pw")) == GENERIC
+
+
+@pytest.mark.parametrize("project", ["closed", "no-such-project"])
+def test_a_bad_scope_refuses_before_the_password_is_checked(locking: LiveServer,
+                                                            project: str) -> None:
+    """Keystone looks the scope up first: a wrong password there is not counted."""
+    nobody = _user_id(locking, "nobody")
+    body = password_body("nobody", project, password="wrong")
+    for _ in range(3):
+        resp = httpx.post(f"{locking.url}{TOKENS}", json=body, timeout=30)
+        assert _message(resp) == GENERIC
+    assert _failures(locking, nobody) is None
+    assert _post(locking, "nobody", "nobody-pw").status_code == 201

@@ -4,17 +4,29 @@
     scope (project, domain, unscoped) ->  the roles the user holds there
                                       ->  a Grant for tokens.issue
 
-Every refusal is `LoginRefused` (a 401): an unknown user and a wrong password
-read the same, as Keystone's do, and cost the same -- an unknown user's
-password is checked against `passwords.dummy_hash` -- so that neither the
-answer nor its time tells which user names exist. A locked-out user
-(`lockout`) gets Keystone's "account is locked" 401 instead. A body without
-an explicit scope gets the user's default project, when the user holds a
-role on it (Keystone's rule).
+Every refusal is `LoginRefused` (a 401). Its client-facing `detail` is
+Keystone's generic "requires authentication" unless Keystone (with its default
+`insecure_debug = false`) names the cause too: only the lockout's "account is
+locked" and an unsupported method do. Why it was refused -- a disabled user, a
+disabled or unknown project, no role on the scope -- is `reason`, which goes to
+the log (Keystone logs it the same way), never to the client.
+
+Keystone's order is kept because the lockout makes it visible: the explicit
+scope's project or domain is looked up first (an unknown or disabled one
+refuses before any password is checked, so nothing is counted); then the
+user, whose `enabled` is checked before the password (Keystone's
+`UserAuthInfo`): a disabled user is the generic 401 whatever the password,
+its failures are not counted and a lock on it is not announced. An unknown
+user, a disabled one and a wrong password all read the same and cost the
+same -- the first two are checked against `passwords.dummy_hash` -- so that
+neither the answer nor its time tells which user names exist. A body
+without an explicit scope gets the user's default project, when the user
+holds a role on it (Keystone's rule).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from stowage.db import Database
@@ -25,16 +37,25 @@ from stowage.identity.passwords import dummy_hash, verify_password
 
 __all__ = ["LoginRefused", "grant_for", "check_password", "METHODS"]
 
+LOG = logging.getLogger(__name__)
 METHODS = ("password", "token")
 _GENERIC = "The request you have made requires authentication."
 
 
 class LoginRefused(Exception):
-    """A 401; `detail` is what the client is told."""
+    """A 401; `detail` is what the client is told, `reason` (logged) why it was refused."""
 
-    def __init__(self, detail: str = _GENERIC) -> None:
+    def __init__(self, detail: str = _GENERIC, reason: str | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
+        if reason is not None:
+            LOG.warning("%s", reason)
+
+
+def _refused(reason: str) -> LoginRefused:
+    """Keystone's `Unauthorized(message)`: the message is logged, the client reads the
+    generic sentence (Keystone shows it only with `insecure_debug`)."""
+    return LoginRefused(_GENERIC, reason)
 
 
 def _domain(directory: Directory, ref: Any) -> Domain | None:
@@ -58,9 +79,9 @@ def _password_user(directory: Directory, lockout: Lockout, body: dict[str, Any])
     ref = body["user"]
     password = str(ref.get("password", ""))
     user = _named_user(directory, ref)
-    if user is None:
+    if user is None or not user.enabled:
         verify_password(password, dummy_hash())  # the same work as a wrong password
-        raise LoginRefused()
+        raise LoginRefused() if user is None else _refused(f"User is disabled: {user.id}")
     check_password(lockout, user, password)
     return user
 
@@ -97,9 +118,9 @@ def _identify(db: Database, directory: Directory, lockout: Lockout,
                 raise LoginRefused()
             users.append(found)
     if any(u.id != users[0].id for u in users):
-        raise LoginRefused("Authentication methods named different users.")
+        raise _refused("Authentication methods named different users.")
     if not users[0].enabled:
-        raise LoginRefused()
+        raise _refused(f"User is disabled: {users[0].id}")
     return users[0], parent
 
 
@@ -111,47 +132,60 @@ def _project(directory: Directory, ref: dict[str, Any]) -> Project:
         project = (directory.project(name=ref.get("name"), domain_id=domain.id)
                    if domain is not None and ref.get("name") else None)
     if project is None:
-        raise LoginRefused(f"Could not find project: {ref.get('id') or ref.get('name')}.")
+        raise _refused(f"Could not find project: {ref.get('id') or ref.get('name')}.")
     if not project.enabled:
-        raise LoginRefused(f"Project {project.id} is disabled.")
+        raise _refused(f"Project is disabled: {project.id}")
     return project
 
 
-def _scoped(directory: Directory, user: User, scope: Any) -> dict[str, Any]:
-    """project_id / domain_id and roles of the asked scope; {} for an unscoped token."""
+def _target(directory: Directory, scope: Any) -> Project | Domain | str | None:
+    """The project or domain an explicit scope names ("system", "unscoped", or None
+    without a scope), looked up before the user is, as Keystone's `AuthInfo` does."""
     if scope is None or scope == "unscoped":
-        default = (directory.project(user.default_project_id)
-                   if user.default_project_id else None)
-        if scope is None and default is not None and default.enabled and directory.roles_on(
-                user.id, project_id=default.id):
-            scope = {"project": {"id": default.id}}
-        else:
-            return {"roles": ()}
+        return None if scope is None else "unscoped"
     if not isinstance(scope, dict) or not scope:
         raise LoginRefused("The scope must be a project, a domain or 'unscoped'.")
     if "project" in scope:
-        project = _project(directory, scope["project"])
-        roles = directory.roles_on(user.id, project_id=project.id)
-        if not roles:
-            raise LoginRefused(f"User {user.id} has no access to project {project.id}")
-        return {"project_id": project.id, "roles": tuple(r.name for r in roles)}
+        return _project(directory, scope["project"])
     if "domain" in scope:
         domain = _domain(directory, scope["domain"])
         if domain is None:
-            raise LoginRefused("Could not find domain.")
-        roles = directory.roles_on(user.id, domain_id=domain.id)
+            raise _refused(f"Could not find domain: {scope['domain']}.")
+        return domain
+    return "system"
+
+
+def _scoped(directory: Directory, user: User,
+            target: Project | Domain | str | None) -> dict[str, Any]:
+    """project_id / domain_id and the user's roles there; no roles for an unscoped token."""
+    if target is None:
+        default = (directory.project(user.default_project_id)
+                   if user.default_project_id else None)
+        if default is not None and default.enabled and directory.roles_on(
+                user.id, project_id=default.id):
+            target = default
+    if isinstance(target, Project):
+        roles = directory.roles_on(user.id, project_id=target.id)
         if not roles:
-            raise LoginRefused(f"User {user.id} has no access to domain {domain.id}")
-        return {"domain_id": domain.id, "roles": tuple(r.name for r in roles)}
-    raise LoginRefused(f"User {user.id} has no access to the system")
+            raise _refused(f"User {user.id} has no access to project {target.id}")
+        return {"project_id": target.id, "roles": tuple(r.name for r in roles)}
+    if isinstance(target, Domain):
+        roles = directory.roles_on(user.id, domain_id=target.id)
+        if not roles:
+            raise _refused(f"User {user.id} has no access to domain {target.id}")
+        return {"domain_id": target.id, "roles": tuple(r.name for r in roles)}
+    if target == "system":
+        raise _refused(f"User {user.id} has no access to the system")
+    return {"roles": ()}
 
 
 def grant_for(db: Database, directory: Directory, auth: dict[str, Any],
               lockout: Lockout | None = None) -> tokens.Grant:
     """What the validated auth body earns; LoginRefused otherwise."""
     lockout = lockout if lockout is not None else Lockout(db, attempts=0, duration=1)
+    target = _target(directory, auth.get("scope"))
     user, parent = _identify(db, directory, lockout, auth["identity"])
-    scope = _scoped(directory, user, auth.get("scope"))
+    scope = _scoped(directory, user, target)
     methods = tuple(dict.fromkeys(auth["identity"]["methods"]))
     if parent is None:
         return tokens.Grant(user.id, methods=methods, **scope)

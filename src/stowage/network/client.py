@@ -9,9 +9,10 @@ through a socket (`[compute] network_url`).
 The operations are the ones Nova's `network/neutron.py` makes for servers:
 show and list ports, create a port on a network (Nova creates the port of a
 `{"uuid": net}` request), update a port's device and binding attributes,
-delete a port Nova created, networks and subnets for the choice of a
-default network, the security groups behind Nova's os-security-groups proxy
-and a server's groups, and the multiple-bindings calls (`/ports/{id}/bindings`)
+delete a port Nova created, the project's port quota (Nova's
+`validate_networks`), networks and subnets for the choice of a default
+network, the security groups behind Nova's os-security-groups proxy and a
+server's groups, and the multiple-bindings calls (`/ports/{id}/bindings`)
 a live migration makes. A non-2xx answer raises `NetworkError` with
 Neutron's error type (`PortNotFound`, ...); a 404 on a read is None.
 """
@@ -99,6 +100,12 @@ class NetworkClient:
     def delete_port(self, port_id: str) -> bool:
         """False when the port was gone already."""
         return self._send("DELETE", f"/ports/{port_id}", ok=(204, 404)).status == 204
+
+    # --- quotas ------------------------------------------------------------------------
+    def show_quota(self, project_id: str) -> dict[str, int] | None:
+        """The project's limits (`GET /quotas/{project}`); None where no quota API answers."""
+        answer = self._send("GET", f"/quotas/{project_id}", ok=(200, 404))
+        return None if answer.status == 404 else dict(answer.json()["quota"])
 
     # --- networks and subnets ------------------------------------------------------
     def show_network(self, network_id: str) -> dict[str, Any] | None:

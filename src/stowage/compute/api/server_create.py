@@ -13,7 +13,9 @@ server_group_members. A request that fails any check writes nothing (403 for
 a quota).
 
 The requested networks are checked against the Network service
-(`server_networks`) before anything is written; each server's ports are
+(`server_networks`) before anything is written, and so is the project's port
+quota (`server_port_quota`: 403 PortLimitExceeded, or max_count lowered to the
+servers whose ports fit, before the instance quotas count); each server's ports are
 recorded with it (`instance_ports`), where a port another server took
 meanwhile is refused (409 PortInUse) and the whole request with it.
 
@@ -72,6 +74,7 @@ from stowage.compute.api.server_create_schema import (
     create_schema,
 )
 from stowage.compute.api.server_networks import port_in_use, requested_networks
+from stowage.compute.api.server_port_quota import servers_that_fit
 from stowage.compute.conductor import tasks
 from stowage.errors import NotFound
 from stowage.image import images
@@ -528,6 +531,7 @@ def create_server(req: Request) -> Response:
     check_formats(data)
     boot = _parse(req, data)
     requested = requested_networks(req, boot.networks, boot.count[1])
+    port_fit = servers_that_fit(req, requested, *boot.count)
     boot.security_group_ids = server_security_groups.resolve(req, boot.security_groups)
     build: _Build | None = None
     try:
@@ -538,6 +542,7 @@ def create_server(req: Request) -> Response:
                 _check_extras(req, api, boot)
             _check_placement_hints(req, conn, boot, flavor)
             _check_limits(req, boot)
+            boot.count = (boot.count[0], port_fit)
             _check_quotas(req, conn, boot, flavor)
             build = _Build(boot, flv.snapshot(flavor), requested=requested)
             _write_batch(req, conn, build)
