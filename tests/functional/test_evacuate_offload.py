@@ -37,9 +37,8 @@ RUNNING = 1
 
 @pytest.fixture
 def hosts(cloud: Cloud) -> dict[str, str]:
-    """host1 and host2 (evacuation.py), the server evacuated from host1 to host2."""
-    nodes = server_on_host1(cloud)
-    return nodes
+    """host1 and host2 (evacuation.py), the server on host1."""
+    return server_on_host1(cloud)
 
 
 def the_migration(cloud: Cloud, server_id: str) -> dict[str, Any]:
