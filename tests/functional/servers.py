@@ -4,7 +4,9 @@ Everything goes through the public APIs (Compute, Image, Placement) except
 waiting: `settle()` waits for the control plane's casts to finish, which is
 what a user polling `GET /servers/{id}` would eventually see. A host's
 agent dying and starting again (`stop_agent`, `start_agent`) and the guests
-its hypervisor keeps (`guests`) are the control plane's and the database's.
+its hypervisor keeps (`guests`) are the control plane's and the database's,
+and so are a deleted server's migrations (`stored_migrations`: the API
+hides soft-deleted ones, as Nova does).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import httpx
 import sqlalchemy as sa
 
+from stowage.compute import migrations as compute_migrations
 from stowage.compute import tables as compute_tables
 from stowage.compute.audit import audit
 from stowage.compute.hosts import HostConfig
@@ -117,6 +120,15 @@ def migrations_of(cloud: Cloud, server_id: str) -> list[dict[str, Any]]:
     resp = cloud.compute.get("/os-migrations", params={"instance_uuid": server_id})
     assert resp.status_code == 200, resp.text
     return list(resp.json()["migrations"])
+
+
+def stored_migrations(cloud: Cloud, server_id: str) -> list[compute_migrations.Migration]:
+    """The server's migration records, newest first, soft-deleted ones too (every cell)."""
+    found: list[compute_migrations.Migration] = []
+    for db in cloud.live.cell_dbs():
+        with db.read() as conn:
+            found += compute_migrations.for_instance(conn, server_id)
+    return found
 
 
 def held(cloud: Cloud, consumer: str) -> dict[str, dict[str, int]]:

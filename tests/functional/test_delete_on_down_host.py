@@ -182,7 +182,8 @@ def test_delete_in_verify_resize_with_the_source_down(
         calls = never_called(cloud, patched, "h1")
         delete(cloud, server_id)
     assert calls == []
-    assert [m["status"] for m in sv.migrations_of(cloud, server_id)] == ["error"]
+    assert sv.migrations_of(cloud, server_id) == []  # soft-deleted with the server
+    assert [m.status for m in sv.stored_migrations(cloud, server_id)] == ["error"]
     assert_freed(cloud, world, mig)
     assert sv.guests(cloud, server_id) == {("h1", mig): SHUTDOWN}
 
@@ -262,9 +263,10 @@ def test_delete_during_an_evacuation_leaves_nothing(
     held.release()
     sv.settle(cloud)
     assert cloud.compute.get(f"/servers/{server_id}").status_code == 404
-    [mig] = sv.migrations_of(cloud, server_id)
-    assert (mig["migration_type"], mig["status"]) == ("evacuation", "error")
-    assert_freed(cloud, world, mig["uuid"])
+    assert sv.migrations_of(cloud, server_id) == []  # soft-deleted with the server
+    [mig] = sv.stored_migrations(cloud, server_id)
+    assert (mig.migration_type, mig.status) == ("evacuation", "error")
+    assert_freed(cloud, world, mig.uuid)
     assert sv.guests(cloud, server_id) == {("h1", ""): RUNNING}  # only the dead source's
     assert cloud.plane.agent("h2").pci.stats() == GPU_FREE
 
@@ -276,8 +278,8 @@ def test_delete_during_an_evacuation_leaves_nothing(
         assert sv.force_down(cloud, "h1", down=False).status_code == 200
     assert sv.guests(cloud, server_id) == {}
     assert cloud.plane.agent("h1").pci.stats() == GPU_FREE
-    assert sv.migrations_of(cloud, server_id)[0]["status"] == "error"
-    assert_freed(cloud, world, mig["uuid"])
+    assert sv.stored_migrations(cloud, server_id)[0].status == "error"
+    assert_freed(cloud, world, mig.uuid)
 
 
 # --- a crash during a local delete ---------------------------------------------------------

@@ -39,6 +39,7 @@ from tests.functional.servers import (
     settle,
     start_agent,
     stop_agent,
+    stored_migrations,
     usages,
 )
 
@@ -149,6 +150,9 @@ def test_deleting_an_evacuated_server_frees_its_source_at_once(
     assert usages(cloud, hosts["host1"]) == EMPTY
     assert usages(cloud, hosts["host2"]) == EMPTY
     assert guests(cloud, server_id) == {("host1", ""): RUNNING}  # host1 is still down
+    # Soft-deleted with the server (Nova's instance_destroy): no list shows it any more.
+    assert migrations_of(cloud, server_id) == []
+    assert [m.deleted != 0 for m in stored_migrations(cloud, server_id)] == [True]
     assert_invariants(cloud)
 
     start_agent(cloud, host1)
@@ -156,7 +160,8 @@ def test_deleting_an_evacuated_server_frees_its_source_at_once(
     assert held(cloud, mig["uuid"]) == {} and held(cloud, server_id) == {}
     assert usages(cloud, hosts["host1"]) == EMPTY
     assert usages(cloud, hosts["host2"]) == EMPTY
-    assert the_migration(cloud, server_id)["status"] == "done"  # as Nova leaves it
+    [stored] = stored_migrations(cloud, server_id)
+    assert (stored.uuid, stored.status) == (mig["uuid"], "done")  # as Nova leaves it
     assert_invariants(cloud)
 
     # Another restart finds nothing to do.
@@ -186,6 +191,28 @@ def test_deleting_an_evacuated_server_whose_new_host_is_down_too(
     assert held(cloud, server_id) == {} and held(cloud, mig["uuid"]) == {}
     assert usages(cloud, hosts["host1"]) == EMPTY
     assert usages(cloud, hosts["host2"]) == EMPTY
+    assert_invariants(cloud)
+
+
+def test_a_deleted_servers_evacuation_does_not_keep_its_source_forced_down(
+        cloud: Cloud, hosts: dict[str, str]) -> None:
+    """Nova's force-up guard reads `done` evacuations with read_deleted="no": the soft-deleted
+    one of a deleted server does not hold host1 down."""
+    server_id = hosts["server"]
+    assert force_down(cloud, "host1").status_code == 200
+    evacuate(cloud, server_id)
+    mig = the_migration(cloud, server_id)
+    assert cloud.compute.delete(f"/servers/{server_id}").status_code == 204
+    settle(cloud)
+    assert force_down(cloud, "host1", down=False).status_code == 200
+    assert held(cloud, mig["uuid"]) == {}
+    assert usages(cloud, hosts["host1"]) == EMPTY
+    assert_invariants(cloud)
+
+    # host1's agent restarts (as the guard asks): it destroys the guest, frees nothing.
+    start_agent(cloud, stop_agent(cloud, "host1"))
+    assert guests(cloud, server_id) == {}
+    assert usages(cloud, hosts["host1"]) == EMPTY
     assert_invariants(cloud)
 
 

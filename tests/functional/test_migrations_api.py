@@ -17,9 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from stowage.compute import instances as inst
 from stowage.compute import migrations as migs
+from stowage.compute import tables as t
 from stowage.timeutil import utcnow
 from tests.functional.conftest import MEMBER, Cloud
 
@@ -169,3 +171,38 @@ def test_server_migrations_show_in_progress_live_ones(cloud: Cloud,
     assert "uuid" not in v258 and "user_id" not in v258
     owner = cloud.client("u-p2:p2", roles=MEMBER).get(f"/servers/{moves['vm2']}/migrations")
     assert owner.status_code == 403
+
+
+def _soft_delete(cloud: Cloud, mig: migs.Migration) -> None:
+    """As Nova's instance_destroy (and stowage's instances.soft_delete) leaves it."""
+    m = t.migrations
+    with cloud.live.cell_db.write() as conn:
+        conn.execute(sa.update(m).where(m.c.uuid == mig.uuid).values(deleted=m.c.id))
+
+
+def test_soft_deleted_migrations_are_not_listed(cloud: Cloud, moves: dict[str, Any]) -> None:
+    """Nova reads migrations with read_deleted="no": a deleted server's are gone from view."""
+    with cloud.live.cell_db.write() as conn:
+        inst.soft_delete(conn, moves["vm1"])
+    assert uuids(cloud.compute.get("/os-migrations")) == [moves["live"].uuid]
+    assert uuids(cloud.compute.get("/os-migrations",
+                                   params={"instance_uuid": moves["vm1"]})) == []
+    assert uuids(cloud.compute.get("/os-migrations", params={"host": "host2"})) == []
+    resp = cloud.compute.get("/os-migrations", params={"marker": moves["cold"].uuid})
+    assert resp.status_code == 400
+    assert resp.json()["badRequest"]["message"] == (
+        f"Marker {moves['cold'].uuid} could not be found.")
+
+
+def test_a_soft_deleted_live_migration_is_not_found_on_its_server(
+        cloud: Cloud, moves: dict[str, Any]) -> None:
+    live = moves["live"]
+    _soft_delete(cloud, live)
+    listed = cloud.compute.get(f"/servers/{moves['vm2']}/migrations")
+    assert listed.status_code == 200 and listed.json() == {"migrations": []}
+    shown = cloud.compute.get(f"/servers/{moves['vm2']}/migrations/{live.id}")
+    assert shown.status_code == 404
+    assert shown.json()["itemNotFound"]["message"] == (
+        f"In-progress live migration {live.id} is not found for server {moves['vm2']}.")
+    assert uuids(cloud.compute.get("/os-migrations")) == [moves["cold"].uuid,
+                                                           moves["resize"].uuid]

@@ -6,7 +6,9 @@
 3. A migration in a final status owns nothing -- but an evacuation `done`
    owns its source's allocation until the source agent, started again,
    cleans up and sets it `completed`, or its server is deleted (the delete
-   drops that allocation and soft-deletes the migration).
+   drops that allocation and soft-deletes the migration) or shelve-offloaded
+   (the offload drops it and names the migration in the instance's
+   `migrations.RELEASED_KEY`).
 4. A settled instance (active, stopped, shelved or error, with a host, no
    move in progress) holds exactly its flavor and its ports' request groups
    (bandwidth, VFs: `instance_ports.request`), all of it in its host's tree or
@@ -151,15 +153,17 @@ def _orphans(held: Mapping[str, Any], live: Mapping[str, Any],
     found = {}
     for consumer in held:
         move = moves.get(consumer)
-        if consumer not in live and (move is None or _over(move)):
+        if consumer not in live and (move is None or _over(move, live)):
             found[consumer] = (f"finished migration ({move.status})" if move
                                else "unknown consumer")
     return found
 
 
-def _over(move: migrations.Migration) -> bool:
+def _over(move: migrations.Migration, live: Mapping[str, Any]) -> bool:
     """Final, and no longer owning anything (rule 3)."""
-    return move.finished and not migrations.awaiting_source_cleanup(move)
+    inst = live.get(move.instance_uuid)
+    released = migrations.released(inst.system_metadata if inst is not None else None)
+    return move.finished and not migrations.awaiting_source_cleanup(move, released)
 
 
 def live_instances(db: Dbs, uuids: list[str] | None = None) -> list[instances.Instance]:
@@ -221,8 +225,9 @@ def _instance_problems(inst: instances.Instance, held: Mapping[str, Any],
                                 nodes.get(move.source_compute or ""), in_tree, ports))
     if inst.vm_state not in _SETTLED or inst.task_state is not None or active_moves:
         return []
-    evacuated = [m for m in moves.values()
-                 if m.instance_uuid == inst.uuid and migrations.awaiting_source_cleanup(m)]
+    released = migrations.released(inst.system_metadata)
+    evacuated = [m for m in moves.values() if m.instance_uuid == inst.uuid
+                 and migrations.awaiting_source_cleanup(m, released)]
     return _holds_flavor(inst.uuid, mine, inst.flavor, inst, nodes.get(inst.host), in_tree,
                          ports) + [
         problem for move in evacuated

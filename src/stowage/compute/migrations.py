@@ -9,7 +9,7 @@ it must own nothing (the invariant checker holds us to that).
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -22,8 +22,8 @@ from stowage.db.statements import Sql
 from stowage.errors import NotFound
 from stowage.timeutil import utcnow
 
-__all__ = ["Migration", "FINAL_STATUSES", "awaiting_source_cleanup", "create", "get", "update",
-           "save", "in_progress", "for_instance", "list_migrations"]
+__all__ = ["Migration", "FINAL_STATUSES", "RELEASED_KEY", "released", "awaiting_source_cleanup",
+           "create", "get", "update", "save", "in_progress", "for_instance", "list_migrations"]
 
 _M = t.migrations
 FINAL_STATUSES = ("confirmed", "reverted", "error", "failed", "done", "completed",
@@ -64,11 +64,25 @@ class Migration:
         return self.status in FINAL_STATUSES
 
 
-def awaiting_source_cleanup(mig: Migration) -> bool:
+# The instance's system_metadata key listing its `done` evacuations whose source
+# allocation a shelve offload deleted (Nova's offload frees every allocation of the
+# instance); they stay `done` for the source agent to destroy its guest.
+RELEASED_KEY = "released_evacuations"
+
+
+def released(system_metadata: Mapping[str, Any] | None) -> frozenset[str]:
+    """The evacuations an offload of the instance released (`RELEASED_KEY`)."""
+    return frozenset((system_metadata or {}).get(RELEASED_KEY) or ())
+
+
+def awaiting_source_cleanup(mig: Migration, released: Collection[str] = ()) -> bool:
     """An evacuation `done`: final for the move, not for accounting. It owns the dead
     source's allocation until the source agent, started again, cleans up (`completed`),
-    or until its server is deleted (the delete drops it and soft-deletes the migration)."""
-    return mig.migration_type == "evacuation" and mig.status == "done" and not mig.deleted
+    or until its server is deleted (the delete drops it and soft-deletes the migration)
+    or shelve-offloaded (the offload drops it and names it in `released`, the
+    instance's `RELEASED_KEY`)."""
+    return (mig.migration_type == "evacuation" and mig.status == "done" and not mig.deleted
+            and mig.uuid not in released)
 
 
 _COLUMNS = tuple(f.name for f in fields(Migration))

@@ -29,7 +29,10 @@ The server of a `done` evacuation may have been deleted while this host was
 down: the delete dropped the source allocation and soft-deleted the
 migration (Nova's delete and instance_destroy), so here its guest is only
 destroyed, and the migration stays `done`, as Nova's
-`_destroy_evacuated_instances` leaves it for an instance gone.
+`_destroy_evacuated_instances` leaves it for an instance gone. One whose
+server was shelve-offloaded meanwhile holds nothing either (the offload
+dropped it): its release deletes nothing and only sets it `completed`, as
+Nova's does for an instance that is still there.
 """
 
 from __future__ import annotations

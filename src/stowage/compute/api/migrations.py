@@ -6,7 +6,10 @@
     2.66  changes-before
     2.80  user_id/project_id filters and fields
 
-Hidden migrations (the internal halves of a cross-cell move) are never shown.
+Hidden migrations (the internal halves of a cross-cell move) are never shown,
+nor soft-deleted ones (those of a deleted server, `deleted` = id, which Nova's
+queries leave out with the context's `read_deleted="no"`; a marker naming one
+is not found, 400).
 Every cell's migrations are merged (newest first, then by id, then by uuid:
 ids repeat across cells' databases) before paging; a cell whose database does
 not answer is left out with a warning, as Nova does.
@@ -63,8 +66,9 @@ def _query_schema(req: Request) -> dict[str, Any]:
 
 
 def _where(req: Request) -> list[Any]:
-    """SQL clauses for Nova's filters; hidden migrations are always left out."""
-    where: list[Any] = [_M.c.hidden == sa.false()]
+    """SQL clauses for Nova's filters; hidden migrations are always left out, and so are
+    soft-deleted ones (a deleted server's: Nova reads with `read_deleted="no"`)."""
+    where: list[Any] = [_M.c.hidden == sa.false(), _M.c.deleted == 0]
     statuses = req.query_values("status")
     if statuses:
         where.append(_M.c.status.in_(statuses))

@@ -4,10 +4,10 @@
     POST   .../migrations/{migration_id}/action              2.22  {"force_complete": null}
     DELETE .../migrations/{migration_id}                     2.24  abort
 
-As in Nova, only live migrations that are still in progress are listed or
-shown, with the bytes the copy has moved so far (the conductor writes them
-as it polls the source); a cold migration or resize is visible through
-/os-migrations instead. 2.59 adds `uuid`, 2.80 `user_id` and `project_id`.
+As in Nova, only live migrations that are still in progress (and not
+soft-deleted) are listed or shown, with the bytes the copy has moved so far
+(the conductor writes them as it polls the source); a cold migration or
+resize is visible through /os-migrations instead. 2.59 adds `uuid`, 2.80 `user_id` and `project_id`.
 
 Force-complete needs the server MIGRATING and the migration `running`
 (400 "Migration <id> state of instance <uuid> is <status>. Cannot force
@@ -95,9 +95,14 @@ def _live_in_progress(mig: migs.Migration) -> bool:
     return mig.migration_type == "live-migration" and mig.status in LIVE_IN_PROGRESS
 
 
+def _shown(conn: Connection, instance: inst.Instance) -> list[migs.Migration]:
+    """The server's migrations a client may see: not soft-deleted (Nova's
+    `read_deleted="no"`), so a deleted one is not found by show, force-complete or abort."""
+    return [m for m in migs.for_instance(conn, instance.uuid) if not m.deleted]
+
+
 def _of_instance(conn: Connection, instance: inst.Instance, ident: str) -> migs.Migration | None:
-    return next((m for m in migs.for_instance(conn, instance.uuid) if str(m.id) == ident),
-                None)
+    return next((m for m in _shown(conn, instance) if str(m.id) == ident), None)
 
 
 def list_server_migrations(req: Request) -> Response:
@@ -106,7 +111,7 @@ def list_server_migrations(req: Request) -> Response:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:migrations:index",
                   {"project_id": instance.project_id})
-        found = [m for m in migs.for_instance(conn, instance.uuid) if _live_in_progress(m)]
+        found = [m for m in _shown(conn, instance) if _live_in_progress(m)]
     found.sort(key=lambda m: m.id or 0)
     return json_response({"migrations": [view(req, m) for m in found]})
 

@@ -219,11 +219,14 @@ def _update_by_uuid(req: Request, service_id: str) -> Response:
 
 
 def _check_for_evacuations(conn: Connection, host: str) -> None:
-    """A host forced back up must not still have `done` evacuations (Nova's guard)."""
+    """A host forced back up must not still have `done` evacuations (Nova's guard); a
+    deleted server's (soft-deleted) does not count, as Nova reads with
+    `read_deleted="no"`."""
     m = t.migrations
     done = migrations.list_migrations(conn, where=[m.c.source_compute == host,
                                                    m.c.status == "done",
-                                                   m.c.migration_type == "evacuation"])
+                                                   m.c.migration_type == "evacuation",
+                                                   m.c.deleted == 0])
     if done:
         raise HTTPError(400, f"Unable to force up host {host} as `done` evacuation migration "
                              "records remain associated with the host. Ensure the compute "

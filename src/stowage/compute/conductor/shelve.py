@@ -3,7 +3,8 @@
     shelve:   power_off ─> snapshot (image-backed) ─> settle: SHELVED, shelved_* facts kept
                                  (the instance still holds its flavor on its host)
     offload:  shelve_offload (guest destroyed) ─> drop_allocation (ports unbound from the
-              host first) ─> settle_offloaded: SHELVED_OFFLOADED, no host, no allocation
+              host first; a `done` evacuation's source too) ─> settle_offloaded:
+              SHELVED_OFFLOADED, no host, no allocation
 
 The API created the snapshot's image record (`<name>-shelved`); the offload
 follows at once when `shelved_offload_time` is 0, or for a volume-backed
@@ -40,7 +41,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.compute import actions, aggregates, instances, services, states
+from stowage.compute import actions, aggregates, instances, migrations, services, states
 from stowage.compute.conductor import port_homes, ports
 from stowage.compute.conductor.common import OnServer, Ops
 from stowage.compute.conductor.tasks import Interrupted, Journal, Step, StepFailed, run_steps
@@ -197,21 +198,39 @@ class DestroyGuest(Step):
 
 class DropAllocation(Step):
     """The ports unbound from the host, then the instance holds nothing in Placement any
-    more (before the records say so); both idempotent."""
+    more (before the records say so); all idempotent.
+
+    Nothing means nothing: Nova's offload removes every allocation of the
+    instance, the dead source's of an evacuation included (the instance holds
+    it there). Here each `done` evacuation's migration holds it, so its
+    allocation is deleted too, the migration named first in the instance's
+    `migrations.RELEASED_KEY` (it stays `done`, as Nova leaves it, for the
+    source agent to destroy its guest when it is back).
+    """
 
     name = "drop_allocation"
 
     def __init__(self, sh: Shelving) -> None:
         self.sh = sh
+        self.evacuations: list[str] = []
 
     def before(self, conn: Connection) -> None:
-        if instances.task_state(conn, self.sh.instance.uuid) != TASK.SHELVING_OFFLOADING:
-            raise UnexpectedTaskState(f"Instance {self.sh.instance.uuid} is no longer "
-                                      "offloading.")
+        uuid = self.sh.instance.uuid
+        if instances.task_state(conn, uuid) != TASK.SHELVING_OFFLOADING:
+            raise UnexpectedTaskState(f"Instance {uuid} is no longer offloading.")
+        meta = dict(instances.get(conn, uuid).system_metadata or {})
+        released = migrations.released(meta)
+        self.evacuations = [m.uuid for m in migrations.for_instance(conn, uuid, ("done",))
+                            if migrations.awaiting_source_cleanup(m) or m.uuid in released]
+        if set(self.evacuations) - released:
+            meta[migrations.RELEASED_KEY] = sorted(released | set(self.evacuations))
+            instances.save(conn, uuid, system_metadata=meta)
 
     def execute(self) -> None:
         sh = self.sh
         port_homes.park(sh.ops, ports.load(sh.ops, sh.instance.uuid), sh.gone)
+        for migration_uuid in self.evacuations:
+            sh.ops.placement.delete_allocations(migration_uuid)
         sh.ops.placement.delete_allocations(sh.instance.uuid)
 
 
