@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 
+from stowage.compute import migrations as compute_migrations
 from stowage.compute.audit import audit
 from stowage.compute.cells import Cells
 from stowage.db import Database
@@ -143,6 +144,12 @@ class Stowage:
         resp = self.compute.get("/os-migrations", params={"instance_uuid": server_id})
         assert resp.status_code == 200, resp.text
         return list(resp.json()["migrations"])
+
+    def stored_migrations(self, db: Database, server_id: str) -> list[str]:
+        """The uuids of the server's migration records in cell1, soft-deleted ones too:
+        the API lists none of a deleted server's (Nova's read_deleted="no")."""
+        with cell_database(db) as cell, cell.read() as conn:
+            return [m.uuid for m in compute_migrations.for_instance(conn, server_id)]
 
     def audit(self, db: Database) -> list[str]:
         """The accounting audit over the API database `db` and its cell's."""
