@@ -3,9 +3,9 @@ enumerate: a step added without being listed would escape them.
 
     host1, host2, host3: vm (small <-> large), resized, reverted, confirmed, stopped, started,
     soft rebooted, stopped and hard rebooted, paused + unpaused, suspended + resumed, rebuilt,
-    live-migrated, shelved + unshelved in place, shelved + offloaded + unshelved,
-    shelved and offloaded at once + unshelved, evacuated off its forced-down host,
-    soft deleted + restored,
+    live-migrated, powered off and on by power-update events, shelved + unshelved in place,
+    shelved + offloaded + unshelved, shelved and offloaded at once + unshelved,
+    evacuated off its forced-down host, soft deleted + restored,
     resized again and deleted
 """
 
@@ -41,6 +41,12 @@ def test_each_operation_journals_exactly_its_listed_steps(cloud: Cloud) -> None:
                  {"suspend": None}, {"resume": None}, {"rebuild": {"imageRef": image_id}},
                  {"os-migrateLive": {"host": None, "block_migration": "auto"}}):
         action(cloud, vm, body, status=204 if "confirmResize" in body else 202)
+    for tag in ("POWER_OFF", "POWER_ON"):  # the power-update external event, both ways
+        resp = cloud.compute.post("/os-server-external-events", json={"events": [
+            {"name": "power-update", "server_uuid": vm, "tag": tag}]},
+            headers={"openstack-api-version": "compute 2.76"})
+        assert resp.status_code == 200, resp.text
+        settle(cloud)
     cloud.configure(shelved_offload_time=-1)  # shelve keeps the host until told
     for body in ({"shelve": None}, {"unshelve": None}, {"shelve": None},
                  {"shelveOffload": None}, {"unshelve": None}):
