@@ -15,7 +15,15 @@ from typing import Any
 import httpx
 
 from tests.functional.conftest import Cloud
-from tests.functional.servers import boot, flavor, flavor_amounts, image, server, settle
+from tests.functional.servers import (
+    boot,
+    flavor,
+    flavor_amounts,
+    image,
+    migrations_of,
+    server,
+    settle,
+)
 
 SMALL = flavor_amounts(1, 512, 5)
 
@@ -40,3 +48,10 @@ def evacuate(cloud: Cloud, server_id: str, body: dict[str, Any] | None = None,
     assert resp.status_code == status, resp.text
     settle(cloud)
     return resp
+
+
+def the_migration(cloud: Cloud, server_id: str) -> dict[str, Any]:
+    """The server's one migration, an evacuation, as the API lists it."""
+    [mig] = migrations_of(cloud, server_id)
+    assert mig["migration_type"] == "evacuation"
+    return mig

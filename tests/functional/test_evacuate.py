@@ -23,7 +23,7 @@ from stowage.compute.agent.evacuation import RebuildClaimRefused
 from stowage.compute.agent.simulated import SimulatedDriver, SimulatedFault
 from stowage.compute.conductor.evacuate import CLAIM_REFUSED
 from tests.functional.conftest import Cloud
-from tests.functional.evacuation import SMALL, evacuate, server_on_host1
+from tests.functional.evacuation import SMALL, evacuate, server_on_host1, the_migration
 from tests.functional.servers import (
     EMPTY,
     action,
@@ -50,12 +50,6 @@ RUNNING, SHUTDOWN = 1, 4
 def hosts(cloud: Cloud) -> dict[str, str]:
     """host1 and host2 (evacuation.py), the server on host1."""
     return server_on_host1(cloud)
-
-
-def the_migration(cloud: Cloud, server_id: str) -> dict[str, Any]:
-    [mig] = migrations_of(cloud, server_id)
-    assert mig["migration_type"] == "evacuation"
-    return mig
 
 
 def test_evacuate_is_refused_while_the_source_is_up(cloud: Cloud, hosts: dict[str, str]) -> None:

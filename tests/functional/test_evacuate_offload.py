@@ -13,19 +13,16 @@ scratch, before or after that. The audit holds at every point.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from tests.functional.conftest import Cloud
-from tests.functional.evacuation import SMALL, evacuate, server_on_host1
+from tests.functional.evacuation import SMALL, evacuate, server_on_host1, the_migration
 from tests.functional.servers import (
     EMPTY,
     action,
     assert_invariants,
     guests,
     held,
-    migrations_of,
     server,
     start_agent,
     stop_agent,
@@ -39,12 +36,6 @@ RUNNING = 1
 def hosts(cloud: Cloud) -> dict[str, str]:
     """host1 and host2 (evacuation.py), the server on host1."""
     return server_on_host1(cloud)
-
-
-def the_migration(cloud: Cloud, server_id: str) -> dict[str, Any]:
-    [mig] = migrations_of(cloud, server_id)
-    assert mig["migration_type"] == "evacuation"
-    return mig
 
 
 def _offloaded(cloud: Cloud, hosts: dict[str, str], mig_uuid: str) -> None:
