@@ -130,13 +130,15 @@ def _cell2_options(tmp_path: Path) -> str:
     return f'hosts_file = "{hosts}"\n[policy]\nfile = "{policy}"\n'
 
 
-def _cross_cell_cases() -> list[Any]:
-    return [pytest.param(backend, point, status, cell, id=f"{backend}-{point}")
-            for backend in BACKENDS for point, status, cell in CROSS_CELL_POINTS
-            if backend == "sqlite" or point.startswith("cross_cell_resize:resize")]
+def _sampled_cases(points: list[tuple[str, str, str]], on_servers: str) -> list[Any]:
+    """Every point on SQLite; on PostgreSQL and MySQL those whose name starts `on_servers`."""
+    return [pytest.param(backend, *case, id=f"{backend}-{case[0]}")
+            for backend in BACKENDS for case in points
+            if backend == "sqlite" or case[0].startswith(on_servers)]
 
 
-@pytest.mark.parametrize(("backend", "point", "status", "cell"), _cross_cell_cases())
+@pytest.mark.parametrize(("backend", "point", "status", "cell"),
+                         _sampled_cases(CROSS_CELL_POINTS, "cross_cell_resize:resize"))
 def test_a_cross_cell_resize_cut_off_anywhere_ends_in_one_cell(
         backend: str, point: str, status: str, cell: str, tmp_path: Path) -> None:
     """host1 in cell1 (--sim-hosts 1 names it), host2 in cell2 (the hosts file)."""
@@ -206,13 +208,8 @@ END_POINTS = [
 ]
 
 
-def _end_cases() -> list[Any]:
-    return [pytest.param(backend, point, host, cell, id=f"{backend}-{point}")
-            for backend in BACKENDS for point, host, cell in END_POINTS
-            if backend == "sqlite" or point.startswith("revert_resize:finish_revert")]
-
-
-@pytest.mark.parametrize(("backend", "point", "host", "cell"), _end_cases())
+@pytest.mark.parametrize(("backend", "point", "host", "cell"),
+                         _sampled_cases(END_POINTS, "revert_resize:finish_revert"))
 def test_a_cross_cell_confirm_or_revert_cut_off_ends_in_one_cell(
         backend: str, point: str, host: str, cell: str, tmp_path: Path) -> None:
     """The resize reached VERIFY_RESIZE in cell2; its confirm (the server stays in cell2,
