@@ -85,6 +85,7 @@ from stowage.config import ComputeSettings
 from stowage.context import new_request_id
 from stowage.db import Database
 from stowage.db.engine import sides
+from stowage.db.retry import retryable
 from stowage.errors import NotFound
 from stowage.messaging import Transport
 from stowage.network.client import NetworkClient
@@ -161,7 +162,9 @@ class Conductor:
         (took it over, or a cast came twice) the run stops there, having done
         nothing. An operation that acts before it journals anything (delete,
         detach) passes `claim_first` and pays a transaction for the claim. A run
-        that raised gives the lease up for another to take over.
+        that raised gives the lease up for another to take over; one whose
+        transaction the database chose as a deadlock victim is recovered here at
+        once (`_resume`).
         """
         ops = self._ops(request_id)
         # A fresh operation: the API wrote its `accepted` row, no other.
@@ -176,10 +179,30 @@ class Conductor:
         except LeaseLost as lost:
             LOG.warning("%s of %s stopped: %s", operation, instance_uuid, lost)
             self.leases.drop(journal.uuid)
-        except BaseException:
-            if journal.claimed and not journal.closed:
-                self._give_up(journal.uuid)
+        except BaseException as exc:
+            if not journal.claimed or journal.closed:
+                raise
+            if retryable(exc):
+                self._resume(journal.uuid, exc)
+                return
+            self._give_up(journal.uuid)
             raise
+
+    def _resume(self, operation_uuid: str, exc: BaseException) -> None:
+        """After a deadlock: finish or undo the operation with its recovery code now.
+
+        The victim's transaction was rolled back whole, which is what a crash
+        right before it would have left, and the lease is still ours; waiting
+        for it to expire would leave the server in its task state for a third
+        of a lease (a delete answered 202 and not done).
+        """
+        LOG.warning("operation %s lost a deadlock (%s); recovering it now", operation_uuid,
+                    getattr(exc, "orig", exc))
+        op = tasks.operation(self.db, operation_uuid)
+        if op is None:
+            self.leases.drop(operation_uuid)  # its `end` committed before the victim
+            return
+        self._recover(op)
 
     def _give_up(self, operation_uuid: str) -> None:
         try:

@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from stowage.db.retry import retryable
 from stowage.errors import DomainError
 from stowage.network import errors as e
 from stowage.network.api.attributes import Attr, bad, boolean, parse_create
@@ -39,20 +40,9 @@ T = TypeVar("T")
 WRITE_ATTEMPTS = 4
 PAGING_PARAMS = frozenset({"fields", "limit", "marker", "page_reverse", "sort_key",
                            "sort_dir"})
-# PostgreSQL deadlock / serialization failure; MySQL deadlock / lock wait timeout.
-_RETRY_SQLSTATES = frozenset({"40P01", "40001"})
-_RETRY_MYSQL_CODES = frozenset({1213, 1205})
 # The attributes Neutron converts to booleans (convert_to_boolean) when they filter.
 BOOLEAN_FILTERS = frozenset({"admin_state_up", "shared", "enable_dhcp"})
 SORT_DIRECTIONS = ("asc", "desc")
-
-
-def _retryable(exc: sa.exc.DBAPIError) -> bool:
-    orig = exc.orig
-    if getattr(orig, "sqlstate", None) in _RETRY_SQLSTATES:
-        return True
-    args: tuple[Any, ...] = tuple(getattr(orig, "args", ()))
-    return len(args) > 0 and args[0] in _RETRY_MYSQL_CODES
 
 
 def guard(req: Request) -> Guard:
@@ -87,7 +77,7 @@ def write(req: Request, work: Callable[[Connection], T]) -> T:
             with req.app.db.write() as conn:
                 return work(conn)
         except sa.exc.DBAPIError as exc:
-            if attempt == WRITE_ATTEMPTS or not _retryable(exc):
+            if attempt == WRITE_ATTEMPTS or not retryable(exc):
                 raise
             LOG.info("retrying %s %s after %s", req.method, req.path, exc.orig)
     raise AssertionError("unreachable")  # pragma: no cover
