@@ -125,7 +125,12 @@ def get(conn: Connection, uuid: str, read_deleted: bool = False,
 
 def lock(conn: Connection, uuid: str) -> None:
     """Hold the live instance's row to the commit, for a read-modify-write of its
-    metadata or tags (PostgreSQL and MySQL lock it; SQLite's writers are serialised)."""
+    metadata or tags (PostgreSQL and MySQL lock it; SQLite's writers are serialised).
+
+    Also the first statement of a transaction that writes a migration before its
+    instance: every transaction takes the instance's row before its migrations'
+    (a delete soft-deletes the migrations after the instance), or two of them
+    wait for each other until the database kills one as a deadlock victim."""
     # SELECT id FROM instances WHERE uuid = :uuid AND deleted = 0 FOR UPDATE
     conn.execute(sa.select(_I.c.id).where(_I.c.uuid == uuid, _I.c.deleted == 0)
                  .with_for_update()).first()

@@ -145,6 +145,7 @@ class CreateMigration(Step):
     def rollback(self) -> None:
         m = self.move
         with m.ops.db.write() as conn:
+            instances.lock(conn, m.instance.uuid)  # the lock order: instance, then migrations
             if not migrations.save(conn, m.migration.uuid, status="error"):
                 return  # a crash came before the migration was written: nothing to undo
             with contextlib.suppress(NotFound):  # deleted during the move: nothing to reset
@@ -492,6 +493,7 @@ class Mirrored(Step):
             now = instances.get(conn, m.instance.uuid)
             move = migrations.get(conn, m.migration.uuid)
         with m.source_db.write() as conn, contextlib.suppress(NotFound, UnexpectedTaskState):
+            instances.lock(conn, now.uuid)  # the lock order: instance, then migrations
             migrations.save(conn, move.uuid, status=move.status, dest_compute=move.dest_compute,
                             dest_node=move.dest_node, dest_host=move.dest_host)
             instances.save(conn, now.uuid, expected_task_state=_MOVING,

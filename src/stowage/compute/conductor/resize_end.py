@@ -268,6 +268,7 @@ def _source_failed(ops: Ops, journal: Journal, migration: Migration,
         _left_to_the_delete(ops, migration)
         return
     with ops.db.write() as conn:
+        instances.lock(conn, uuid)  # the lock order: instance, then migrations
         migrations.save(conn, migration.uuid, status="error")
         instances.save(conn, uuid, vm_state=states.ERROR, task_state=None,
                        host=migration.source_compute, node=migration.source_node,
