@@ -261,9 +261,9 @@ def asgi_from_env() -> Any:
     """
     raw = json.loads(os.environ[WORKER_ARGS_ENV])
     _log_format()
-    _log_level(raw.get("log_level", "info"))
-    # The parent has reported what the file ignores; workers only read it.
     upstream = _placement_conf(raw.get("placement_config"))
+    # The parent has reported what the file ignores; workers only log where it says.
+    _log_setup(raw.get("log_level", "info"), upstream, report=False)
     settings = config.load(raw["config"], os.environ,
                            placement=upstream.settings if upstream else None,
                            database=raw["database"], bind=raw["bind"],
@@ -341,7 +341,7 @@ def _log_level(level: str) -> None:
         logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
-def _log_setup(flag: str | None, upstream: PlacementConf | None) -> str:
+def _log_setup(flag: str | None, upstream: PlacementConf | None, report: bool = True) -> str:
     """The log as `--log-level` and placement.conf's oslo.log options ask; returns the
     level. The flag wins over `[DEFAULT] debug`; `log_config_append` (a logging
     configuration file) replaces the rest, as in oslo.log."""
@@ -359,7 +359,7 @@ def _log_setup(flag: str | None, upstream: PlacementConf | None) -> str:
                     f"{options.log_config_append}: {exc!r}")
     elif options and (options.log_file or options.log_date_format):
         _log_to(options.log_file, options.log_date_format, options.use_stderr)
-    if upstream:
+    if upstream and report:
         upstream.log_notes(logging.getLogger("stowage.placement_conf"))
     return level
 
