@@ -13,8 +13,9 @@ so its syntax must mean here what it means to oslo.config:
   the value `b # c`, as upstream.
 - An option given twice keeps the last value.
 - `$name` / `${name}` is replaced by the option `name` of the same section,
-  else of `[DEFAULT]`; `$section.name` names another section; `$$` and `\\$`
-  are a literal `$`. As in oslo.config, this happens when a value is read.
+  else of `[DEFAULT]`; `$section.name` names another section (not DEFAULT);
+  `$$` and `\\$` are a literal `$`; `$5` (not a name) stays as it is. As in
+  oslo.config, this happens when a value is read.
 
 Values stay strings until read with a type (`boolean`, `integer`, `strings`,
 `choice`), which accepts what oslo.config's types accept; a value they refuse
@@ -101,8 +102,9 @@ class IniFile:
         """Where `$ref` points: a dotted name is section.option, a bare one is looked
         up in the same section, then in [DEFAULT] (oslo.config's order)."""
         if "." in ref:
+            # oslo.config knows no group named DEFAULT: `$DEFAULT.x` resolves nowhere.
             group, _, key = ref.partition(".")
-            candidates = [(_section_name(group), key)]
+            candidates = [(_section_name(group), key)] if group != "DEFAULT" else []
         else:
             candidates = [(section, ref), ("DEFAULT", ref)]
         for found in candidates:

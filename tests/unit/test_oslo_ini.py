@@ -69,19 +69,22 @@ def test_interpolation_looks_in_the_section_then_default_then_dotted_names() -> 
         host = localdb
         connection = mysql+pymysql://p:s@${host}/placement
         lock = $state_path/lock
-        other = ${placement_database.host}-$DEFAULT.host
+        other = ${placement_database.host}-$host
         cost = 5$$ and \\$HOME and $5
         """).splitlines())
     assert ini.get("placement_database", "connection") == "mysql+pymysql://p:s@localdb/placement"
     assert ini.get("placement_database", "lock") == "/var/lib/placement/lock"
-    assert ini.get("placement_database", "other") == "localdb-db"
+    assert ini.get("placement_database", "other") == "localdb-localdb"
     assert ini.get("placement_database", "cost") == "5$ and $HOME and $5"
 
 
 def test_an_unknown_or_circular_reference_names_the_option() -> None:
-    ini = parse(["[s]", "a = $nothing", "b = $c", "c = $b"], "p.conf")
-    with pytest.raises(IniError, match=r"p.conf:2: \[s\] a: .*no option named 'nothing'"):
+    ini = parse(["[DEFAULT]", "x = 1", "[s]", "a = $nothing", "b = $c", "c = $b",
+                 "d = $DEFAULT.x"], "p.conf")
+    with pytest.raises(IniError, match=r"p.conf:4: \[s\] a: .*no option named 'nothing'"):
         ini.get("s", "a")
+    with pytest.raises(IniError, match=r"no option named 'DEFAULT.x'"):
+        ini.get("s", "d")  # oslo.config has no group named DEFAULT
     with pytest.raises(IniError, match="refers to itself"):
         ini.get("s", "b")
 
