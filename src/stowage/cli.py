@@ -40,12 +40,15 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="stowage", description=__doc__)
     p.add_argument("--version", action="version", version=f"stowage {__version__}")
     p.add_argument("--config", help="TOML settings file")
+    p.add_argument("--placement-config", dest="placement_config",
+                   help="upstream Placement's placement.conf (oslo.config INI), read under "
+                        "--config's settings (docs/placement-conf.md)")
     sub = p.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the services in one process")
     serve.add_argument("--services", help="comma-separated services; one service is "
                        f"served at the root path. Known: {', '.join(ALL_SERVICES)}")
     serve.add_argument("--bind", help="HOST:PORT to listen on (default 127.0.0.1:8780)")
-    serve.add_argument("--placement-config", dest="placement_config",
+    serve.add_argument("--placement-config", dest="sub_placement_config",
                        help="upstream Placement's placement.conf (oslo.config INI); "
                             "--config's settings win over it (docs/placement-conf.md)")
     _common_flags(serve)
@@ -274,8 +277,14 @@ def asgi_from_env() -> Any:
 def _settings(args: argparse.Namespace, upstream: PlacementConf | None = None,
               **flags: Any) -> config.Settings:
     """Settings from the files, the environment and `flags`; a mistake in any of them
-    ends the command with status 2, as a bad command line does."""
+    ends the command with status 2, as a bad command line does. Without `upstream`
+    (`serve` reads it first, for its log), placement.conf is read here and what it
+    ignores reported at once."""
     path = getattr(args, "sub_config", None) or args.config
+    if upstream is None:
+        upstream = _placement_conf(_placement_path(args))
+        if upstream is not None:
+            upstream.log_notes(logging.getLogger("stowage.placement_conf"))
     try:
         return config.load(path, os.environ,
                            placement=upstream.settings if upstream else None, **flags)
@@ -286,6 +295,12 @@ def _settings(args: argparse.Namespace, upstream: PlacementConf | None = None,
 def _refuse(message: str) -> NoReturn:
     print(f"stowage: {message}", file=sys.stderr, flush=True)
     raise SystemExit(2)
+
+
+def _placement_path(args: argparse.Namespace) -> str | None:
+    """`--placement-config`, given after the command (serve) or before it (any)."""
+    path: str | None = getattr(args, "sub_placement_config", None) or args.placement_config
+    return path
 
 
 def _placement_conf(path: str | None) -> PlacementConf | None:
@@ -390,7 +405,7 @@ def _serve(args: argparse.Namespace) -> int:
     from stowage.web.server import raise_open_files_limit, uvicorn_options
 
     services = args.services.split(",") if args.services else list(ALL_SERVICES)
-    upstream = _placement_conf(args.placement_config)
+    upstream = _placement_conf(_placement_path(args))
     settings = _settings(args, upstream, database=args.database, bind=args.bind,
                          services=services, sim_hosts=args.sim_hosts,
                          hosts_file=args.hosts_file, transport_url=args.transport_url)
@@ -424,7 +439,7 @@ def _serve(args: argparse.Namespace) -> int:
             "database": settings.database, "bind": settings.bind,
             "transport_url": settings.transport_url,
             "services": list(settings.services), "at_root": bool(args.services),
-            "log_level": args.log_level, "placement_config": args.placement_config})
+            "log_level": args.log_level, "placement_config": _placement_path(args)})
         from uvicorn.supervisors import Multiprocess
 
         workers = uvicorn.Config("stowage.cli:asgi_from_env", factory=True,

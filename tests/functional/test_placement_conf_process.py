@@ -112,3 +112,22 @@ def test_a_file_without_a_database_stops_the_start(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "value required for option connection in group [placement_database]" \
         in result.stderr
+
+
+def test_manage_db_upgrade_reads_the_same_file(tmp_path: Path) -> None:
+    """`stowage --placement-config F manage db upgrade`, as `placement-manage db sync`."""
+    db = tmp_path / "placement.db"
+    conf = tmp_path / "placement.conf"
+    conf.write_text(f"[placement_database]\nconnection = sqlite:///{db}\n"
+                    "[api]\nauth_strategy = noauth2\n[placement]\nrandomise = true\n")
+    result = subprocess.run([sys.executable, "-m", "stowage", "--placement-config", str(conf),
+                             "manage", "db", "upgrade"],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "unknown option [placement] randomise ignored" in result.stderr
+    engine = sa.create_engine(f"sqlite:///{db}")
+    try:
+        with engine.connect() as conn:
+            assert "resource_providers" in sa.inspect(conn).get_table_names()
+    finally:
+        engine.dispose()
