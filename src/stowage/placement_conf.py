@@ -112,6 +112,9 @@ class LogOptions:
 
 @dataclass
 class PlacementConf:
+    """One placement.conf as stowage uses it: what to layer under the settings file,
+    what the Keystone strategy needs, how to log, and what to tell the operator."""
+
     path: str
     settings: dict[str, Any] = field(default_factory=dict)
     keystone_authtoken: dict[str, Any] = field(default_factory=dict)
