@@ -15,13 +15,14 @@ import os
 import socket
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from stowage import config
 from stowage.db import Database, schema
 
 if TYPE_CHECKING:
     from stowage.compute.cells import Cells
+    from stowage.placement_conf import PlacementConf
 
 __all__ = ["main", "asgi_from_env", "build_asgi", "plane_of"]
 
@@ -39,11 +40,17 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="stowage", description=__doc__)
     p.add_argument("--version", action="version", version=f"stowage {__version__}")
     p.add_argument("--config", help="TOML settings file")
+    p.add_argument("--placement-config", dest="placement_config",
+                   help="upstream Placement's placement.conf (oslo.config INI), read under "
+                        "--config's settings (docs/placement-conf.md)")
     sub = p.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the services in one process")
     serve.add_argument("--services", help="comma-separated services; one service is "
                        f"served at the root path. Known: {', '.join(ALL_SERVICES)}")
     serve.add_argument("--bind", help="HOST:PORT to listen on (default 127.0.0.1:8780)")
+    serve.add_argument("--placement-config", dest="sub_placement_config",
+                       help="upstream Placement's placement.conf (oslo.config INI); "
+                            "--config's settings win over it (docs/placement-conf.md)")
     _common_flags(serve)
     serve.add_argument("--workers", type=int, default=1,
                        help="worker processes sharing the port (default 1)")
@@ -82,7 +89,8 @@ def _common_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--transport-url", dest="transport_url",
                    help="rabbit://user:pass@host:5672/vhost (default: in-process)")
     p.add_argument("--config", dest="sub_config", help=argparse.SUPPRESS)
-    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-level", dest="log_level",
+                   help="debug, info (the default), warning, error")
 
 
 def _worker_parsers(sub: Any) -> None:
@@ -256,19 +264,55 @@ def asgi_from_env() -> Any:
     """
     raw = json.loads(os.environ[WORKER_ARGS_ENV])
     _log_format()
-    _log_level(raw.get("log_level", "info"))
-    settings = config.load(raw["config"], os.environ, database=raw["database"],
-                           bind=raw["bind"], services=raw["services"],
-                           transport_url=raw["transport_url"])
+    upstream = _placement_conf(raw.get("placement_config"))
+    # The parent has reported what the file ignores; workers only log where it says.
+    _log_setup(raw.get("log_level", "info"), upstream, report=False)
+    settings = config.load(raw["config"], os.environ,
+                           placement=upstream.settings if upstream else None,
+                           database=raw["database"], bind=raw["bind"],
+                           services=raw["services"], transport_url=raw["transport_url"])
     return build_asgi(settings, Database(settings.database), at_root=raw["at_root"])
 
 
-def _settings(args: argparse.Namespace, **flags: Any) -> config.Settings:
+def _settings(args: argparse.Namespace, upstream: PlacementConf | None = None,
+              **flags: Any) -> config.Settings:
+    """Settings from the files, the environment and `flags`; a mistake in any of them
+    ends the command with status 2, as a bad command line does. Without `upstream`
+    (`serve` reads it first, for its log), placement.conf is read here and what it
+    ignores reported at once."""
     path = getattr(args, "sub_config", None) or args.config
+    if upstream is None:
+        upstream = _placement_conf(_placement_path(args))
+        if upstream is not None:
+            upstream.log_notes(logging.getLogger("stowage.placement_conf"))
     try:
-        return config.load(path, os.environ, **flags)
+        return config.load(path, os.environ,
+                           placement=upstream.settings if upstream else None, **flags)
     except (OSError, ValueError) as exc:
-        raise SystemExit(f"stowage: cannot read settings: {exc}") from exc
+        _refuse(f"cannot read settings: {exc}")
+
+
+def _refuse(message: str) -> NoReturn:
+    print(f"stowage: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+def _placement_path(args: argparse.Namespace) -> str | None:
+    """`--placement-config`, given after the command (serve) or before it (any)."""
+    path: str | None = getattr(args, "sub_placement_config", None) or args.placement_config
+    return path
+
+
+def _placement_conf(path: str | None) -> PlacementConf | None:
+    """Upstream's placement.conf, read and mapped (`--placement-config`)."""
+    if not path:
+        return None
+    from stowage.placement_conf import read
+
+    try:
+        return read(path)
+    except (OSError, ValueError) as exc:
+        _refuse(f"cannot read {path}: {exc}")
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -312,16 +356,60 @@ def _log_level(level: str) -> None:
         logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
+def _log_setup(flag: str | None, upstream: PlacementConf | None, report: bool = True) -> str:
+    """The log as `--log-level` and placement.conf's oslo.log options ask; returns the
+    level. The flag wins over `[DEFAULT] debug`; `log_config_append` (a logging
+    configuration file) replaces the rest, as in oslo.log."""
+    import logging.config
+
+    options = upstream.log if upstream else None
+    level = flag or ("debug" if options and options.debug else "info")
+    _log_level(level)
+    if options and options.log_config_append:
+        try:
+            logging.config.fileConfig(options.log_config_append,
+                                      disable_existing_loggers=False)
+        except (OSError, ValueError, KeyError, RuntimeError) as exc:
+            _refuse(f"cannot read [DEFAULT] log_config_append "
+                    f"{options.log_config_append}: {exc!r}")
+    elif options and (options.log_file or options.log_date_format):
+        _log_to(options.log_file, options.log_date_format, options.use_stderr)
+    if upstream and report:
+        upstream.log_notes(logging.getLogger("stowage.placement_conf"))
+    return level
+
+
+def _log_to(path: str | None, date_format: str | None, also_stderr: bool) -> None:
+    """oslo.log's log_file (and log_date_format): records go to the file, and to
+    stderr as well only with use_stderr."""
+    root = logging.getLogger()
+    formatter = logging.Formatter(_LOG_FORMAT, date_format)
+    for handler in root.handlers:
+        handler.setFormatter(formatter)
+    if not path:
+        return
+    try:
+        to_file = logging.FileHandler(path)
+    except OSError as exc:
+        _refuse(f"cannot open [DEFAULT] log_file {path}: {exc}")
+    to_file.setFormatter(formatter)
+    if not also_stderr:
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+    root.addHandler(to_file)
+
+
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from stowage.web.server import raise_open_files_limit, uvicorn_options
 
     services = args.services.split(",") if args.services else list(ALL_SERVICES)
-    settings = _settings(args, database=args.database, bind=args.bind, services=services,
-                         sim_hosts=args.sim_hosts, hosts_file=args.hosts_file,
-                         transport_url=args.transport_url)
-    _log_level(args.log_level)
+    upstream = _placement_conf(_placement_path(args))
+    settings = _settings(args, upstream, database=args.database, bind=args.bind,
+                         services=services, sim_hosts=args.sim_hosts,
+                         hosts_file=args.hosts_file, transport_url=args.transport_url)
+    args.log_level = _log_setup(args.log_level, upstream)
     if args.workers > 1 and "compute" in settings.services:
         _check_workers(settings)
     db = Database(settings.database)
@@ -351,7 +439,7 @@ def _serve(args: argparse.Namespace) -> int:
             "database": settings.database, "bind": settings.bind,
             "transport_url": settings.transport_url,
             "services": list(settings.services), "at_root": bool(args.services),
-            "log_level": args.log_level})
+            "log_level": args.log_level, "placement_config": _placement_path(args)})
         from uvicorn.supervisors import Multiprocess
 
         workers = uvicorn.Config("stowage.cli:asgi_from_env", factory=True,
@@ -401,7 +489,7 @@ def _worker(args: argparse.Namespace) -> int:
     from stowage.compute.worker import run_until_signalled
     from stowage.messaging import get_transport
 
-    _log_level(args.log_level)
+    _log_level(args.log_level or "info")
     hosts = {"sim_hosts": args.sim_hosts, "hosts_file": args.hosts_file} \
         if args.command == "agent" else {}
     settings = _settings(args, database=args.database, transport_url=args.transport_url,
@@ -479,9 +567,11 @@ def _manage(args: argparse.Namespace) -> int:
     return 0
 
 
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
 def _log_format() -> None:
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: "
-                        "%(message)s")
+    logging.basicConfig(level=logging.WARNING, format=_LOG_FORMAT)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -526,19 +526,40 @@ def _check_top(raw: Mapping[str, Any]) -> None:
 _TOP_KEYS = ("database", "bind", "services", "transport_url", "control_exchange")
 
 
+def _layered(under: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`over`'s settings win, table by table and key by key, over `under`'s."""
+    merged = dict(under)
+    for key, value in over.items():
+        below = merged.get(key)
+        if isinstance(below, Mapping) and isinstance(value, Mapping):
+            merged[key] = {**below, **value}
+        else:
+            merged[key] = value
+    return merged
+
+
 def load(path: str | None = None, env: Mapping[str, str] | None = None,
-         **flags: Any) -> Settings:
-    """Build settings from a TOML file, then `STOWAGE_*` env vars, then flags."""
+         placement: Mapping[str, Any] | None = None, **flags: Any) -> Settings:
+    """Build settings from upstream's placement.conf (`placement`, already mapped by
+    `placement_conf.read`), then a TOML file, then `STOWAGE_*` env vars, then flags:
+    each layer wins over the ones before it (docs/placement-conf.md)."""
     raw: dict[str, Any] = {}
     if path:
         raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     _check_top(raw)
+    if placement is not None:
+        raw = _layered(placement, raw)
     env = env or {}
     top: dict[str, Any] = {k: raw[k] for k in _TOP_KEYS if k in raw}
     for key in ("database", "transport_url"):
         if env.get(ENV_PREFIX + key.upper()):
             top[key] = env[ENV_PREFIX + key.upper()]
     top.update({k: v for k, v in flags.items() if v is not None})
+    if placement is not None and "database" not in top:
+        # Upstream refuses to start without it; stowage's sqlite default would
+        # silently serve an empty Placement instead of the operator's.
+        raise ValueError("value required for option connection in group "
+                         "[placement_database] (or give --database)")
     if "services" in top and isinstance(top["services"], (list, str)):
         svc = top["services"]
         top["services"] = tuple(svc.split(",") if isinstance(svc, str) else svc)

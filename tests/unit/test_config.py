@@ -67,14 +67,16 @@ def test_request_limits_must_be_positive(values: dict[str, object]) -> None:
         config.ApiSettings(**values)  # type: ignore[arg-type]
 
 
-def test_serve_refuses_unsupported_auth_strategy(tmp_path: Path) -> None:
+def test_serve_refuses_unsupported_auth_strategy(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
     toml = tmp_path / "stowage.toml"
     toml.write_text('[api]\nauth_strategy = "keystone"\n')
     with pytest.raises(SystemExit) as exited:
         cli.main(["--config", str(toml), "serve", "--database",
                   f"sqlite:///{tmp_path / 'never.db'}"])
-    assert "auth_strategy = 'keystone' is not supported; supported: 'noauth2'" in str(
-        exited.value.code)
+    assert exited.value.code == 2  # a settings mistake, as a command-line one
+    assert "auth_strategy = 'keystone' is not supported; supported: 'noauth2'" in (
+        capsys.readouterr().err)
     assert not (tmp_path / "never.db").exists()
 
 
