@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["World", "build_world", "reads", "normalised"]
+__all__ = ["U", "World", "build_world", "reads", "normalised"]
 
 U = {name: str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"adopt-{name}")) for name in (
     "cn1", "numa0", "numa1", "pf0", "cn2", "ss1", *[f"cn{i}" for i in range(3, 13)],

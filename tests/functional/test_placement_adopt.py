@@ -23,17 +23,20 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from stowage import config
+from stowage import cli, config
 from stowage.db import Database
+from stowage.placement import tables
 from stowage.placement.adopt import (
     ExportRefused,
+    ImportRefused,
     export_database,
     import_database,
 )
 from stowage.placement.adopt import upstream_schema as us
+from stowage.placement.adopt.importer import ImportFailed
 from tests.conftest import BACKENDS
 from tests.dbs import throwaway_database
-from tests.functional.adopt_world import World, build_world, reads
+from tests.functional.adopt_world import U, World, build_world, reads
 from tests.functional.conftest import start_server
 from tests.functional.upstream_placement import HEADERS, answers, upstream_server
 
@@ -129,3 +132,88 @@ def test_export_is_served_by_stock_upstream(upstream: Upstream) -> None:
         assert _rows(back_url, ("alembic_version",)) == {"alembic_version": [(us.HEAD,)]}
         with upstream_server(back_url) as client:
             _assert_same(upstream, answers(client, reads(upstream.world)))
+
+
+def _manage(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = cli.main(["manage", "placement", *argv])
+    return code, capsys.readouterr().err
+
+
+def test_cli_refuses_a_non_empty_target_unless_forced(
+        upstream: Upstream, capsys: pytest.CaptureFixture[str]) -> None:
+    stamps = ("created_at", "updated_at")
+    with throwaway_database("sqlite") as url:
+        code, err = _manage(capsys, "import", "--from", upstream.url, "--database", url)
+        assert code == 0, err
+        assert "importing allocations: 15/15 rows" in err and "rows/s" in err
+        assert "CPU s" in err.splitlines()[-1]
+        code, err = _manage(capsys, "import", "--from", upstream.url, "--to", url)
+        assert code == 1
+        assert "already holds 16 resource_providers" in err and "--force" in err
+        code, err = _manage(capsys, "import", "--from", upstream.url, "--to", url, "--force")
+        assert code == 0, err
+        assert _rows(url, us.TABLES, stamps) == _rows(upstream.url, us.TABLES, stamps)
+
+
+@pytest.fixture
+def copy_of_upstream(upstream: Upstream) -> Iterator[str]:
+    """A second upstream-schema database holding the world (made by import + export),
+    for tests that spoil it."""
+    with throwaway_database("sqlite") as middle, throwaway_database(upstream.backend) as url:
+        db = Database(middle)
+        import_database(upstream.url, db)
+        export_database(db, url)
+        db.dispose()
+        yield url
+
+
+def _execute(url: str, *statements: str) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        for statement in statements:
+            conn.execute(sa.text(statement))
+    engine.dispose()
+
+
+def test_a_corrupt_row_leaves_the_target_unchanged(upstream: Upstream,
+                                                   copy_of_upstream: str) -> None:
+    """The rename is copied before the allocations fail: only a rollback hides it."""
+    _execute(copy_of_upstream,
+             "UPDATE resource_providers SET name = 'renamed' WHERE name = 'cn2'",
+             "INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id,"
+             " used) SELECT 999999, uuid, 0, 1 FROM consumers WHERE id = 1")
+    names = (*us.TABLES, tables.provider_changes.name)
+    with throwaway_database("sqlite") as url:
+        db = Database(url)
+        import_database(upstream.url, db)
+        before = _rows(url, names)
+        with pytest.raises(ImportFailed, match="writing allocations failed"):
+            import_database(copy_of_upstream, db, force=True)
+        db.dispose()
+        assert _rows(url, names) == before
+
+
+@pytest.mark.parametrize(("spoil", "refusal"), [
+    ("UPDATE alembic_version SET version_num = 'b5c396305c25'",
+     "older than consumer types .* run `placement-manage db sync`"),
+    ("UPDATE alembic_version SET version_num = 'ffffffffffff'",
+     "revision ffffffffffff, which this stowage does not know"),
+    ("UPDATE alembic_version SET version_num = '0024'", "is a stowage database"),
+    ("DROP TABLE alembic_version", "no Alembic revision"),
+    ("UPDATE resource_providers SET root_provider_id = NULL WHERE parent_provider_id IS NULL"
+     " AND name = 'cn5'", "1 resource provider.* without a root provider: run "
+     "`placement-manage db online_data_migrations`"),
+    (f"DELETE FROM consumers WHERE uuid = '{U['bak-1']}'",
+     "1 allocation.* without a consumer record"),
+], ids=["too-old", "unknown", "stowage", "no-alembic", "no-root", "no-consumer"])
+def test_an_unreadable_source_is_refused_before_writing(
+        copy_of_upstream: str, spoil: str, refusal: str) -> None:
+    _execute(copy_of_upstream, spoil)
+    with throwaway_database("sqlite") as url:
+        db = Database(url)
+        with pytest.raises(ImportRefused, match=refusal):
+            import_database(copy_of_upstream, db)
+        with db.read() as conn:
+            assert conn.execute(sa.select(sa.func.count()).select_from(
+                tables.resource_providers)).scalar() == 0
+        db.dispose()
