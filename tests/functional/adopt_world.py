@@ -17,6 +17,7 @@ and the reads that compare two Placement services holding it.
     inst-3  INSTANCE  cn3 (the migrating instance's new)    project p2 / user u1
     bak-1   BACKUP    cn4 CUSTOM_LICENSE                    project p3 / user u3
     old-1   (no type, written at 1.28)  cn5                 project p3 / user u3
+    empty-1 INSTANCE  written with no allocations (upstream keeps it, generation 0)
 
 Generations above 0 everywhere (inventories set twice, a provider renamed, a
 consumer's allocations rewritten).
@@ -35,6 +36,7 @@ __all__ = ["U", "World", "build_world", "reads", "normalised"]
 U = {name: str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"adopt-{name}")) for name in (
     "cn1", "numa0", "numa1", "pf0", "cn2", "ss1", *[f"cn{i}" for i in range(3, 13)],
     "aggA", "aggB", "aggC", "inst-1", "inst-2", "mig-1", "inst-3", "bak-1", "old-1",
+    "empty-1",
     "p1", "p2", "p3", "u1", "u2", "u3")}
 World = dict[str, str]
 
@@ -144,6 +146,7 @@ def _consumers(client: httpx.Client) -> None:
                                                      "DISK_GB": 10}}, "INSTANCE")
     _allocate(client, "bak-1", "p3", "u3", {"cn4": {"CUSTOM_LICENSE": 1}}, "BACKUP")
     _allocate(client, "old-1", "p3", "u3", {"cn5": {"VCPU": 1, "MEMORY_MB": 512}}, None)
+    _allocate(client, "empty-1", "p3", "u3", {}, "INSTANCE")
 
 
 def build_world(client: httpx.Client) -> World:
@@ -181,7 +184,7 @@ def _provider_reads(w: World) -> list[str]:
 
 def _usage_reads(w: World) -> list[str]:
     paths = [f"/allocations/{w[c]}"
-             for c in ("inst-1", "inst-2", "mig-1", "inst-3", "bak-1", "old-1")]
+             for c in ("inst-1", "inst-2", "mig-1", "inst-3", "bak-1", "old-1", "empty-1")]
     for project, user in (("p1", "u1"), ("p1", "u2"), ("p2", "u1"), ("p3", "u3")):
         paths += [f"/usages?project_id={w[project]}",
                   f"/usages?project_id={w[project]}&user_id={w[user]}"]
