@@ -39,7 +39,6 @@ def add_parsers(actions: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def run(args: argparse.Namespace, db: Database) -> int:
     from stowage.placement import adopt
-    from stowage.placement.adopt.importer import ImportFailed
 
     try:
         if args.action == "import":
@@ -47,7 +46,8 @@ def run(args: argparse.Namespace, db: Database) -> int:
                                              out=sys.stderr)
         else:
             progress = adopt.export_database(db, args.target, out=sys.stderr)
-    except (adopt.ImportRefused, adopt.ExportRefused, ImportFailed) as exc:
+    except (adopt.ImportRefused, adopt.ImportFailed, adopt.ExportRefused,
+            adopt.ExportFailed) as exc:
         print(f"stowage: {args.action} refused or failed, target unchanged: {exc}",
               file=sys.stderr)
         return 1

@@ -8,6 +8,7 @@ and the reads that compare two Placement services holding it.
                 ├── numa0 (NUMA_ROOT)             (MISC_SHARES_VIA_AGGREGATE)
                 │    └── pf0 CUSTOM_VF (PHYSNET_A)
                 └── numa1
+    rack (created last) └── cn11 (re-parented at 1.37)
     aggregate C: cn5, cn6          traits CUSTOM_GOLD, CUSTOM_PHYSNET_A
     classes CUSTOM_VF, CUSTOM_LICENSE (on cn4)
 
@@ -35,7 +36,7 @@ __all__ = ["U", "World", "build_world", "reads", "normalised"]
 
 U = {name: str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"adopt-{name}")) for name in (
     "cn1", "numa0", "numa1", "pf0", "cn2", "ss1", *[f"cn{i}" for i in range(3, 13)],
-    "aggA", "aggB", "aggC", "inst-1", "inst-2", "mig-1", "inst-3", "bak-1", "old-1",
+    "rack", "aggA", "aggB", "aggC", "inst-1", "inst-2", "mig-1", "inst-3", "bak-1", "old-1",
     "empty-1",
     "p1", "p2", "p3", "u1", "u2", "u3")}
 World = dict[str, str]
@@ -76,6 +77,10 @@ def _providers(client: httpx.Client) -> None:
     _provider(client, "numa1", "cn1")
     _provider(client, "pf0", "numa0")
     _call(client, "PUT", f"/resource_providers/{U['cn12']}", {"name": "cn12-renamed"})
+    # Re-parented (1.37) under a provider created after it: a parent with a higher id.
+    _provider(client, "rack")
+    _call(client, "PUT", f"/resource_providers/{U['cn11']}",
+          {"name": "cn11", "parent_provider_uuid": U["rack"]})
     for rc in ("CUSTOM_VF", "CUSTOM_LICENSE"):
         _call(client, "PUT", f"/resource_classes/{rc}")
     for trait in ("CUSTOM_GOLD", "CUSTOM_PHYSNET_A"):
@@ -165,6 +170,7 @@ def _provider_reads(w: World) -> list[str]:
              f"/resource_providers?member_of=!{w['aggB']}",
              f"/resource_providers?member_of={w['aggB']}&member_of={w['aggC']}",
              f"/resource_providers?in_tree={w['numa0']}", f"/resource_providers?in_tree={w['cn4']}",
+             f"/resource_providers?in_tree={w['cn11']}",
              "/resource_providers?resources=VCPU:4", "/resource_providers?resources=DISK_GB:100",
              "/resource_providers?resources=VCPU:1,MEMORY_MB:20000",
              "/resource_providers?resources=CUSTOM_VF:2",
@@ -173,7 +179,7 @@ def _provider_reads(w: World) -> list[str]:
              "/resource_providers?required=in:CUSTOM_GOLD,HW_NUMA_ROOT",
              "/resource_providers?resources=VCPU:1&required=HW_CPU_X86_AVX2"
              f"&member_of={w['aggA']}"]
-    for name in ("cn1", "numa0", "pf0", "cn2", "ss1", "cn4", "cn5", "cn12"):
+    for name in ("cn1", "numa0", "pf0", "cn2", "ss1", "cn4", "cn5", "cn11", "cn12", "rack"):
         base = f"/resource_providers/{w[name]}"
         paths += [base, base + "/inventories", base + "/usages", base + "/traits",
                   base + "/aggregates", base + "/allocations"]

@@ -15,6 +15,7 @@ must leave the target exactly as it was.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,13 +28,14 @@ from stowage import cli, config
 from stowage.db import Database
 from stowage.placement import tables
 from stowage.placement.adopt import (
+    ExportFailed,
     ExportRefused,
+    ImportFailed,
     ImportRefused,
     export_database,
     import_database,
 )
 from stowage.placement.adopt import upstream_schema as us
-from stowage.placement.adopt.importer import ImportFailed
 from tests.conftest import BACKENDS
 from tests.dbs import throwaway_database
 from tests.functional.adopt_world import U, World, build_world, reads
@@ -149,7 +151,7 @@ def test_cli_refuses_a_non_empty_target_unless_forced(
         assert "CPU s" in err.splitlines()[-1]
         code, err = _manage(capsys, "import", "--from", upstream.url, "--to", url)
         assert code == 1
-        assert "already holds 16 resource_providers" in err and "--force" in err
+        assert "already holds 17 resource_providers" in err and "--force" in err
         code, err = _manage(capsys, "import", "--from", upstream.url, "--to", url, "--force")
         assert code == 0, err
         assert _rows(url, us.TABLES, stamps) == _rows(upstream.url, us.TABLES, stamps)
@@ -217,3 +219,46 @@ def test_an_unreadable_source_is_refused_before_writing(
             assert conn.execute(sa.select(sa.func.count()).select_from(
                 tables.resource_providers)).scalar() == 0
         db.dispose()
+
+
+def test_a_failed_export_leaves_the_target_empty(upstream: Upstream) -> None:
+    """A membership of a trait that does not exist (written behind stowage's back):
+    upstream's foreign key refuses it after every other table was written."""
+    with throwaway_database("sqlite") as stowage_url, \
+            throwaway_database(upstream.backend) as back_url:
+        db = Database(stowage_url)
+        import_database(upstream.url, db)
+        raw = sqlite3.connect(sa.make_url(stowage_url).database or "")
+        raw.execute("INSERT INTO resource_provider_traits (trait_id, resource_provider_id, "
+                    "created_at) VALUES (999999, 1, '2026-01-01 00:00:00')")
+        raw.commit()
+        raw.close()
+        with pytest.raises(ExportFailed, match="writing resource_provider_traits failed"):
+            export_database(db, back_url)
+        db.dispose()
+        engine = sa.create_engine(back_url)
+        assert sa.inspect(engine).get_table_names() == []
+        engine.dispose()
+
+
+def test_a_running_stowage_serves_what_a_forced_import_brought(upstream: Upstream) -> None:
+    """The import logs "reload everything" in the change log: a stowage already serving
+    the target (its candidate snapshot loaded) answers about the imported world."""
+    latest = {"openstack-api-version": "placement latest"}
+    with throwaway_database("sqlite") as url:
+        live = start_server(config.Settings(database=url, services=("placement",)))
+        try:
+            with httpx.Client(base_url=live.url, headers={**HEADERS, **latest},
+                              timeout=30) as client:
+                made = client.post("/resource_providers", json={"name": "before"}).json()
+                client.put(f"/resource_providers/{made['uuid']}/inventories", json={
+                    "resource_provider_generation": 0, "inventories": {"VCPU": {"total": 8}}})
+                candidates = client.get("/allocation_candidates?resources=VCPU:1").json()
+                assert len(candidates["allocation_requests"]) == 1
+                db = Database(url)
+                import_database(upstream.url, db, force=True)
+                db.dispose()
+                _assert_same(upstream, answers(client, reads(upstream.world)))
+        finally:
+            live.stop()
+            live.db.dispose()

@@ -13,7 +13,8 @@ Rows keep their ids both ways (docs/placement-import.md says why), so an
 import followed by an export gives upstream back the rows it had.
 """
 
-from stowage.placement.adopt.exporter import ExportRefused, export_database
-from stowage.placement.adopt.importer import ImportRefused, import_database
+from stowage.placement.adopt.exporter import ExportFailed, ExportRefused, export_database
+from stowage.placement.adopt.importer import ImportFailed, ImportRefused, import_database
 
-__all__ = ["ExportRefused", "ImportRefused", "export_database", "import_database"]
+__all__ = ["ExportFailed", "ExportRefused", "ImportFailed", "ImportRefused", "export_database",
+           "import_database"]

@@ -25,11 +25,15 @@ from stowage.placement.adopt import upstream_schema as us
 from stowage.placement.adopt.progress import Progress
 from stowage.placement.adopt.source import our_driver
 
-__all__ = ["ExportRefused", "export_database"]
+__all__ = ["ExportRefused", "ExportFailed", "export_database"]
 
 
 class ExportRefused(Exception):
     """The stowage database is not at head or the target is not empty; nothing written."""
+
+
+class ExportFailed(Exception):
+    """Writing failed part way; the tables this export created were dropped again."""
 
 
 def export_database(db: Database, target_url: str, *, out: TextIO | None = None) -> Progress:
@@ -46,7 +50,11 @@ def export_database(db: Database, target_url: str, *, out: TextIO | None = None)
                 copying.allow_zero_ids(dst)
                 us.metadata.create_all(dst)
                 for name in us.TABLES:
-                    _copy(src, dst, name, progress)
+                    try:
+                        _copy(src, dst, name, progress)
+                    except sa.exc.DBAPIError as exc:
+                        raise ExportFailed(f"writing {name} failed, the target is left "
+                                           f"empty: {exc.orig}") from exc
                 copying.move_sequences(dst, (us.metadata.tables[n] for n in us.TABLES))
                 dst.execute(us.alembic_version.insert().values(version_num=us.HEAD))
         except BaseException:
