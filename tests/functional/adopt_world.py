@@ -32,12 +32,12 @@ from typing import Any
 
 import httpx
 
-__all__ = ["U", "World", "build_world", "reads", "normalised"]
+__all__ = ["U", "World", "build_world", "reads", "normalised", "write_more"]
 
 U = {name: str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"adopt-{name}")) for name in (
     "cn1", "numa0", "numa1", "pf0", "cn2", "ss1", *[f"cn{i}" for i in range(3, 13)],
     "rack", "aggA", "aggB", "aggC", "inst-1", "inst-2", "mig-1", "inst-3", "bak-1", "old-1",
-    "empty-1",
+    "empty-1", "late", "late-agg", "late-1", "late-p", "late-u",
     "p1", "p2", "p3", "u1", "u2", "u3")}
 World = dict[str, str]
 
@@ -257,3 +257,26 @@ def normalised(path: str, body: Any) -> Any:
         if isinstance(summary.get("traits"), list):
             summary["traits"] = sorted(summary["traits"])
     return out
+
+
+def write_more(client: httpx.Client) -> None:
+    """New rows of every kind after an import or export: each table's next id must be
+    free (PostgreSQL's sequences moved past the copied ids), and the generations
+    copied must be the ones the service compares against."""
+    _provider(client, "late")
+    _call(client, "PUT", f"/resource_providers/{U['late']}", {"name": "late",
+                                                              "parent_provider_uuid": U["cn2"]})
+    _call(client, "PUT", "/resource_classes/CUSTOM_LATE")
+    _call(client, "PUT", "/traits/CUSTOM_LATE")
+    _inventory(client, "late", {"CUSTOM_LATE": {"total": 3}, "VCPU": {"total": 2}})
+    _link(client, "late", "traits", ["CUSTOM_LATE"])
+    _link(client, "late", "aggregates", [U["late-agg"]])
+    _allocate(client, "late-1", "late-p", "late-u", {"late": {"CUSTOM_LATE": 1}}, "LATE")
+    _allocate(client, "inst-1", "p1", "u1", {"cn1": {"MEMORY_MB": 1024}}, "INSTANCE",
+              generation=2)
+    stale = client.put(f"/allocations/{U['inst-2']}", headers={
+        "openstack-api-version": "placement 1.38"}, json={
+        "allocations": {}, "project_id": U["p1"], "user_id": U["u2"],
+        "consumer_generation": 0, "consumer_type": "INSTANCE"})
+    assert stale.status_code == 409, stale.text
+    assert _call(client, "GET", f"/allocations/{U['late-1']}")["consumer_type"] == "LATE"

@@ -38,7 +38,7 @@ from stowage.placement.adopt import (
 from stowage.placement.adopt import upstream_schema as us
 from tests.conftest import BACKENDS
 from tests.dbs import throwaway_database
-from tests.functional.adopt_world import U, World, build_world, reads
+from tests.functional.adopt_world import U, World, build_world, reads, write_more
 from tests.functional.conftest import start_server
 from tests.functional.upstream_placement import HEADERS, answers, upstream_server
 
@@ -65,10 +65,13 @@ def upstream(request: pytest.FixtureRequest) -> Iterator[Upstream]:
 
 
 def _stowage_answers(url: str, world: World) -> dict[str, Any]:
+    """What stowage serving `url` answers; then it must take new writes of every kind."""
     live = start_server(config.Settings(database=url, services=("placement",)))
     try:
         with httpx.Client(base_url=live.url, headers=HEADERS, timeout=30) as client:
-            return answers(client, reads(world))
+            found = answers(client, reads(world))
+            write_more(client)
+            return found
     finally:
         live.stop()
         live.db.dispose()
@@ -134,6 +137,7 @@ def test_export_is_served_by_stock_upstream(upstream: Upstream) -> None:
         assert _rows(back_url, ("alembic_version",)) == {"alembic_version": [(us.HEAD,)]}
         with upstream_server(back_url) as client:
             _assert_same(upstream, answers(client, reads(upstream.world)))
+            write_more(client)
 
 
 def _manage(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -262,3 +266,20 @@ def test_a_running_stowage_serves_what_a_forced_import_brought(upstream: Upstrea
         finally:
             live.stop()
             live.db.dispose()
+
+
+def test_a_schema_one_migration_behind_is_read(upstream: Upstream, copy_of_upstream: str) -> None:
+    """Revision 422ece571366 (Zed, or a later release before its `db sync`): the same
+    tables with five more indexes, which a082b8bb98d0 drops."""
+    _execute(copy_of_upstream,
+             "CREATE INDEX inventories_resource_provider_id_idx ON inventories "
+             "(resource_provider_id)",
+             "CREATE INDEX ix_placement_aggregates_uuid ON placement_aggregates (uuid)",
+             "CREATE INDEX resource_providers_name_idx ON resource_providers (name)",
+             "UPDATE alembic_version SET version_num = '422ece571366'")
+    stamps = ("created_at", "updated_at")
+    with throwaway_database("sqlite") as url:
+        db = Database(url)
+        import_database(copy_of_upstream, db)
+        db.dispose()
+        assert _rows(url, us.TABLES, stamps) == _rows(upstream.url, us.TABLES, stamps)
