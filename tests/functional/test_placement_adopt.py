@@ -219,9 +219,7 @@ def test_an_unreadable_source_is_refused_before_writing(
         db = Database(url)
         with pytest.raises(ImportRefused, match=refusal):
             import_database(copy_of_upstream, db)
-        with db.read() as conn:
-            assert conn.execute(sa.select(sa.func.count()).select_from(
-                tables.resource_providers)).scalar() == 0
+        assert sa.inspect(db.engine).get_table_names() == []  # not even stowage's schema
         db.dispose()
 
 

@@ -43,7 +43,6 @@ class ImportFailed(Exception):
 def import_database(source_url: str, db: Database, *, force: bool = False,
                     out: TextIO | None = None) -> Progress:
     """Copy the upstream database at `source_url` into `db`; returns the counts."""
-    schema.upgrade(db)
     engine = sa.create_engine(our_driver(source_url))
     progress = Progress("importing", out)
     shown = sa.make_url(source_url).render_as_string(hide_password=True)
@@ -53,6 +52,7 @@ def import_database(source_url: str, db: Database, *, force: bool = False,
             problems = [problem] if problem else data_problems(src)
             if problems:
                 raise ImportRefused(f"cannot import {shown}: " + "; ".join(problems))
+            schema.upgrade(db)  # an empty target gets stowage's tables first
             with db.write() as dst:
                 held = target_holds(dst)
                 if held and not force:
@@ -67,10 +67,10 @@ def import_database(source_url: str, db: Database, *, force: bool = False,
 def target_holds(conn: Connection) -> str:
     """What Placement data the target has beyond the standard classes and traits
     ("" when none)."""
-    found = [f"{copying.count(conn, table)} {table.name}"
-             for table in (t.resource_providers, t.consumers, t.aggregates, t.projects,
-                           t.users, t.consumer_types)
-             if copying.count(conn, table)]
+    counts = {table.name: copying.count(conn, table)
+              for table in (t.resource_providers, t.consumers, t.aggregates, t.projects,
+                            t.users, t.consumer_types)}
+    found = [f"{count} {name}" for name, count in counts.items() if count]
     custom_rc = conn.execute(sa.select(sa.func.count()).where(
         t.resource_classes.c.id >= t.CUSTOM_RC_MIN_ID)).scalar()
     custom_traits = conn.execute(sa.select(sa.func.count()).where(
