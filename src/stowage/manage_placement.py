@@ -5,6 +5,8 @@ run with the service up or down (writes follow Placement's generation rules,
 so a running control plane's moves are never overwritten). Results go to
 stdout, one line per finding; progress and the summary go to stderr, so the
 findings can be piped.
+
+`import` and `export` (an upstream Placement database in and out) are manage_adopt.py's.
 """
 
 from __future__ import annotations
@@ -49,11 +51,19 @@ def add_parser(manage_sub: argparse._SubParsersAction) -> None:  # type: ignore[
                       help="one line per instance looked at, healed or not")
     for sub in (audit, heal):
         sub.add_argument("--database", help="SQLAlchemy URL")
+    from stowage.manage_adopt import add_parsers
+
+    add_parsers(actions)
 
 
 def run(args: argparse.Namespace, settings: config.Settings, db: Database) -> int:
+    from stowage.manage_adopt import ACTIONS
     from stowage.placement.app import build_app
 
+    if args.action in ACTIONS:
+        from stowage.manage_adopt import run as adopt
+
+        return adopt(args, db)
     schema.upgrade(db)
     client = PlacementClient.local(build_app(settings, db))
     # Servers and hosts are the cell's records (docs/cells.md).
