@@ -422,9 +422,10 @@ class KeystoneAuthtokenSettings:
     # past its own expiry); a revoked token keeps working that long. -1: no cache.
     token_cache_time: int = 300
     # An X-Service-Token is a service's when it carries one of these roles; with
-    # service_token_roles_required, a service token without one is refused (401).
+    # service_token_roles_required (keystonemiddleware 13's default), a service token
+    # without one is refused (401); without it, any valid token is accepted as one.
     service_token_roles: tuple[str, ...] = ("service",)
-    service_token_roles_required: bool = False
+    service_token_roles_required: bool = True
     # "host:port" of memcached servers shared by the workers; none: in-process cache.
     memcached_servers: tuple[str, ...] = ()
     # Seconds to connect to (and hear from) Keystone, and retries of a failed

@@ -10,8 +10,9 @@ sees is what keystonemiddleware's auth_token gives upstream services:
 - no token, a made-up one, an expired one: 401 with
   `WWW-Authenticate: Keystone uri="<www_authenticate_uri>"`; a revoked one
   once its cache entry expires (`token_cache_time`);
-- X-Service-Token: a bad one is a 401; without the service role, a 401 only
-  with `service_token_roles_required`; with it, an expired user token passes;
+- X-Service-Token: a bad one is a 401; one without the service role too,
+  unless `service_token_roles_required` is turned off; with the role, an
+  expired user token passes;
 - Keystone stopped: 503 within the bounded timeout (cached tokens still
   work), and working again once it is back;
 - the service's own token is fetched again once it expires.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -128,25 +130,26 @@ def test_revoked_token_works_until_its_cache_entry_expires(keystone: Keystone,
         assert api.get("/flavors").status_code == 401
 
 
-def test_service_token_is_validated(keystone: Keystone, live: LiveServer) -> None:
-    member = keystone.admin.user("member")
-    plain = keystone.admin.token(keystone.admin.user("member"))
-    with client(live, keystone.admin.token(member), "/compute/v2.1", COMPUTE) as api:
-        # Without service_token_roles_required, any valid token will do, as upstream.
-        assert api.get("/flavors", headers={"x-service-token": plain}).status_code == 200
-        bad = api.get("/flavors", headers={"x-service-token": "not-a-token"})
-        assert bad.status_code == 401
-
-
-def test_service_roles_required(keystone: Keystone) -> None:
+def test_service_token_must_be_a_service_s(keystone: Keystone, live: LiveServer) -> None:
     member = keystone.admin.user("member")
     service = keystone.admin.token(keystone.admin.user("service"))
     plain = keystone.admin.token(keystone.admin.user("member"))
-    with keystone_stowage(keystone, ("image",), service_token_roles_required=True) as live, \
+    with client(live, keystone.admin.token(member), "/compute/v2.1", COMPUTE) as api:
+        assert api.get("/flavors", headers={"x-service-token": service}).status_code == 200
+        # service_token_roles_required is true by default, as in keystonemiddleware 13.
+        assert api.get("/flavors", headers={"x-service-token": plain}).status_code == 401
+        bad = api.get("/flavors", headers={"x-service-token": "not-a-token"})
+        assert bad.status_code == 401
+        assert api.get("/flavors").status_code == 200  # no service token: the user alone
+
+
+def test_any_valid_service_token_when_roles_are_not_required(keystone: Keystone) -> None:
+    member = keystone.admin.user("member")
+    plain = keystone.admin.token(keystone.admin.user("member"))
+    with keystone_stowage(keystone, ("image",), service_token_roles_required=False) as live, \
             client(live, keystone.admin.token(member), "/v2") as api:
-        assert api.get("/images", headers={"x-service-token": service}).status_code == 200
-        assert api.get("/images", headers={"x-service-token": plain}).status_code == 401
-        assert api.get("/images").status_code == 200  # no service token: the user alone
+        assert api.get("/images", headers={"x-service-token": plain}).status_code == 200
+        assert api.get("/images", headers={"x-service-token": "nope"}).status_code == 401
 
 
 def test_expired_tokens(keystone: Keystone, live: LiveServer) -> None:
@@ -195,3 +198,20 @@ def test_the_service_fetches_its_own_token_again_once_it_expires(keystone: Keyst
     info = guard.verdict(second_user)
     assert info is not None and info.roles == ("reader",)
     assert guard.validator.session.get_token() != first_own
+
+
+def test_concurrent_first_requests_are_each_validated(keystone: Keystone,
+                                                      live: LiveServer) -> None:
+    """Sixteen users' first requests at once: each token validated, none mixed up."""
+    users = [keystone.admin.user("member") for _ in range(4)]
+    tokens = [keystone.admin.token(user) for user in users for _ in range(4)]
+
+    def groups_of(token: str) -> tuple[int, str]:
+        with client(live, token, "/compute/v2.1", COMPUTE) as api:
+            made = api.post("/os-server-groups", json={
+                "server_group": {"name": "c", "policy": "affinity"}})
+            return made.status_code, made.json()["server_group"]["user_id"]
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        answers = list(pool.map(groups_of, tokens))
+    assert answers == [(200, user.id) for user in users for _ in range(4)]

@@ -1,7 +1,7 @@
 """The session-scoped `keystone` fixture: one real Keystone for the whole test run.
 
-Import it into a conftest (`from tests.keystone.fixture import keystone`) to
-use it; `running_keystone()` is the same without pytest (bench/). Starting
+tests/conftest.py imports it, so any test may ask for `keystone`;
+`running_keystone()` is the same without pytest (bench/). Starting
 takes ~10 s (db_sync, bootstrap, gunicorn), once per session (and per
 xdist worker that needs it).
 """
