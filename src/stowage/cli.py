@@ -291,19 +291,21 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _banner(settings: config.Settings, at_root: bool, workers: int) -> str:
     """What `serve` says it serves: every service with its endpoint, identity included
-    whenever it is mounted (a single service at `/` mounts nothing else)."""
+    whenever it is mounted (a single service at `/` mounts nothing else, and Keystone's
+    strategy no stand-in: the Keystone that validates tokens is named instead)."""
     from stowage.identity.catalog import name_and_path
 
     base = f"http://{settings.bind}"
     lines = [f"stowage: serving on {base} with {workers} worker(s):"]
-    if at_root and len(settings.services) == 1:
-        return "\n".join(lines + [f"  {settings.services[0]:<10} {base}/"])
     keystone = settings.api.auth_strategy == "keystone"
-    for kind in (*settings.services, *(() if keystone else ("identity",))):
-        note = ""
-        if kind == "identity" and settings.api.auth_strategy != "builtin-identity":
-            note = "  (version discovery only: [api] auth_strategy is noauth2)"
-        lines.append(f"  {kind:<10} {base}{name_and_path(kind)[1]}{note}")
+    if at_root and len(settings.services) == 1:
+        lines.append(f"  {settings.services[0]:<10} {base}/")
+    else:
+        for kind in (*settings.services, *(() if keystone else ("identity",))):
+            note = ""
+            if kind == "identity" and settings.api.auth_strategy != "builtin-identity":
+                note = "  (version discovery only: [api] auth_strategy is noauth2)"
+            lines.append(f"  {kind:<10} {base}{name_and_path(kind)[1]}{note}")
     if keystone:
         lines.append(f"  tokens validated by Keystone at {settings.keystone_authtoken.auth_url}")
     return "\n".join(lines)

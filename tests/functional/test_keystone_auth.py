@@ -20,15 +20,19 @@ sees is what keystonemiddleware's auth_token gives upstream services:
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+import httpx
 import pytest
 
 from stowage.web.keystone import KeystoneAuthenticator
-from tests.functional.conftest import LiveServer
+from tests.functional.conftest import LiveServer, free_port
 from tests.functional.keystone_deploy import authtoken, client, keystone_stowage
+from tests.functional.test_serve_process import _serve_argv, _wait_until_answering
 from tests.keystone.fixture import Keystone
 
 PLACEMENT = {"openstack-api-version": "placement 1.39"}
@@ -215,3 +219,29 @@ def test_concurrent_first_requests_are_each_validated(keystone: Keystone,
     with ThreadPoolExecutor(max_workers=16) as pool:
         answers = list(pool.map(groups_of, tokens))
     assert answers == [(200, user.id) for user in users for _ in range(4)]
+
+
+def test_stowage_serve_with_keystone(keystone: Keystone, tmp_path: Path) -> None:
+    """The settings file an operator writes, read by `stowage serve` in its own process."""
+    conf = authtoken(keystone)
+    port = free_port()
+    argv = _serve_argv(tmp_path, port, (
+        '[api]\nauth_strategy = "keystone"\n[keystone_authtoken]\n'
+        f'auth_url = "{conf.auth_url}"\nusername = "{conf.username}"\n'
+        f'password = "{conf.password}"\nproject_name = "{conf.project_name}"\n'
+        f'region_name = "{conf.region_name}"\n'))
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait_until_answering(proc, port, log)
+        base = f"http://127.0.0.1:{port}/resource_providers"
+        token = keystone.admin.admin_token()
+        assert httpx.get(base, headers={"x-auth-token": token}).status_code == 200
+        refused = httpx.get(base)
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"] == f'Keystone uri="{conf.auth_url}"'
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert f"tokens validated by Keystone at {conf.auth_url}" in log.read_text()
