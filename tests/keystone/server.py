@@ -18,12 +18,14 @@ Nothing here imports keystone: it runs in its side venv (`venv.py`).
 
 from __future__ import annotations
 
+import ctypes
 import grp
 import os
 import pwd
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +74,16 @@ import sys
 sys.argv = sys.argv[:1]
 from keystone.wsgi.api import application  # noqa: E402,F401
 """
+
+
+def _die_with_parent() -> None:
+    """In the child: Linux sends it SIGTERM when the test process dies, however it dies,
+    so that no Keystone outlives the run that started it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def free_port() -> int:
@@ -169,7 +181,8 @@ class KeystoneServer:
                  "--workers", "1", "--threads", "4", "--worker-class", "gthread",
                  "--timeout", "120", "--no-control-socket",
                  "--chdir", str(self.workdir), "keystone_app:application"],
-                env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+                env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
+                preexec_fn=_die_with_parent)
         self._wait_until_up()
 
     def _wait_until_up(self) -> None:
@@ -193,7 +206,8 @@ if __name__ == "__main__":
 
     with tempfile.TemporaryDirectory() as tmp:
         server = KeystoneServer(Path(tmp)).start()
-        print("Keystone at", server.auth_url, "admin password", ADMIN_PASSWORD)
+        print("Keystone at", server.auth_url, "admin password", ADMIN_PASSWORD, flush=True)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         try:
             signal.pause()
         finally:
