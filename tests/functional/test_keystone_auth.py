@@ -63,6 +63,8 @@ def test_member_reader_and_admin_on_compute(keystone: Keystone, live: LiveServer
         made = api.post("/os-server-groups", json=group)
         assert made.status_code == 200, made.text
         assert made.json()["server_group"]["project_id"] == member.project_id
+        # member implies reader in Keystone's validation: the member may list too.
+        assert api.get("/os-server-groups").status_code == 200
     with client(live, keystone.admin.token(reader), "/compute/v2.1", COMPUTE) as api:
         assert api.post("/os-server-groups", json=group).status_code == 403
         listed = api.get("/os-server-groups").json()["server_groups"]

@@ -44,3 +44,10 @@ def test_stopped_keystone_refuses_connections_and_restarts(keystone: Keystone) -
         httpx.get(keystone.auth_url, timeout=5)
     keystone.server.restart()
     assert httpx.get(keystone.auth_url, timeout=5).status_code == 200
+
+
+def test_keystone_lists_implied_roles_in_a_validated_token(keystone: Keystone) -> None:
+    """What stowage's context relies on: a member's token carries reader as well."""
+    member = keystone.admin.user("member")
+    body = keystone.admin.validate(keystone.admin.token(member))
+    assert sorted(r["name"] for r in body["roles"]) == ["member", "reader"]
