@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conformance.summary import ConformanceSummary
+from tests.keystone.fixture import keystone  # noqa: F401 -- the real Keystone's fixture
 from tests.nova.suite import SUMMARY_PROPERTY as NOVA_SUMMARY
 from tests.outcomes import SideSuiteSummary
 from tests.tempest.suite import SUMMARY_PROPERTY as TEMPEST_SUMMARY

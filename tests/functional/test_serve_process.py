@@ -118,14 +118,19 @@ def test_keepalive_timeout_is_a_setting_in_every_worker(tmp_path: Path) -> None:
             conn.close()
 
 
-@pytest.mark.parametrize("strategy", ["keystone", "bogus"])
-def test_serve_refuses_an_unsupported_auth_strategy(tmp_path: Path, strategy: str) -> None:
+@pytest.mark.parametrize(("strategy", "said"), [
+    ("bogus", "auth_strategy = 'bogus' is not supported; supported: 'noauth2'"),
+    # keystone without the service's credentials would let nobody in, or everybody.
+    ("keystone", "auth_strategy = 'keystone' needs [keystone_authtoken] auth_url, "
+                 "username, password, project_name"),
+])
+def test_serve_refuses_an_unsupported_auth_strategy(tmp_path: Path, strategy: str,
+                                                    said: str) -> None:
     port = free_port()
     argv = _serve_argv(tmp_path, port, f'[api]\nauth_strategy = "{strategy}"\n')
     result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode != 0
-    assert (f"auth_strategy = '{strategy}' is not supported; supported: 'noauth2'"
-            in result.stderr)
+    assert said in result.stderr
     assert not (tmp_path / "stowage.db").exists()  # refused before touching anything
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         pass
