@@ -68,11 +68,13 @@ def _parser() -> argparse.ArgumentParser:
                           help="print the password_hash of a password read from stdin")
     from stowage.manage_cells import add_parser as add_cells
     from stowage.manage_hosts import add_parser as add_hosts
+    from stowage.manage_keystone import add_parser as add_keystone
     from stowage.manage_placement import add_parser
 
     add_parser(manage_sub)
     add_cells(manage_sub)
     add_hosts(manage_sub)
+    add_keystone(manage_sub)
     return p
 
 
@@ -448,6 +450,10 @@ def _hash_password() -> int:
 def _manage(args: argparse.Namespace) -> int:
     if args.area == "identity":
         return _hash_password()
+    if args.area == "keystone":  # Keystone's API only: no settings, no database
+        from stowage.manage_keystone import run as run_keystone
+
+        return run_keystone(args)
     if args.area == "db" and args.action == "reset":
         from stowage.manage_db import reset
 
