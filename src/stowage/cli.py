@@ -139,7 +139,10 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool,
     if at_root and len(apps) == 1:
         return next(iter(apps.values()))
     mounts: dict[str, Any] = {f"/{name}": app for name, app in apps.items()}
-    mounts["/identity"] = _identity(settings, db)
+    if settings.api.auth_strategy != "keystone":
+        # With Keystone, clients find every endpoint in Keystone's catalog: a stand-in
+        # identity service here would only contradict it.
+        mounts["/identity"] = _identity(settings, db)
     return PrefixDispatcher(mounts, fallback=_root(list(mounts)))
 
 
@@ -295,11 +298,14 @@ def _banner(settings: config.Settings, at_root: bool, workers: int) -> str:
     lines = [f"stowage: serving on {base} with {workers} worker(s):"]
     if at_root and len(settings.services) == 1:
         return "\n".join(lines + [f"  {settings.services[0]:<10} {base}/"])
-    for kind in (*settings.services, "identity"):
+    keystone = settings.api.auth_strategy == "keystone"
+    for kind in (*settings.services, *(() if keystone else ("identity",))):
         note = ""
         if kind == "identity" and settings.api.auth_strategy != "builtin-identity":
             note = "  (version discovery only: [api] auth_strategy is noauth2)"
         lines.append(f"  {kind:<10} {base}{name_and_path(kind)[1]}{note}")
+    if keystone:
+        lines.append(f"  tokens validated by Keystone at {settings.keystone_authtoken.auth_url}")
     return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ from stowage.service_users import ServiceUser, split
 
 __all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
            "DEFAULT_BODY_SIZES", "OSLO_MAX_REQUEST_BODY_SIZE", "IdentityAssignment",
-           "IdentityProject", "IdentitySettings", "IdentityUser",
+           "IdentityProject", "IdentitySettings", "IdentityUser", "KeystoneAuthtokenSettings",
            "NetworkSettings", "PlacementSettings", "PolicySettings", "QuotaSettings", "Settings",
            "TRANSPORT_SCHEMES", "load"]
 
@@ -28,11 +28,11 @@ DEFAULT_DATABASE = "sqlite:///stowage.db"
 ENV_PREFIX = "STOWAGE_"
 
 
-# The values `[api] auth_strategy` may take. Upstream's default, "keystone",
-# is not among them: a service that named it would otherwise run with no
-# authentication at all, so settings naming it are refused. "builtin-identity"
-# serves a Keystone v3 subset at /identity and checks its tokens everywhere.
-AUTH_STRATEGIES = ("noauth2", "builtin-identity")
+# The values `[api] auth_strategy` may take. "builtin-identity" serves a
+# Keystone v3 subset at /identity and checks its tokens everywhere; "keystone"
+# (upstream's default) validates tokens against an outside Keystone, as
+# keystonemiddleware's auth_token does, with the `[keystone_authtoken]` table.
+AUTH_STRATEGIES = ("noauth2", "builtin-identity", "keystone")
 
 
 # oslo.middleware's `max_request_body_size` default, which Nova and Keystone
@@ -393,6 +393,101 @@ class IdentitySettings:
                                  f"{value!r}")
 
 
+# keystonemiddleware's `interface` values: which catalog endpoint validates tokens.
+KEYSTONE_INTERFACES = ("public", "internal", "admin")
+
+
+@dataclass(frozen=True)
+class KeystoneAuthtokenSettings:
+    """`[keystone_authtoken]`, in keystonemiddleware's own option names (docs/keystone.md).
+
+    Read only with `[api] auth_strategy = "keystone"`: the service logs in with
+    its own credentials (a keystoneauth1 password plugin) and validates each
+    request's token with `GET /v3/auth/tokens`.
+    """
+
+    # The URL a 401's `WWW-Authenticate: Keystone uri="..."` names (clients go
+    # there for a token); default: `auth_url`.
+    www_authenticate_uri: str | None = None
+    # Where the service logs in; the identity endpoint that validates tokens is then
+    # found in the catalog (`interface`, `region_name`), as auth_token finds it.
+    auth_url: str | None = None
+    auth_type: str = "password"
+    username: str | None = None
+    password: str | None = None
+    project_name: str | None = None
+    user_domain_name: str = "Default"
+    project_domain_name: str = "Default"
+    region_name: str | None = None
+    interface: str = "internal"
+    # Seconds a validated token is believed without asking Keystone again (never
+    # past its own expiry); a revoked token keeps working that long. -1: no cache.
+    token_cache_time: int = 300
+    # An X-Service-Token is a service's when it carries one of these roles; with
+    # service_token_roles_required, a service token without one is refused (401).
+    service_token_roles: tuple[str, ...] = ("service",)
+    service_token_roles_required: bool = False
+    # "host:port" of memcached servers shared by the workers; none: in-process cache.
+    memcached_servers: tuple[str, ...] = ()
+    # Seconds to connect to (and hear from) Keystone, and retries of a failed
+    # connection. keystonemiddleware's timeout is unbounded by default; stowage's is
+    # not, so that an unreachable Keystone is a 503 within seconds, not a hang.
+    http_connect_timeout: float = 5.0
+    http_request_max_retries: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("www_authenticate_uri", "auth_url"):
+            url = getattr(self, name)
+            if url is not None and not (isinstance(url, str)
+                                        and url.startswith(("http://", "https://"))):
+                raise ValueError(f"[keystone_authtoken] {name} must be an http(s) URL, "
+                                 f"not {url!r}")
+        if self.auth_type != "password":
+            raise ValueError("[keystone_authtoken] auth_type must be 'password', not "
+                             f"{self.auth_type!r}")
+        if self.interface not in KEYSTONE_INTERFACES:
+            raise ValueError(f"[keystone_authtoken] interface must be one of "
+                             f"{', '.join(KEYSTONE_INTERFACES)}, not {self.interface!r}")
+        self._check_numbers()
+        for name in ("service_token_roles", "memcached_servers"):
+            items = getattr(self, name)
+            if not isinstance(items, tuple) or not all(isinstance(i, str) and i
+                                                       for i in items):
+                raise ValueError(f"[keystone_authtoken] {name} must be a list of "
+                                 f"strings, not {items!r}")
+        if not isinstance(self.service_token_roles_required, bool):
+            raise ValueError("[keystone_authtoken] service_token_roles_required must be "
+                             f"true or false, not {self.service_token_roles_required!r}")
+
+    def _check_numbers(self) -> None:
+        cache = self.token_cache_time
+        if isinstance(cache, bool) or not isinstance(cache, int) or cache < -1:
+            raise ValueError("[keystone_authtoken] token_cache_time must be an integer "
+                             f">= -1 (seconds; -1: no cache), not {cache!r}")
+        timeout = self.http_connect_timeout
+        if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                or not 0 < timeout <= 300):
+            raise ValueError("[keystone_authtoken] http_connect_timeout must be a number "
+                             f"of seconds in (0, 300], not {timeout!r}")
+        retries = self.http_request_max_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
+            raise ValueError("[keystone_authtoken] http_request_max_retries must be an "
+                             f"integer from 0 to 10, not {retries!r}")
+
+    def check_complete(self) -> None:
+        """What `auth_strategy = "keystone"` cannot run without: the service's login."""
+        missing = [name for name in ("auth_url", "username", "password", "project_name")
+                   if not getattr(self, name)]
+        if missing:
+            raise ValueError("[api] auth_strategy = 'keystone' needs [keystone_authtoken] "
+                             f"{', '.join(missing)}")
+
+    @property
+    def challenge_uri(self) -> str:
+        """The URI of a 401's `WWW-Authenticate: Keystone uri="..."`."""
+        return self.www_authenticate_uri or self.auth_url or ""
+
+
 # The schemes `transport_url` may name (see stowage.messaging.get_transport).
 TRANSPORT_SCHEMES = ("local", "rabbit")
 
@@ -418,11 +513,14 @@ class Settings:
     network: NetworkSettings = NetworkSettings()
     identity: IdentitySettings = IdentitySettings()
     quota: QuotaSettings = QuotaSettings()
+    keystone_authtoken: KeystoneAuthtokenSettings = KeystoneAuthtokenSettings()
     # The service users of [placement], [network] and [nova] (stowage/service_users.py),
     # by table; a table absent here has none.
     service_users: Mapping[str, ServiceUser] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.api.auth_strategy == "keystone":
+            self.keystone_authtoken.check_complete()
         scheme, sep, _ = self.transport_url.partition("://")
         if self.transport_url and not (sep and scheme in TRANSPORT_SCHEMES):
             # Only the scheme is repeated: the rest of the URL may hold a password.
@@ -566,6 +664,8 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         network=_section(NetworkSettings, own["network"], "[network]"),
         identity=_identity(raw.get("identity", {})),
         quota=_section(QuotaSettings, raw.get("quota", {}), "[quota]"),
+        keystone_authtoken=_section(KeystoneAuthtokenSettings,
+                                    raw.get("keystone_authtoken", {}), "[keystone_authtoken]"),
         service_users=users,
         **{k: v for k, v in top.items() if k not in _COMPUTE_FLAGS},
     )

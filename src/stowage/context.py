@@ -23,6 +23,18 @@ class RequestContext:
     roles: tuple[str, ...] = ()
     request_id: str = field(default_factory=new_request_id)
     system_scope: str | None = None
+    # What a Keystone token says besides (auth_strategy "keystone"; oslo.context's
+    # names): names and domains, a domain scope, and whether the project is the
+    # cloud's admin project (true unless Keystone says otherwise, as oslo.context).
+    user_name: str | None = None
+    user_domain_id: str | None = None
+    user_domain_name: str | None = None
+    project_name: str | None = None
+    project_domain_id: str | None = None
+    project_domain_name: str | None = None
+    domain_id: str | None = None
+    domain_name: str | None = None
+    is_admin_project: bool = True
 
     @property
     def is_admin(self) -> bool:

@@ -233,24 +233,32 @@ _TABLES = (("placement", "placement", "Compute calls Placement as"),
 
 
 def settings_snippet(args: argparse.Namespace, passwords: dict[str, str | None]) -> str:
-    """The [placement] / [network] / [nova] tables for stowage's settings file."""
-    lines = ["# stowage settings: service users (keystoneauth options, as in nova.conf"
-             " and neutron.conf)"]
+    """The tables for stowage's settings file: the service users' ([placement],
+    [network], [nova]) and Keystone token validation ([api], [keystone_authtoken])."""
+    lines = ["# stowage settings: Keystone (keystoneauth's and keystonemiddleware's names,"
+             " as in nova.conf and neutron.conf)"]
+    common = [f'auth_url = "{args.auth_url}"', 'auth_type = "password"']
+    domains = ['user_domain_name = "Default"', 'project_domain_name = "Default"',
+               f'region_name = "{args.region}"']
+
+    def password_of(user: str) -> str:
+        password = passwords[user]
+        return (f'password = "{password}"' if password
+                else 'password = "..."  # the password set when the user was made (kept)')
+
     for table, user, what in _TABLES:
         if user not in passwords:
             continue
-        password = passwords[user]
-        shown = (f'"{password}"' if password
-                 else '"..."  # the password set when the user was made (kept)')
-        interfaces = '["internal", "public"]' if table != "nova" else None
-        lines += ["", f"[{table}]  # {what} {user}", 'auth_type = "password"',
-                  f'auth_url = "{args.auth_url}"', f'username = "{user}"',
-                  f"password = {shown}", f'project_name = "{args.service_project}"',
-                  'user_domain_name = "Default"', 'project_domain_name = "Default"',
-                  f'region_name = "{args.region}"']
-        lines.append(f"valid_interfaces = {interfaces}" if interfaces
-                     else 'endpoint_type = "internal"' if args.internal_url
-                     else 'endpoint_type = "public"')
+        lines += ["", f"[{table}]  # {what} {user}", *common, f'username = "{user}"',
+                  password_of(user), f'project_name = "{args.service_project}"', *domains]
+        lines.append('valid_interfaces = ["internal", "public"]' if table != "nova"
+                     else f'endpoint_type = "{"internal" if args.internal_url else "public"}"')
+    checker = next(iter(passwords))
+    lines += ["", "[api]", 'auth_strategy = "keystone"', "",
+              f"[keystone_authtoken]  # how stowage checks the tokens it is sent, as {checker}",
+              f'www_authenticate_uri = "{args.auth_url}"', *common,
+              f'username = "{checker}"', password_of(checker),
+              f'project_name = "{args.service_project}"', *domains]
     return "\n".join(lines)
 
 

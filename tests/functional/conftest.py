@@ -344,3 +344,7 @@ def recorder(cloud: Cloud) -> Iterator[RecordingConductor]:
         assert cloud.plane.drain(60), "control plane still busy after 60 s"
         cloud.plane.transport.unregister(rpc.CONDUCTOR)
         cloud.plane.transport.register(rpc.CONDUCTOR, cloud.plane.conductor)
+
+
+# The real Keystone (session-scoped; started only by the tests that ask for it).
+from tests.keystone.fixture import keystone  # noqa: E402,F401,I001

@@ -118,7 +118,7 @@ class KeystoneServer:
         process, self._process = self._process, None
         if process is None:
             return
-        process.send_signal(signal.SIGTERM)
+        process.send_signal(signal.SIGINT)  # gunicorn's quick shutdown
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:

@@ -7,6 +7,10 @@ An unknown, revoked or expired token is no context at all: the service
 answers 401 with its own error body and, as keystonemiddleware does, a
 `WWW-Authenticate: Keystone uri="<identity URL>"` header.
 
+With `auth_strategy = "keystone"` the token is Keystone's instead, validated
+as keystonemiddleware does (`stowage.web.keystone`); the 401 names
+`[keystone_authtoken] www_authenticate_uri`.
+
 Requests one stowage service hands another in-process (`Request.trusted`,
 never set for a request read off a socket) keep noauth2's reading: they are
 the service user talking to itself, as Nova's `[placement]` user would.
@@ -30,6 +34,10 @@ Authenticator = Callable[[Request], RequestContext | None]
 
 def authenticator_for(settings: Settings, db: Database) -> Authenticator:
     """The authenticator `[api] auth_strategy` names."""
+    if settings.api.auth_strategy == "keystone":
+        from stowage.web.keystone import authenticator
+
+        return authenticator(settings.keystone_authtoken)
     if settings.api.auth_strategy != "builtin-identity":
         return noauth2
 
@@ -57,6 +65,9 @@ def identity_url(req: Request, public_url: str | None) -> str:
 
 def challenge_for(settings: Settings) -> Callable[[Request], str] | None:
     """The `WWW-Authenticate` value a 401 carries (None with noauth2, as upstream)."""
+    if settings.api.auth_strategy == "keystone":
+        value = f'Keystone uri="{settings.keystone_authtoken.challenge_uri}"'
+        return lambda req: value
     if settings.api.auth_strategy != "builtin-identity":
         return None
     public_url = settings.identity.public_url

@@ -201,6 +201,8 @@ class ServiceApp:
         authenticator ran into."""
         try:
             ctx = self._authenticate(req)
+        except HTTPError as err:  # e.g. the 503 of an unreachable Keystone: asked once
+            return self._stamp(req, self._render(req, err, False), False)
         except Exception:
             ctx = None
         if ctx is None:
@@ -297,7 +299,11 @@ class ServiceApp:
 
     def _authenticate(self, req: Request) -> RequestContext | None:
         if req.path in self.spec.public_paths:
-            return self.spec.authenticate(req) or RequestContext()
+            # Version documents answer whatever the token, even with Keystone away.
+            try:
+                return self.spec.authenticate(req) or RequestContext()
+            except HTTPError:
+                return RequestContext()
         return self.spec.authenticate(req)
 
     def _negotiate(self, req: Request) -> microversion.Version:
