@@ -114,18 +114,16 @@ def test_the_factory_picks_in_process_then_service_user_then_explicit_url(
         close_send(send)
 
 
-def test_an_explicit_url_under_a_strategy_that_cannot_mint_needs_a_service_user() -> None:
-    settings = config.Settings(compute=config.ComputeSettings(placement_url="http://p:1"))
-    settings = settings.__class__(**{**settings.__dict__, "api": _keystone_api()})
+def test_an_explicit_url_under_keystone_tokens_needs_a_service_user() -> None:
+    """No token table to mint into: a Keystone-checked Placement takes Keystone's tokens."""
+    settings = config.Settings(
+        compute=config.ComputeSettings(placement_url="http://p:1"),
+        api=config.ApiSettings(auth_strategy="keystone"),
+        keystone_authtoken=config.KeystoneAuthtokenSettings(
+            auth_url="http://k/v3", username="placement", password="x",
+            project_name="service"))
     with pytest.raises(ValueError, match=r"\[placement\] auth_type"):
         sc.ServiceClients(settings).send(sc.PLACEMENT, {})
-
-
-def _keystone_api() -> config.ApiSettings:
-    """An ApiSettings whose strategy is neither noauth2 nor builtin-identity."""
-    api = config.ApiSettings()
-    object.__setattr__(api, "auth_strategy", "keystone")
-    return api
 
 
 @pytest.fixture
