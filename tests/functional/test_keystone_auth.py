@@ -13,7 +13,8 @@ sees is what keystonemiddleware's auth_token gives upstream services:
 - X-Service-Token: a bad one is a 401; without the service role, a 401 only
   with `service_token_roles_required`; with it, an expired user token passes;
 - Keystone stopped: 503 within the bounded timeout (cached tokens still
-  work), and working again once it is back.
+  work), and working again once it is back;
+- the service's own token is fetched again once it expires.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from stowage.web.keystone import KeystoneAuthenticator
 from tests.functional.conftest import LiveServer
-from tests.functional.keystone_deploy import client, keystone_stowage
+from tests.functional.keystone_deploy import authtoken, client, keystone_stowage
 from tests.keystone.fixture import Keystone
 
 PLACEMENT = {"openstack-api-version": "placement 1.39"}
@@ -178,3 +180,18 @@ def test_keystone_stopped_is_503_quickly_then_recovers(keystone: Keystone,
         assert body.status_code == 503
         keystone.server.restart()
         assert api.get("/flavors", headers={"x-auth-token": fresh}).status_code == 200
+
+
+def test_the_service_fetches_its_own_token_again_once_it_expires(keystone: Keystone) -> None:
+    """With 3 s tokens the service's own token dies between two validations; the
+    second still succeeds (Keystone refuses an expired X-Auth-Token), with a new one."""
+    keystone.server.restart(expiration=3)
+    guard = KeystoneAuthenticator(authtoken(keystone))
+    first_user = keystone.admin.token(keystone.admin.user("reader"))
+    assert guard.verdict(first_user) is not None
+    first_own = guard.validator.session.get_token()
+    time.sleep(3.5)
+    second_user = keystone.admin.token(keystone.admin.user("reader"))
+    info = guard.verdict(second_user)
+    assert info is not None and info.roles == ("reader",)
+    assert guard.validator.session.get_token() != first_own

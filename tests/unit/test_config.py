@@ -26,14 +26,15 @@ def test_legacy_policy_and_keepalive_are_settings(tmp_path: Path) -> None:
     assert settings.api.keepalive_timeout == 1.5
 
 
-@pytest.mark.parametrize("strategy", ["keystone", "bogus", ""])
+@pytest.mark.parametrize("strategy", ["bogus", ""])
 def test_unsupported_auth_strategy_is_refused(tmp_path: Path, strategy: str) -> None:
-    # Starting with noauth2 in force when the operator asked for keystone would
-    # let anyone who reaches the port act as admin.
+    # Starting with noauth2 in force when the operator asked for another strategy
+    # would let anyone who reaches the port act as admin.
     toml = tmp_path / "stowage.toml"
     toml.write_text(f'[api]\nauth_strategy = "{strategy}"\n')
     with pytest.raises(ValueError, match="auth_strategy = '.*' is not supported; "
-                                         "supported: 'noauth2'"):
+                                         "supported: 'noauth2', 'builtin-identity', "
+                                         "'keystone'"):
         config.load(str(toml))
 
 
@@ -67,14 +68,15 @@ def test_request_limits_must_be_positive(values: dict[str, object]) -> None:
         config.ApiSettings(**values)  # type: ignore[arg-type]
 
 
-def test_serve_refuses_unsupported_auth_strategy(tmp_path: Path) -> None:
+def test_serve_refuses_keystone_without_its_credentials(tmp_path: Path) -> None:
     toml = tmp_path / "stowage.toml"
-    toml.write_text('[api]\nauth_strategy = "keystone"\n')
+    toml.write_text('[api]\nauth_strategy = "keystone"\n'
+                    '[keystone_authtoken]\nauth_url = "http://keystone:5000/v3"\n')
     with pytest.raises(SystemExit) as exited:
         cli.main(["--config", str(toml), "serve", "--database",
                   f"sqlite:///{tmp_path / 'never.db'}"])
-    assert "auth_strategy = 'keystone' is not supported; supported: 'noauth2'" in str(
-        exited.value.code)
+    assert ("auth_strategy = 'keystone' needs [keystone_authtoken] username, password, "
+            "project_name") in str(exited.value.code)
     assert not (tmp_path / "never.db").exists()
 
 
