@@ -226,6 +226,7 @@ def _clients(settings: config.Settings, db: Database, placement_app: Any,
     from stowage.identity.service_auth import service_clients
     from stowage.network.client import NetworkClient
     from stowage.placement.client import PlacementClient
+    from stowage.web.service_clients import NETWORK, PLACEMENT
 
     clients = service_clients(settings, db)
     try:
@@ -233,6 +234,11 @@ def _clients(settings: config.Settings, db: Database, placement_app: Any,
         network = NetworkClient.connect(clients, network_app)
     except ValueError as exc:
         raise SystemExit(f"stowage: {exc}") from exc
+    for peer, app, client in ((PLACEMENT, placement_app, placement),
+                              (NETWORK, network_app, network)):
+        if app is None and client is not None:
+            print(f"stowage: compute reaches {peer.service_type} at "
+                  f"{clients.way(peer, served_here=False)}", file=sys.stderr, flush=True)
     if placement is None:
         raise SystemExit("stowage: compute needs Placement: serve both, set [placement] "
                          "auth_type and its service user (Keystone's catalog), or set "
