@@ -164,11 +164,17 @@ def _compute_notifier(settings: config.Settings, db: Database, compute_app: Any)
     else as `[nova]`'s service user or at `[network] compute_url`, else to nobody."""
     from stowage.identity.service_auth import service_clients
     from stowage.network import compute_events
+    from stowage.web.service_clients import COMPUTE
 
+    clients = service_clients(settings, db)
     try:
-        return compute_events.connect(service_clients(settings, db), compute_app)
+        notify = compute_events.connect(clients, compute_app)
     except ValueError as exc:
         raise SystemExit(f"stowage: {exc}") from exc
+    if compute_app is None and notify is not None:
+        print(f"stowage: the Network service reports to compute at "
+              f"{clients.way(COMPUTE, served_here=False)}", file=sys.stderr, flush=True)
+    return notify
 
 
 def _identity(settings: config.Settings, db: Database) -> Any:
