@@ -75,11 +75,13 @@ def _parser() -> argparse.ArgumentParser:
                           help="print the password_hash of a password read from stdin")
     from stowage.manage_cells import add_parser as add_cells
     from stowage.manage_hosts import add_parser as add_hosts
+    from stowage.manage_keystone import add_parser as add_keystone
     from stowage.manage_placement import add_parser
 
     add_parser(manage_sub)
     add_cells(manage_sub)
     add_hosts(manage_sub)
+    add_keystone(manage_sub)
     return p
 
 
@@ -167,16 +169,20 @@ def _root(prefixes: list[str]) -> Any:
 
 def _compute_notifier(settings: config.Settings, db: Database, compute_app: Any) -> Any:
     """How the Network service reports a deleted bound port: to this process's Compute,
-    else at `[network] compute_url`, else to nobody."""
-    from stowage.identity.service_auth import service_auth
+    else as `[nova]`'s service user or at `[network] compute_url`, else to nobody."""
+    from stowage.identity.service_auth import service_clients
     from stowage.network import compute_events
+    from stowage.web.service_clients import COMPUTE
 
-    if compute_app is not None:
-        return compute_events.to_compute(compute_app)
-    if settings.network.compute_url:
-        return compute_events.over_http(settings.network.compute_url,
-                                        service_auth(settings, db))
-    return None
+    clients = service_clients(settings, db)
+    try:
+        notify = compute_events.connect(clients, compute_app)
+    except ValueError as exc:
+        raise SystemExit(f"stowage: {exc}") from exc
+    if compute_app is None and notify is not None:
+        print(f"stowage: the Network service reports to compute at "
+              f"{clients.way(COMPUTE, served_here=False)}", file=sys.stderr, flush=True)
+    return notify
 
 
 def _identity(settings: config.Settings, db: Database) -> Any:
@@ -225,27 +231,33 @@ def _control_plane(settings: config.Settings, db: Database, placement_app: Any,
 def _clients(settings: config.Settings, db: Database, placement_app: Any,
              network_app: Any) -> tuple[Any, Any]:
     """Placement (required) and Network (optional) clients: in-process when this process
-    serves them, else over HTTP at `[compute] placement_url` / `network_url`.
+    serves them, else as the `[placement]` / `[network]` service user (Keystone's
+    catalog) or at `[compute] placement_url` / `network_url` (web/service_clients.py).
 
     Without Network, servers can only be booted with `networks: none` (or
     without networks before 2.37).
     """
-    from stowage.identity.service_auth import service_auth
+    from stowage.identity.service_auth import service_clients
     from stowage.network.client import NetworkClient
     from stowage.placement.client import PlacementClient
+    from stowage.web.service_clients import NETWORK, PLACEMENT
 
-    auth = service_auth(settings, db)
-    if placement_app is not None:
-        client = PlacementClient.local(placement_app)
-    elif settings.compute.placement_url:
-        client = PlacementClient.over_http(settings.compute.placement_url, auth=auth)
-    else:
-        raise SystemExit("stowage: compute needs Placement: serve both, or set "
+    clients = service_clients(settings, db)
+    try:
+        placement = PlacementClient.connect(clients, placement_app)
+        network = NetworkClient.connect(clients, network_app)
+    except ValueError as exc:
+        raise SystemExit(f"stowage: {exc}") from exc
+    for peer, app, client in ((PLACEMENT, placement_app, placement),
+                              (NETWORK, network_app, network)):
+        if app is None and client is not None:
+            print(f"stowage: compute reaches {peer.service_type} at "
+                  f"{clients.way(peer, served_here=False)}", file=sys.stderr, flush=True)
+    if placement is None:
+        raise SystemExit("stowage: compute needs Placement: serve both, set [placement] "
+                         "auth_type and its service user (Keystone's catalog), or set "
                          "[compute] placement_url in the settings file")
-    network = (NetworkClient.local(network_app) if network_app is not None else
-               NetworkClient.over_http(settings.compute.network_url, auth=auth)
-               if settings.compute.network_url else None)
-    return client, network
+    return placement, network
 
 
 def plane_of(app: Any) -> Any:
@@ -546,6 +558,10 @@ def _hash_password() -> int:
 def _manage(args: argparse.Namespace) -> int:
     if args.area == "identity":
         return _hash_password()
+    if args.area == "keystone":  # Keystone's API only: no settings, no database
+        from stowage.manage_keystone import run as run_keystone
+
+        return run_keystone(args)
     if args.area == "db" and args.action == "reset":
         from stowage.manage_db import reset
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from stowage.service_users import ServiceUser, split
+
 __all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
            "DEFAULT_BODY_SIZES", "OSLO_MAX_REQUEST_BODY_SIZE", "IdentityAssignment",
            "IdentityProject", "IdentitySettings", "IdentityUser", "KeystoneAuthtokenSettings",
@@ -513,6 +515,9 @@ class Settings:
     identity: IdentitySettings = IdentitySettings()
     quota: QuotaSettings = QuotaSettings()
     keystone_authtoken: KeystoneAuthtokenSettings = KeystoneAuthtokenSettings()
+    # The service users of [placement], [network] and [nova] (stowage/service_users.py),
+    # by table; a table absent here has none.
+    service_users: Mapping[str, ServiceUser] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.api.auth_strategy == "keystone":
@@ -526,6 +531,10 @@ class Settings:
         if not name or not all(c.isalnum() or c in "-_" for c in name):
             raise ValueError("control_exchange must be letters, digits, '-' or '_', not "
                              f"{name!r}")
+
+    def service_user(self, section: str) -> ServiceUser:
+        """The service user of `[section]` (placement, network or nova); maybe unconfigured."""
+        return self.service_users.get(section) or ServiceUser(section)
 
 
 def _section(cls: type[Any], raw: Any, where: str) -> Any:
@@ -609,8 +618,10 @@ def _upgrade_levels(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 def _check_top(raw: Mapping[str, Any]) -> None:
     """A misspelt section or top-level key is an error naming it as the file spells it;
-    the file's sections are the fields of `Settings` (plus Nova's `[upgrade_levels]`)."""
-    known = {f.name for f in dataclasses.fields(Settings)} | {"upgrade_levels"}
+    the file's sections are the fields of `Settings` (plus Nova's `[upgrade_levels]` and
+    Neutron's `[nova]`; `service_users` is built from tables, not a table)."""
+    known = ({f.name for f in dataclasses.fields(Settings)} - {"service_users"}) | {
+        "upgrade_levels", "nova"}
     unknown = sorted(set(raw) - known)
     sections = [f"[{k}]" for k in unknown if isinstance(raw[k], dict)]
     if sections:
@@ -665,16 +676,37 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
     policy_raw = dict(raw.get("policy", {}))
     policy = _section(PolicySettings, policy_raw, "[policy]")
     policy = dataclasses.replace(policy, overrides=_policy_overrides(policy.file))
+    users, own = _service_users(raw)
     return Settings(
         api=_section(ApiSettings, raw.get("api", {}), "[api]"),
         policy=policy,
         cors=_section(CorsSettings, raw.get("cors", {}), "[cors]"),
-        placement=_section(PlacementSettings, raw.get("placement", {}), "[placement]"),
+        placement=_section(PlacementSettings, own["placement"], "[placement]"),
         compute=_compute({**raw.get("compute", {}), **_upgrade_levels(raw)}, flags),
-        network=_section(NetworkSettings, raw.get("network", {}), "[network]"),
+        network=_section(NetworkSettings, own["network"], "[network]"),
         identity=_identity(raw.get("identity", {})),
         quota=_section(QuotaSettings, raw.get("quota", {}), "[quota]"),
         keystone_authtoken=_section(KeystoneAuthtokenSettings,
                                     raw.get("keystone_authtoken", {}), "[keystone_authtoken]"),
+        service_users=users,
         **{k: v for k, v in top.items() if k not in _COMPUTE_FLAGS},
     )
+
+
+def _service_users(raw: Mapping[str, Any]) -> tuple[dict[str, ServiceUser],
+                                                    dict[str, dict[str, Any]]]:
+    """The service users of [placement], [network] and [nova], and what is left of each
+    table for stowage's own settings (Neutron's [nova] has nothing else)."""
+    users: dict[str, ServiceUser] = {}
+    own: dict[str, dict[str, Any]] = {}
+    for section in ("placement", "network", "nova"):
+        table = raw.get(section, {})
+        if not isinstance(table, Mapping):
+            raise ValueError(f"[{section}] must be a table of settings, not {table!r}")
+        own[section], user = split(section, table)
+        if user.configured:
+            users[section] = user
+    if own["nova"]:
+        raise ValueError(f"unknown setting(s) in [nova]: {sorted(own['nova'])}; it takes "
+                         "keystoneauth's options of Neutron's [nova] (auth_type first)")
+    return users, own

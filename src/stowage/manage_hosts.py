@@ -4,9 +4,10 @@ A client of the Compute API's `/os-simulator/hosts/{host}/faults`
 (docs/faults.md), not a writer of its own: the faults live in the host's
 agent, which only the API reaches (over the control plane's transport). The
 API is at `--url` (default `http://<bind>/compute`, the settings' `bind`);
-the caller is the admin -- noauth2's `admin` token, or with
-`builtin-identity` a service token issued from the database, as the services
-call each other (identity/service_auth.py)::
+the caller is the admin -- noauth2's `admin` token, with `builtin-identity`
+a service token issued from the database, or with a `[nova]` table the
+Keystone service user the Network service calls Compute as (the client
+factory, web/service_clients.py)::
 
     stowage manage host fault add host1 prep_resize                  # fails once
     stowage manage host fault add host1 spawn --times 3 --error "disk full"
@@ -21,6 +22,7 @@ Exit status 0 on success; 1 with the API's message when it refuses.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -29,6 +31,7 @@ import httpx
 from stowage import config
 from stowage.compute.agent.faults import STEPS
 from stowage.db import Database
+from stowage.web.service_client import Answer, close_send
 
 __all__ = ["add_parser", "run"]
 
@@ -59,30 +62,42 @@ def add_parser(manage_sub: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def run(args: argparse.Namespace, settings: config.Settings, db: Database) -> int:
-    from stowage.identity.service_auth import service_auth
+    """Through the client factory as the Network service reaches Compute: `[nova]`'s
+    service user (`--url`, when given, names the endpoint) or builtin-identity's mint."""
+    from stowage.identity.service_auth import service_clients
+    from stowage.web.service_clients import COMPUTE, Unreachable
 
-    url = (args.url or f"http://{settings.bind}/compute").rstrip("/")
-    auth = service_auth(settings, db)
-    headers = {} if auth is not None else {"x-auth-token": "admin"}
-    path = f"/v2.1/os-simulator/hosts/{args.host}/faults"
-    with httpx.Client(base_url=url, auth=auth, headers=headers, timeout=_TIMEOUT) as client:
-        try:
-            if args.fault_action == "add":
-                resp = client.post(path, json={"fault": _spec(args)})
-            elif args.fault_action == "list":
-                resp = client.get(path)
-            else:
-                resp = client.delete(f"{path}/{args.fault_id}" if args.fault_id else path)
-        except httpx.HTTPError as exc:
-            print(f"stowage: cannot reach the Compute API at {url}: {exc}", file=sys.stderr)
-            return 1
-    if resp.status_code >= 400:
-        print(f"stowage: {resp.status_code} {_message(resp)}", file=sys.stderr)
+    url = args.url or f"http://{settings.bind}/compute"
+    path = f"/os-simulator/hosts/{args.host}/faults"
+    headers = {"x-auth-token": "admin", "accept": "application/json"}
+    try:
+        send = service_clients(settings, db).send(COMPUTE, headers, url=url,
+                                                    timeout=_TIMEOUT)
+    except ValueError as exc:
+        print(f"stowage: {exc}", file=sys.stderr)
+        return 1
+    assert send is not None, "an explicit URL always gives a way"
+    try:
+        if args.fault_action == "add":
+            answer = send("POST", path, json.dumps({"fault": _spec(args)}).encode(), None)
+        elif args.fault_action == "list":
+            answer = send("GET", path, None, None)
+        else:
+            answer = send("DELETE", f"{path}/{args.fault_id}" if args.fault_id else path,
+                          None, None)
+    except (httpx.HTTPError, RuntimeError) as exc:  # Unreachable is an httpx error
+        where = url if not isinstance(exc, Unreachable) else "it"
+        print(f"stowage: cannot reach the Compute API at {where}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        close_send(send)
+    if answer.status >= 400:
+        print(f"stowage: {answer.status} {_message(answer)}", file=sys.stderr)
         return 1
     if args.fault_action == "add":
-        _print([resp.json()["fault"]])
+        _print([answer.json()["fault"]])
     elif args.fault_action == "list":
-        _print(resp.json()["faults"])
+        _print(answer.json()["faults"])
     return 0
 
 
@@ -105,10 +120,10 @@ def _print(faults: list[dict[str, Any]]) -> None:
                          fault["error"])))
 
 
-def _message(resp: httpx.Response) -> str:
+def _message(answer: Answer) -> str:
     """The message of a Nova-style error body ({"badRequest": {"message": ...}})."""
     try:
-        body = resp.json()
+        body = answer.json()
         return str(next(iter(body.values()))["message"])
     except (ValueError, StopIteration, KeyError, TypeError, AttributeError):
-        return resp.text[:500]
+        return answer.body.decode(errors="replace")[:500]

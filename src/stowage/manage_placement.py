@@ -109,16 +109,15 @@ def _bad_input(args: argparse.Namespace) -> str | None:
 
 def _network(settings: config.Settings, db: Database) -> NetworkClient | None:
     """The Network service for port allocations: in-process when this deployment serves
-    it, over HTTP at `[compute] network_url` otherwise (None: no ports to heal)."""
+    it, else as the `[network]` service user or at `[compute] network_url`, as the
+    services reach it (None: no ports to heal)."""
+    from stowage.identity.service_auth import service_clients
+
+    app = None
     if "network" in settings.services:
         from stowage.network.app import build_app as network_app
-        return NetworkClient.local(network_app(settings, db))
-    if settings.compute.network_url:
-        from stowage.identity.service_auth import service_auth
-
-        return NetworkClient.over_http(settings.compute.network_url,
-                                       auth=service_auth(settings, db))
-    return None
+        app = network_app(settings, db)
+    return NetworkClient.connect(service_clients(settings, db), app)
 
 
 def _heal(args: argparse.Namespace, db: list[Database], client: PlacementClient,

@@ -10,5 +10,7 @@ the same request context noauth2 builds. `login` turns an auth body into
 what the new token grants, and `lockout` counts its wrong passwords;
 `catalog` lists stowage's own endpoints; `api` serves the Identity v3
 routes under `/identity` (`app`); `service_auth` is the token compute sends
-to services of other processes.
+to services of other processes at an explicit URL (the third way of the
+client factory, `web.service_clients`, after in-process and a Keystone
+service user).
 """

@@ -1,4 +1,4 @@
-"""The token compute sends to a Placement or Network service in another process.
+"""The token compute sends to a Placement or Network service in another process (way 3).
 
 Within one `stowage serve`, services call each other in-process and need no
 token (`Request.trusted`). Across processes (`[compute] placement_url` /
@@ -10,7 +10,11 @@ would add nothing) and renews it before it expires, or when refused::
     request -> X-Auth-Token: <service token> -> 401? -> new token, sent once more
 
 The service user `stowage-service` carries admin and Keystone's `service`
-role, as Nova's `[placement]` and `[neutron]` users do.
+role, as Nova's `[placement]` and `[neutron]` users do. This is the third
+way of the client factory (`web.service_clients`); a table naming a
+Keystone service user (`[placement] auth_type = "password"`, ...) takes
+precedence and needs no shared database. `service_clients` builds the
+factory with this mint.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ import httpx
 from stowage.config import Settings
 from stowage.db import Database
 from stowage.identity import tokens
+from stowage.web.service_clients import ServiceClients
 
-__all__ = ["ServiceToken", "service_auth", "SERVICE_USER", "SERVICE_ROLES"]
+__all__ = ["ServiceToken", "service_auth", "service_clients", "SERVICE_USER", "SERVICE_ROLES"]
 
 SERVICE_USER = "stowage-service"
 SERVICE_ROLES = ("admin", "manager", "member", "reader", "service")
@@ -65,3 +70,8 @@ def service_auth(settings: Settings, db: Database) -> httpx.Auth | None:
     if settings.api.auth_strategy != "builtin-identity":
         return None
     return ServiceToken(db, max(settings.identity.token_lifetime, 600))
+
+
+def service_clients(settings: Settings, db: Database) -> ServiceClients:
+    """The process's client factory, minting builtin-identity's token for explicit URLs."""
+    return ServiceClients(settings, mint=lambda: service_auth(settings, db))

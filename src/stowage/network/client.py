@@ -25,7 +25,8 @@ from typing import Any
 
 import httpx
 
-from stowage.web.service_client import Answer, Send, in_process, over_http
+from stowage.web.service_client import Answer, Send, close_send, in_process, over_http
+from stowage.web.service_clients import NETWORK, ServiceClients
 
 __all__ = ["NetworkClient", "NetworkError"]
 
@@ -62,6 +63,13 @@ class NetworkClient:
         return cls(in_process(app, _HEADERS, "http://network.local"))
 
     @classmethod
+    def connect(cls, clients: ServiceClients, app: Any = None) -> NetworkClient | None:
+        """The Network service as the factory reaches it: in-process (`app`), as a service
+        user, or at `[compute] network_url`; None when none of them is configured."""
+        send = clients.send(NETWORK, _HEADERS, app)
+        return None if send is None else cls(send)
+
+    @classmethod
     def over_http(cls, url: str, timeout: float = 30.0,
                   auth: httpx.Auth | None = None) -> NetworkClient:
         """`auth` (if given) replaces the admin token, e.g. a builtin-identity service token."""
@@ -72,6 +80,8 @@ class NetworkClient:
     def close(self) -> None:
         if self.http is not None:
             self.http.close()
+        else:
+            close_send(self._transport)
 
     def _send(self, method: str, path: str, body: Any = None,
               params: Sequence[tuple[str, str]] | None = None,

@@ -5,7 +5,9 @@ bound to a server is deleted, so that Nova detaches it and gives back what
 the port held of the server's allocation; without it the port's bandwidth
 would stay claimed for a port that no longer exists. The event goes to
 Compute's public `POST /os-server-external-events`, in-process when this
-process serves Compute too, else at `[network] compute_url`. It is sent
+process serves Compute too, else as `[nova]`'s service user (Neutron's
+table) to the catalog's compute endpoint, or at `[network] compute_url`
+(`web.service_clients`). It is sent
 after the port's deletion commits and never fails the deletion: a Compute
 that cannot be reached is logged.
 """
@@ -19,10 +21,11 @@ from typing import Any
 
 import httpx
 
-from stowage.web.service_client import Send, in_process
+from stowage.web.service_client import Send, in_process, rooted
 from stowage.web.service_client import over_http as http_send
+from stowage.web.service_clients import COMPUTE, ServiceClients
 
-__all__ = ["Notify", "to_compute", "over_http", "vif_deleted"]
+__all__ = ["Notify", "connect", "to_compute", "over_http", "vif_deleted"]
 
 LOG = logging.getLogger(__name__)
 
@@ -30,18 +33,28 @@ LOG = logging.getLogger(__name__)
 Notify = Callable[[list[dict[str, Any]]], None]
 _HEADERS = {"x-auth-token": "admin", "accept": "application/json",
             "openstack-api-version": "compute 2.1"}
-_PATH = "/v2.1/os-server-external-events"
+# Below the API's versioned root (/v2.1), where the catalog's compute endpoint points.
+_PATH = "/os-server-external-events"
+
+
+def connect(clients: ServiceClients, compute_app: Any = None) -> Notify | None:
+    """The notifier the factory gives: in-process, as `[nova]`'s service user, or at
+    `[network] compute_url`; None when Compute cannot be reached (nobody is told)."""
+    send = clients.send(COMPUTE, _HEADERS, compute_app)
+    return None if send is None else _notifier(send)
 
 
 def to_compute(compute_app: Any) -> Notify:
     """A notifier that hands events to the Compute app of this process."""
-    return _notifier(in_process(compute_app, _HEADERS, "http://compute.local"))
+    return _notifier(rooted(in_process(compute_app, _HEADERS, "http://compute.local"),
+                            COMPUTE.root))
 
 
 def over_http(url: str, auth: httpx.Auth | None = None, timeout: float = 10.0) -> Notify:
-    """A notifier for a Compute service of another process (`[network] compute_url`);
+    """A notifier for a Compute service of another process at `url` (without /v2.1);
     `auth` replaces the admin token, e.g. a builtin-identity service token."""
-    http = httpx.Client(base_url=url.rstrip("/"), headers=_HEADERS, timeout=timeout, auth=auth)
+    http = httpx.Client(base_url=url.rstrip("/") + COMPUTE.root, headers=_HEADERS,
+                        timeout=timeout, auth=auth)
     return _notifier(http_send(http))
 
 

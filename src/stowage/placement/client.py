@@ -24,7 +24,8 @@ from typing import Any
 import httpx
 
 from stowage.web.http import Request
-from stowage.web.service_client import Answer, Send, in_process, over_http
+from stowage.web.service_client import Answer, Send, close_send, in_process, over_http
+from stowage.web.service_clients import PLACEMENT, ServiceClients
 
 __all__ = ["PlacementClient", "PlacementError", "PlacementConflict", "LocalTransport",
            "Holding", "MICROVERSION"]
@@ -103,6 +104,13 @@ class PlacementClient:
         return cls(send=in_process(app, _headers(), "http://placement.local"))
 
     @classmethod
+    def connect(cls, clients: ServiceClients, app: Any = None) -> PlacementClient | None:
+        """Placement as the factory reaches it: in-process (`app`), as a service user, or at
+        `[compute] placement_url`; None when none of them is configured."""
+        send = clients.send(PLACEMENT, _headers(), app)
+        return None if send is None else cls(send=send)
+
+    @classmethod
     def over_http(cls, url: str, timeout: float = 30.0,
                   auth: httpx.Auth | None = None) -> PlacementClient:
         """`auth` (if given) replaces the admin token, e.g. a builtin-identity service token."""
@@ -112,6 +120,8 @@ class PlacementClient:
     def close(self) -> None:
         if self.http is not None:
             self.http.close()
+        else:
+            close_send(self._transport)
 
     def _send(self, method: str, path: str, body: Any = None,
               params: Sequence[tuple[str, str]] | None = None,

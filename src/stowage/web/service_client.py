@@ -5,9 +5,12 @@ only, so that what it sees is exactly what a remote service would answer.
 When the called service runs in the same process, `in_process` hands each
 request straight to its ServiceApp (its whole pipeline: auth, routing,
 schemas, error bodies) without building HTTP messages; `over_http` goes
-through a real socket with httpx. Both are a `Send`: (method, path, JSON
-body, query) -> `Answer`, the seam the clients (`placement.client`,
-`network.client`) are written against.
+through a real socket with httpx; `service_clients.keystone_send` through
+a keystoneauth Adapter as a service user. Each is a `Send`: (method, path,
+JSON body, query) -> `Answer`, the seam the clients (`placement.client`,
+`network.client`, `network.compute_events`) are written against; which one
+a caller gets is decided in one place, `service_clients.ServiceClients`.
+A Send that holds connections has a `close()` (`close_send`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import httpx
 
 from stowage.web.http import Request
 
-__all__ = ["Answer", "Send", "over_http", "in_process"]
+__all__ = ["Answer", "Send", "close_send", "over_http", "in_process", "rooted"]
 
 
 @dataclass(frozen=True)
@@ -38,15 +41,42 @@ class Answer:
 Send = Callable[[str, str, bytes | None, Sequence[tuple[str, str]] | None], Answer]
 
 
+class _HttpSend:
+    """A Send over an httpx client, closed with it."""
+
+    def __init__(self, http: httpx.Client) -> None:
+        self.http = http
+
+    def __call__(self, method: str, path: str, content: bytes | None,
+                 params: Sequence[tuple[str, str]] | None) -> Answer:
+        headers = {"content-type": "application/json"} if content is not None else {}
+        resp = self.http.request(method, path, content=content, headers=headers,
+                                 params=list(params) if params is not None else None)
+        return Answer(resp.status_code, resp.content)
+
+    def close(self) -> None:
+        self.http.close()
+
+
 def over_http(http: httpx.Client) -> Send:
     """Requests through a real socket (the httpx client carries base URL and headers)."""
-    def send(method: str, path: str, content: bytes | None,
-             params: Sequence[tuple[str, str]] | None) -> Answer:
-        headers = {"content-type": "application/json"} if content is not None else {}
-        resp = http.request(method, path, content=content, headers=headers,
-                            params=list(params) if params is not None else None)
-        return Answer(resp.status_code, resp.content)
-    return send
+    return _HttpSend(http)
+
+
+def close_send(send: Send) -> None:
+    """Let go of the connections a Send holds (in-process ones hold none)."""
+    close = getattr(send, "close", None)
+    if close is not None:
+        close()
+
+
+def rooted(send: Send, root: str) -> Send:
+    """`send` with `root` put before every path: a Send rooted at an API's versioned root
+    (e.g. Compute's `/v2.1`, where the catalog's endpoint points) over one that is not."""
+    def prefixed(method: str, path: str, content: bytes | None,
+                 params: Sequence[tuple[str, str]] | None) -> Answer:
+        return send(method, root + path, content, params)
+    return prefixed
 
 
 def in_process(app: Any, headers: Mapping[str, str], base_url: str) -> Send:

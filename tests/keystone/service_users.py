@@ -1,0 +1,81 @@
+"""Helpers of the service-user tests: register stowage in Keystone, serve with a token log.
+
+`register` runs `stowage manage keystone register` as an operator would and
+returns its stdout (the settings tables); `start_logged` is
+`tests.functional.conftest.start_server` with every request's path and
+`X-Auth-Token` kept, so that a test can ask Keystone whose tokens a service
+was sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+
+from stowage import cli, config
+from stowage.compute import cells
+from stowage.db import Database, schema
+from tests.functional.conftest import LiveServer
+from tests.keystone.fixture import Keystone
+
+__all__ = ["PASSWORD", "TokenLog", "register", "start_logged"]
+
+PASSWORD = "service-users-pw"
+
+
+def register(keystone: Keystone, public_url: str, services: str,
+             *extra: str) -> tuple[int, str, str]:
+    """`stowage manage keystone register ...`: exit status, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main(["manage", "keystone", "register", "--auth-url", keystone.auth_url,
+                           "--admin-password", keystone.admin_password,
+                           "--region", keystone.region, "--public-url", public_url,
+                           "--services", services, "--service-password", PASSWORD, *extra])
+    return status, out.getvalue(), err.getvalue()
+
+
+@dataclass
+class TokenLog:
+    """An ASGI wrapper keeping (path, token) of each HTTP request."""
+
+    app: Any
+    seen: list[tuple[str, str]] = field(default_factory=list)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            token = dict(scope["headers"]).get(b"x-auth-token")
+            if token:
+                self.seen.append((scope["path"], token.decode()))
+        await self.app(scope, receive, send)
+
+    def tokens(self, path_part: str) -> set[str]:
+        return {token for path, token in self.seen if path_part in path}
+
+
+def start_logged(settings: config.Settings, port: int) -> tuple[LiveServer, TokenLog]:
+    """Every service of `settings` mounted under its prefix, on `port`, with a TokenLog."""
+    db = Database(settings.database)
+    schema.upgrade(db)
+    found = cells.bootstrap_with(db, settings.compute) \
+        if "compute" in settings.services else None
+    app = cli.build_asgi(settings, db, at_root=False, cells=found)
+    log = TokenLog(app)
+    server = uvicorn.Server(uvicorn.Config(log, host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("test server did not start")
+        time.sleep(0.02)
+    return LiveServer(f"http://127.0.0.1:{port}", db, server, thread, cli.plane_of(app),
+                      found), log
+
