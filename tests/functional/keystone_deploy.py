@@ -45,12 +45,16 @@ def service_user(keystone: Keystone) -> tuple[User, str]:
 
 
 def authtoken(keystone: Keystone, **changes: Any) -> config.KeystoneAuthtokenSettings:
-    """`[keystone_authtoken]` for the stowage service user; short timeouts for tests."""
+    """`[keystone_authtoken]` for the stowage service user.
+
+    The timeout is generous: a Keystone that is stopped refuses connections at
+    once (the 503 tests), while a running one on a loaded CI machine, with one
+    gunicorn worker, can take seconds to validate sixteen first tokens."""
     user, project_name = service_user(keystone)
     values: dict[str, Any] = {
         "auth_url": keystone.auth_url, "username": user.name, "password": user.password,
         "project_name": project_name, "region_name": keystone.region,
-        "http_connect_timeout": 3.0, "http_request_max_retries": 0}
+        "http_connect_timeout": 20.0, "http_request_max_retries": 0}
     values.update(changes)
     return config.KeystoneAuthtokenSettings(**values)
 
