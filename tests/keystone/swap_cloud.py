@@ -185,12 +185,13 @@ class Cloud:
         return json.loads(stdout) if json_out and stdout.strip() else None
 
 
-def stowage(*args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m stowage args` to its end; fails the test with its output unless 0."""
+def stowage(*args: str, status: int = 0) -> subprocess.CompletedProcess[str]:
+    """`python -m stowage args` to its end; fails the test with its output unless it
+    exits with `status`."""
     env = {**os.environ, "PYTHONPATH": SRC}
     env.pop("STOWAGE_DATABASE", None)
     done = subprocess.run([sys.executable, "-m", "stowage", *args], env=env,
                           capture_output=True, text=True, timeout=120, check=False,
                           stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, f"stowage {' '.join(args)}\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == status, f"stowage {' '.join(args)}\n{done.stdout}\n{done.stderr}"
     return done

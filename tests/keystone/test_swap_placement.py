@@ -48,12 +48,13 @@ USER = "5c0b3f37-1c1e-4a7b-8a35-6f3d39e1a002"
 AGGREGATE = "5c0b3f37-1c1e-4a7b-8a35-6f3d39e1a003"
 
 
-def _switch(cloud: Cloud, endpoints: list[str], url: str) -> None:
-    """docs/deploy-openstack.md's step: the catalog's placement endpoints to `url`."""
-    for endpoint in endpoints:
-        cloud.osc("endpoint", "set", "--url", url, endpoint, json_out=False)
-    shown = cloud.osc("endpoint", "show", endpoints[0])
-    assert shown["url"] == url
+def _switch(cloud: Cloud, url: str) -> None:
+    """docs/deploy-openstack.md's step: every `placement` endpoint of the region to `url`."""
+    listed = cloud.osc("endpoint", "list", "--service", "placement", "--region",
+                       cloud.keystone.region)
+    assert {e["Interface"] for e in listed} == {"public", "internal"}
+    for endpoint in listed:
+        cloud.osc("endpoint", "set", "--url", url, endpoint["ID"], json_out=False)
 
 
 def _build_world(cloud: Cloud) -> dict[str, str]:
@@ -82,33 +83,48 @@ def _build_world(cloud: Cloud) -> dict[str, str]:
     return {"cn": cn, "numa": numa, "vm1": vm1}
 
 
-def _read(cloud: Cloud, world: dict[str, str]) -> dict[str, Any]:
-    """What an operator checks, each answer sorted so that order does not count."""
+# What an allocation changes: generations (providers, allocations) and usages (the
+# CLI's inventory list shows each class's `used`).
+CHANGED_BY_ALLOCATING = ("providers", "inventory cn", "usage cn", "usage project",
+                         "allocations")
+
+
+def _read(cloud: Cloud, world: dict[str, str],
+          only: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """What an operator checks (`only` those reads), each answer sorted so that order
+    does not count."""
     osc = cloud.osc
     cn, numa = world["cn"], world["numa"]
 
     def rows(answer: Any, key: str = "resource_class") -> Any:
-        return sorted(answer, key=lambda row: str(row[key])) if isinstance(answer, list) \
-            else answer
-    found: dict[str, Any] = {
-        "providers": sorted(osc("resource", "provider", "list"), key=lambda p: p["name"]),
-        "inventory cn": rows(osc("resource", "provider", "inventory", "list", cn)),
-        "inventory numa": rows(osc("resource", "provider", "inventory", "list", numa)),
-        "usage cn": rows(osc("resource", "provider", "usage", "show", cn)),
+        return sorted(answer, key=lambda row: str(row[key]))
+
+    reads: dict[str, Callable[[], Any]] = {
+        "providers": lambda: rows(osc("resource", "provider", "list"), "name"),
+        "inventory cn": lambda: rows(osc("resource", "provider", "inventory", "list", cn)),
+        "inventory numa": lambda: rows(osc("resource", "provider", "inventory", "list",
+                                           numa)),
+        "usage cn": lambda: rows(osc("resource", "provider", "usage", "show", cn)),
         # 1.37: upstream 16.0.0 on PostgreSQL answers 500 to 1.38's per consumer type
         # project usages (a GROUP BY PostgreSQL refuses).
-        "usage project": rows(osc("resource", "usage", "show", PROJECT, version="1.37")),
-        "traits cn": rows(osc("resource", "provider", "trait", "list", cn), "name"),
-        "aggregates cn": rows(osc("resource", "provider", "aggregate", "list", cn), "uuid"),
+        "usage project": lambda: rows(osc("resource", "usage", "show", PROJECT,
+                                          version="1.37")),
+        "traits cn": lambda: rows(osc("resource", "provider", "trait", "list", cn), "name"),
+        "aggregates cn": lambda: rows(osc("resource", "provider", "aggregate", "list", cn),
+                                      "uuid"),
     }
-    for name, consumer in world.items():
-        if name.startswith("vm"):
-            found[f"allocations {name}"] = rows(osc("resource", "provider", "allocation",
-                                                    "show", consumer), "resource_provider")
-    return found
+
+    def allocations(consumer: str) -> Callable[[], Any]:
+        return lambda: rows(osc("resource", "provider", "allocation", "show", consumer),
+                            "resource_provider")
+    reads.update({f"allocations {name}": allocations(consumer)
+                  for name, consumer in world.items() if name.startswith("vm")})
+    return {key: read() for key, read in reads.items()
+            if only is None or key.startswith(only)}
 
 
 def _allocate(cloud: Cloud, world: dict[str, str], name: str) -> None:
+    """A new instance's allocation on the compute node."""
     world[name] = str(uuid.uuid4())
     cloud.osc("resource", "provider", "allocation", "set", world[name], "--project-id",
               PROJECT, "--user-id", USER, "--consumer-type", "INSTANCE", "--allocation",
@@ -124,6 +140,17 @@ def _stowage_serving(tmp_path: Path, conf: Path, database: str, port: int) -> St
     serve.start()
     serve.wait_ready()
     return serve
+
+
+def _audit(conf: Path, database: str, world: dict[str, str]) -> None:
+    """`manage placement audit` on the imported database: no provider over capacity;
+    with Nova outside stowage, each consumer is one stowage's Compute does not know."""
+    done = stowage("--placement-config", str(conf), "manage", "placement", "audit",
+                   "--database", database, status=1)
+    [line] = done.stdout.splitlines()
+    assert line.startswith(f"{world['vm1']} holds ") and line.endswith("unknown consumer")
+    assert "'CUSTOM_SWAP_FPGA': 1" in line
+    assert "1 problem(s) found" in done.stderr
 
 
 def _upstream_url(url: str) -> str:
@@ -146,7 +173,7 @@ def test_swap_upstream_placement_for_stowage_and_back(tmp_path: Path,
         upstream = UpstreamPlacement(conf_dir, free_port()).start()
         stopped: list[Callable[[], Any]] = [upstream.stop]
         try:
-            endpoints = register_placement(keystone, upstream.url)
+            register_placement(keystone, upstream.url)
             world = _build_world(cloud)
             before = _read(cloud, world)
             assert [p["name"] for p in before["providers"]] == ["swap-cn1", "swap-cn1-numa0"]
@@ -156,25 +183,28 @@ def test_swap_upstream_placement_for_stowage_and_back(tmp_path: Path,
             upstream.stop()
             stowage("manage", "placement", "import", "--from", _upstream_url(upstream_db),
                     "--database", stowage_db)
-            serve = _stowage_serving(tmp_path, conf, stowage_db, free_port())
+            _audit(conf, stowage_db, world)
+            port = free_port()
+            serve = _stowage_serving(tmp_path, conf, stowage_db, port)
             stopped.append(serve.stop)
-            _switch(cloud, endpoints, f"http://127.0.0.1:{serve.argv[-1].rsplit(':', 1)[1]}")
+            _switch(cloud, f"http://127.0.0.1:{port}")
             assert _read(cloud, world) == before
             _allocate(cloud, world, "vm2")
-            on_stowage = _read(cloud, world)
+            # Only what the allocation changes is read again: the rest was just compared.
+            on_stowage = {**before, **_read(cloud, world, CHANGED_BY_ALLOCATING)}
             assert {u["resource_class"]: u["usage"] for u in on_stowage["usage cn"]} == {
                 "VCPU": 6, "MEMORY_MB": 6144, "DISK_GB": 20}
 
             serve.stop()
-            stowage("manage", "placement", "export", "--to", back_db, "--database", stowage_db)
+            stowage("manage", "placement", "export", "--to", _upstream_url(back_db),
+                    "--database", stowage_db)
             set_connection(conf, _upstream_url(back_db))
             back = UpstreamPlacement(conf_dir, free_port()).start()
             stopped.append(back.stop)
-            _switch(cloud, endpoints, back.url)
+            _switch(cloud, back.url)
             assert _read(cloud, world) == on_stowage
             _allocate(cloud, world, "vm3")
-            assert len(cloud.osc("resource", "provider", "allocation", "show",
-                                 world["vm3"])) == 1
+            assert len(_read(cloud, world, ("allocations vm3",))["allocations vm3"]) == 1
         finally:
             for stop in reversed(stopped):
                 stop()
