@@ -418,6 +418,10 @@ class KeystoneAuthtokenSettings:
     project_name: str | None = None
     user_domain_name: str = "Default"
     project_domain_name: str = "Default"
+    # The domains by id instead (kolla-ansible writes `user_domain_id = default`);
+    # when given, an id wins over the name.
+    user_domain_id: str | None = None
+    project_domain_id: str | None = None
     region_name: str | None = None
     interface: str = "internal"
     # Seconds a validated token is believed without asking Keystone again (never

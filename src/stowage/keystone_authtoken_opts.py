@@ -17,7 +17,7 @@ from typing import Any
 
 from stowage.oslo_ini import IniError, IniFile, boolean, integer, strings
 
-__all__ = ["SECTION", "authtoken_options"]
+__all__ = ["RENAMED", "SECTION", "authtoken_options"]
 
 SECTION = "keystone_authtoken"
 
@@ -30,7 +30,7 @@ _INTEGERS = ("http_connect_timeout", "http_request_max_retries", "token_cache_ti
              "memcache_pool_socket_timeout", "memcache_pool_unused_timeout",
              "memcache_pool_conn_get_timeout", "timeout")
 _LISTS = ("memcached_servers", "service_token_roles", "hash_algorithms")
-_RENAMED = {"auth_uri": "www_authenticate_uri", "memcache_servers": "memcached_servers"}
+RENAMED = {"auth_uri": "www_authenticate_uri", "memcache_servers": "memcached_servers"}
 
 
 def _kind(name: str) -> Callable[[str], Any]:
@@ -48,7 +48,7 @@ def authtoken_options(ini: IniFile) -> dict[str, Any]:
     keystonemiddleware would refuse (`token_cache_time = soon`)."""
     out: dict[str, Any] = {}
     for key in ini.sections.get(SECTION, {}):
-        name = _RENAMED.get(key, key)
+        name = RENAMED.get(key, key)
         if name != key and name in ini.sections[SECTION]:
             continue  # the current name wins over the deprecated one
         raw = ini.get(SECTION, key)

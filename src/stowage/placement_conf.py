@@ -8,7 +8,9 @@ turns it into:
   (`database`, `[api]`, `[placement]`, `[policy]`, `[cors]`), which
   `config.load` layers *under* that file (docs/placement-conf.md says why);
 - `keystone_authtoken`: the `[keystone_authtoken]` section as
-  keystonemiddleware names its options, typed as its options are;
+  keystonemiddleware names its options, typed as its options are; those
+  stowage's Keystone strategy implements also go into `settings`, the others
+  are warned about and dropped (a file deployment tools write must start);
 - `log`: what oslo.log's `[DEFAULT]` options ask of the log;
 - `notes`: what stowage ignores, each option once: WARNING for an option or
   section Placement does not know (a typo, or a leftover), or one whose value
@@ -21,6 +23,7 @@ file, line, section and option, and stops the start.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from stowage import oslo_ini
-from stowage.keystone_authtoken_opts import SECTION, authtoken_options
+from stowage.config import KeystoneAuthtokenSettings
+from stowage.keystone_authtoken_opts import RENAMED, SECTION, authtoken_options
 from stowage.oslo_ini import IniError, IniFile, boolean, choice, integer, strings
 
 __all__ = ["LogOptions", "PlacementConf", "read"]
@@ -215,6 +219,45 @@ def _logging(ini: IniFile, conf: PlacementConf) -> None:
         use_stderr=bool(_typed(ini, "DEFAULT", "use_stderr", boolean)))
 
 
+# Why an option keystonemiddleware has and stowage does not implement makes little
+# difference, where a word helps the operator decide.
+_AUTHTOKEN_HINTS = {
+    "memcache_security_strategy": "tokens cached in memcached are neither signed nor "
+                                  "encrypted: keep memcached on a trusted network",
+    "memcache_secret_key": "see memcache_security_strategy",
+    "cafile": "Keystone's certificate is checked against the system's CA bundle",
+    "insecure": "Keystone's certificate is always checked",
+    "delay_auth_decision": "a request without a valid token is always refused (401)",
+    "service_type": "access rules of application credentials are not checked",
+}
+
+
+def _authtoken(ini: IniFile, conf: PlacementConf) -> None:
+    """`[keystone_authtoken]`'s options stowage implements into the settings; each other
+    option with a value, one WARNING, dropped: never fatal, as oslo.config is not."""
+    known = {f.name for f in dataclasses.fields(KeystoneAuthtokenSettings)}
+    table: dict[str, Any] = {}
+    for name, value in conf.keystone_authtoken.items():
+        if value in ("", None):
+            continue  # `cafile =`: oslo.config's "unset" as deployment tools write it
+        if name in known:
+            table[name] = value
+            continue
+        hint = _AUTHTOKEN_HINTS.get(name)
+        conf.notes.append((logging.WARNING, f"{_where_renamed(ini, name)} is not "
+                           f"implemented by stowage, ignored{f' ({hint})' if hint else ''}"))
+    if table:
+        conf.settings[SECTION] = table
+
+
+def _where_renamed(ini: IniFile, name: str) -> str:
+    """`file:line: [keystone_authtoken] option`, under the name the file spells it."""
+    entries = ini.sections.get(SECTION, {})
+    spelt = next((old for old, new in RENAMED.items() if new == name and old in entries
+                  and name not in entries), name)
+    return ini.where(SECTION, spelt)
+
+
 def _known_section(section: str) -> bool:
     return (section in _MAPPED or section in _SPECIAL or section in _IGNORED
             or section in _IGNORED_SECTIONS or section == SECTION)
@@ -261,5 +304,6 @@ def read(path: str) -> PlacementConf:
     _policy(ini, conf)
     _logging(ini, conf)
     conf.keystone_authtoken = authtoken_options(ini)
+    _authtoken(ini, conf)
     _notes(ini, conf)
     return conf

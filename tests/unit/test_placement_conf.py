@@ -39,6 +39,13 @@ def test_devstack_file() -> None:
         "api": {"auth_strategy": "keystone"},
         "placement": {"randomize_allocation_candidates": False},
         "policy": {"enforce_new_defaults": True},
+        "keystone_authtoken": {
+            "memcached_servers": ["localhost:11211"], "project_domain_name": "Default",
+            "project_name": "service", "user_domain_name": "Default",
+            "password": "devstack-service-secret", "username": "placement",
+            "auth_url": "https://192.0.2.10/identity", "interface": "public",
+            "auth_type": "password", "www_authenticate_uri": "https://192.0.2.10/identity",
+            "service_token_roles_required": True},
     }
     assert conf.keystone_authtoken == {
         "memcached_servers": ["localhost:11211"], "cafile": "/opt/stack/data/ca-bundle.pem",
@@ -49,15 +56,17 @@ def test_devstack_file() -> None:
         "www_authenticate_uri": "https://192.0.2.10/identity",
         "service_token_roles_required": True}
     assert conf.log.debug is True and conf.log.log_file is None
-    assert _warnings(conf) == []
-    [(level, ignored)] = conf.notes
+    assert _warnings(conf) == [
+        f"{CONFS / 'devstack.conf'}:17: [keystone_authtoken] cafile is not implemented by "
+        "stowage, ignored (Keystone's certificate is checked against the system's CA bundle)"]
+    [(level, ignored)] = [note for note in conf.notes if note[0] != logging.WARNING]
     assert level == logging.INFO
     assert "[DEFAULT] use_syslog, [DEFAULT] logging_context_format_string" in ignored
 
 
 def test_kolla_file() -> None:
     conf = read(str(CONFS / "kolla.conf"))
-    assert conf.settings == {
+    assert {k: v for k, v in conf.settings.items() if k != "keystone_authtoken"} == {
         "database": "mysql+pymysql://placement:kolla-db-secret@192.0.2.20:3306/placement"
                     "?read_default_group=placement",
         "api": {"auth_strategy": "keystone"},
@@ -77,8 +86,18 @@ def test_kolla_file() -> None:
     assert "memcache_servers" not in auth
     assert conf.log.debug is False
     assert conf.log.log_file == "/var/log/kolla/placement/placement-api.log"
-    assert _warnings(conf) == []
-    [(_, ignored)] = conf.notes
+    # Only what stowage implements reaches the settings; `cafile =` (empty) is unset.
+    assert conf.settings["keystone_authtoken"] == {
+        "www_authenticate_uri": "http://192.0.2.30:5000", "auth_url": "http://192.0.2.30:5000",
+        "auth_type": "password", "project_domain_id": "default", "user_domain_id": "default",
+        "project_name": "service", "username": "placement", "password": "kolla-service-secret",
+        "region_name": "RegionOne", "memcached_servers": ["192.0.2.31:11211",
+                                                          "192.0.2.32:11211"],
+        "token_cache_time": 600, "service_token_roles": ["service", "admin"]}
+    assert [w.split(": ", 1)[1].split(" is not")[0] for w in _warnings(conf)] == [
+        "[keystone_authtoken] service_type", "[keystone_authtoken] memcache_security_strategy",
+        "[keystone_authtoken] memcache_secret_key"]
+    [(_, ignored)] = [note for note in conf.notes if note[0] != logging.WARNING]
     for option in ("[oslo_concurrency] lock_path", "[placement_database] max_pool_size",
                    "[workarounds] optimize_for_wide_provider_trees", "[profiler] hmac_keys",
                    "[oslo_middleware] enable_proxy_headers_parsing"):
@@ -87,13 +106,60 @@ def test_kolla_file() -> None:
 
 def test_the_kolla_file_builds_settings_with_its_policy_override() -> None:
     conf = read(str(CONFS / "kolla.conf"))
-    settings = config.load(None, {}, placement={**conf.settings, "api": {}})
+    settings = config.load(None, {}, placement=conf.settings)
+    assert settings.api.auth_strategy == "keystone"
+    assert settings.keystone_authtoken.user_domain_id == "default"
+    assert settings.keystone_authtoken.memcached_servers == ("192.0.2.31:11211",
+                                                             "192.0.2.32:11211")
+    assert settings.keystone_authtoken.token_cache_time == 600
     assert settings.placement.max_allocation_candidates == 100000
     assert settings.placement.randomize_allocation_candidates is True
     assert settings.policy.overrides == {"placement:resource_providers:list": "role:reader"}
     assert settings.cors.allowed_origin == ("https://dashboard.example.org",
                                             "https://horizon.example.org")
     assert settings.database.endswith("?read_default_group=placement")
+
+
+def test_keystone_authtoken_options_stowage_lacks_are_warned_once_and_dropped(
+        tmp_path: Path) -> None:
+    conf = read(_write(tmp_path, """
+        [placement_database]
+        connection = sqlite:///placement.db
+        [keystone_authtoken]
+        auth_uri = http://127.0.0.1:5000/v3
+        auth_url = http://127.0.0.1:5000/v3
+        username = placement
+        password = pw
+        project_name = service
+        insecure = true
+        delay_auth_decision = true
+        memcache_pool_maxsize = 20
+        region_name =
+        """))
+    assert conf.settings["keystone_authtoken"] == {
+        "www_authenticate_uri": "http://127.0.0.1:5000/v3",
+        "auth_url": "http://127.0.0.1:5000/v3", "username": "placement", "password": "pw",
+        "project_name": "service"}
+    warned = _warnings(conf)
+    assert [w.split(": ", 1)[0].rsplit(":", 1)[1] for w in warned] == ["9", "10", "11"]
+    assert "[keystone_authtoken] insecure is not implemented by stowage, ignored" in warned[0]
+    assert "always refused (401)" in warned[1]
+    assert warned[2].endswith("[keystone_authtoken] memcache_pool_maxsize is not "
+                              "implemented by stowage, ignored")
+    settings = config.load(None, {}, placement=conf.settings)
+    assert settings.api.auth_strategy == "keystone"
+    assert settings.keystone_authtoken.challenge_uri == "http://127.0.0.1:5000/v3"
+
+
+def test_keystone_strategy_without_its_login_is_refused(tmp_path: Path) -> None:
+    conf = read(_write(tmp_path, """
+        [placement_database]
+        connection = sqlite:///placement.db
+        [keystone_authtoken]
+        cafile = /etc/ssl/ca.pem
+        """))
+    with pytest.raises(ValueError, match=r"needs \[keystone_authtoken\] auth_url, username"):
+        config.load(None, {}, placement=conf.settings)
 
 
 def test_auth_strategy_defaults_to_keystone_and_reads_the_deprecated_spelling(

@@ -14,6 +14,7 @@ catalog lists for `interface` and `region_name`, as auth_token does:
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from keystoneauth1 import adapter, session
 from keystoneauth1 import exceptions as ksa_exc
@@ -36,8 +37,7 @@ class Validator:
         conf.check_complete()
         auth = v3.Password(auth_url=conf.auth_url or "", username=conf.username,
                            password=conf.password or "", project_name=conf.project_name,
-                           user_domain_name=conf.user_domain_name,
-                           project_domain_name=conf.project_domain_name)
+                           **_domains(conf))
         self.session = session.Session(auth=auth, timeout=conf.http_connect_timeout,
                                        connect_retries=conf.http_request_max_retries)
         self._identity = adapter.Adapter(
@@ -65,3 +65,17 @@ class Validator:
         except (ValueError, KeyError, TypeError) as exc:
             LOG.warning("Keystone's token body cannot be read: %s", exc)
             return None
+
+
+def _domains(conf: KeystoneAuthtokenSettings) -> dict[str, Any]:
+    """The user's and the project's domain, each by id when the file gives one, else by
+    name: keystoneauth would send both, and Keystone refuses a name and id that differ
+    in case (`default` is the id of the domain named `Default`)."""
+    found: dict[str, Any] = {}
+    for who in ("user", "project"):
+        domain_id = getattr(conf, f"{who}_domain_id")
+        if domain_id:
+            found[f"{who}_domain_id"] = domain_id
+        else:
+            found[f"{who}_domain_name"] = getattr(conf, f"{who}_domain_name")
+    return found
