@@ -439,6 +439,13 @@ class KeystoneAuthtokenSettings:
     # not, so that an unreachable Keystone is a 503 within seconds, not a hang.
     http_connect_timeout: float = 5.0
     http_request_max_retries: int = 3
+    # TLS towards Keystone, as keystonemiddleware's: a CA bundle to check its
+    # certificate against (default: the system's), a client certificate and key,
+    # and `insecure` to skip the check (tests and labs only).
+    cafile: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+    insecure: bool = False
 
     def __post_init__(self) -> None:
         for name in ("www_authenticate_uri", "auth_url"):
@@ -460,9 +467,12 @@ class KeystoneAuthtokenSettings:
                                                        for i in items):
                 raise ValueError(f"[keystone_authtoken] {name} must be a list of "
                                  f"strings, not {items!r}")
-        if not isinstance(self.service_token_roles_required, bool):
-            raise ValueError("[keystone_authtoken] service_token_roles_required must be "
-                             f"true or false, not {self.service_token_roles_required!r}")
+        for name in ("service_token_roles_required", "insecure"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"[keystone_authtoken] {name} must be true or false, "
+                                 f"not {getattr(self, name)!r}")
+        if self.keyfile and not self.certfile:
+            raise ValueError("[keystone_authtoken] keyfile needs certfile")
 
     def _check_numbers(self) -> None:
         cache = self.token_cache_time
@@ -486,6 +496,18 @@ class KeystoneAuthtokenSettings:
         if missing:
             raise ValueError("[api] auth_strategy = 'keystone' needs [keystone_authtoken] "
                              f"{', '.join(missing)}")
+
+    @property
+    def verify(self) -> bool | str:
+        """requests' `verify`: the CA bundle, False when insecure, else the system's."""
+        return False if self.insecure else (self.cafile or True)
+
+    @property
+    def cert(self) -> str | tuple[str, str] | None:
+        """requests' `cert`: the client certificate (and its key, when apart)."""
+        if not self.certfile:
+            return None
+        return (self.certfile, self.keyfile) if self.keyfile else self.certfile
 
     @property
     def challenge_uri(self) -> str:

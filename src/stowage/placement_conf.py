@@ -225,8 +225,6 @@ _AUTHTOKEN_HINTS = {
     "memcache_security_strategy": "tokens cached in memcached are neither signed nor "
                                   "encrypted: keep memcached on a trusted network",
     "memcache_secret_key": "see memcache_security_strategy",
-    "cafile": "Keystone's certificate is checked against the system's CA bundle",
-    "insecure": "Keystone's certificate is always checked",
     "delay_auth_decision": "a request without a valid token is always refused (401)",
     "service_type": "access rules of application credentials are not checked",
 }

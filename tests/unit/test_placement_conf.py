@@ -45,7 +45,7 @@ def test_devstack_file() -> None:
             "password": "devstack-service-secret", "username": "placement",
             "auth_url": "https://192.0.2.10/identity", "interface": "public",
             "auth_type": "password", "www_authenticate_uri": "https://192.0.2.10/identity",
-            "service_token_roles_required": True},
+            "service_token_roles_required": True, "cafile": "/opt/stack/data/ca-bundle.pem"},
     }
     assert conf.keystone_authtoken == {
         "memcached_servers": ["localhost:11211"], "cafile": "/opt/stack/data/ca-bundle.pem",
@@ -56,9 +56,7 @@ def test_devstack_file() -> None:
         "www_authenticate_uri": "https://192.0.2.10/identity",
         "service_token_roles_required": True}
     assert conf.log.debug is True and conf.log.log_file is None
-    assert _warnings(conf) == [
-        f"{CONFS / 'devstack.conf'}:17: [keystone_authtoken] cafile is not implemented by "
-        "stowage, ignored (Keystone's certificate is checked against the system's CA bundle)"]
+    assert _warnings(conf) == []
     [(level, ignored)] = [note for note in conf.notes if note[0] != logging.WARNING]
     assert level == logging.INFO
     assert "[DEFAULT] use_syslog, [DEFAULT] logging_context_format_string" in ignored
@@ -139,16 +137,16 @@ def test_keystone_authtoken_options_stowage_lacks_are_warned_once_and_dropped(
     assert conf.settings["keystone_authtoken"] == {
         "www_authenticate_uri": "http://127.0.0.1:5000/v3",
         "auth_url": "http://127.0.0.1:5000/v3", "username": "placement", "password": "pw",
-        "project_name": "service"}
+        "project_name": "service", "insecure": True}
     warned = _warnings(conf)
-    assert [w.split(": ", 1)[0].rsplit(":", 1)[1] for w in warned] == ["9", "10", "11"]
-    assert "[keystone_authtoken] insecure is not implemented by stowage, ignored" in warned[0]
-    assert "always refused (401)" in warned[1]
-    assert warned[2].endswith("[keystone_authtoken] memcache_pool_maxsize is not "
+    assert [w.split(": ", 1)[0].rsplit(":", 1)[1] for w in warned] == ["10", "11"]
+    assert "always refused (401)" in warned[0]
+    assert warned[1].endswith("[keystone_authtoken] memcache_pool_maxsize is not "
                               "implemented by stowage, ignored")
     settings = config.load(None, {}, placement=conf.settings)
     assert settings.api.auth_strategy == "keystone"
     assert settings.keystone_authtoken.challenge_uri == "http://127.0.0.1:5000/v3"
+    assert settings.keystone_authtoken.verify is False
 
 
 def test_keystone_strategy_without_its_login_is_refused(tmp_path: Path) -> None:

@@ -39,7 +39,8 @@ class Validator:
                            password=conf.password or "", project_name=conf.project_name,
                            **_domains(conf))
         self.session = session.Session(auth=auth, timeout=conf.http_connect_timeout,
-                                       connect_retries=conf.http_request_max_retries)
+                                       connect_retries=conf.http_request_max_retries,
+                                       verify=conf.verify, cert=conf.cert)
         self._identity = adapter.Adapter(
             self.session, service_type="identity", interface=conf.interface,
             region_name=conf.region_name, version="3.0",
