@@ -71,6 +71,14 @@ class LiveServer:
         if self.plane is not None:
             self.plane.stop()
 
+    def close(self) -> None:
+        """Stop, and give every database connection back (a throw-away database is
+        dropped next, which PostgreSQL and MySQL refuse while it is in use)."""
+        self.stop()
+        if self.cells is not None:
+            self.cells.dispose()
+        self.db.dispose()
+
 
 # Every statement of the Compute service must keep to its side of the cells line
 # (db/roles.py): "strict" (the default) refuses one that does not, a file path
@@ -113,6 +121,12 @@ def start_server(settings: config.Settings, at_root: bool = True) -> LiveServer:
     check_roles(db)
     app = build_asgi(settings, db, at_root=at_root, cells=found)
     port = free_port()
+    server, thread = run_uvicorn(app, port)
+    return LiveServer(f"http://127.0.0.1:{port}", db, server, thread, plane_of(app), found)
+
+
+def run_uvicorn(app: Any, port: int) -> tuple[uvicorn.Server, threading.Thread]:
+    """`app` served on 127.0.0.1:`port` by a thread, once it accepts connections."""
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -122,7 +136,7 @@ def start_server(settings: config.Settings, at_root: bool = True) -> LiveServer:
         if time.monotonic() > deadline:
             raise RuntimeError("test server did not start")
         time.sleep(0.02)
-    return LiveServer(f"http://127.0.0.1:{port}", db, server, thread, plane_of(app), found)
+    return server, thread
 
 
 # Kept across tests: the deployment's cells stay what the server started with.
@@ -174,10 +188,7 @@ def serving(backend: str, services: tuple[str, ...] | None = None,
         try:
             yield live
         finally:
-            live.stop()
-            if live.cells is not None:
-                live.cells.dispose()
-            live.db.dispose()
+            live.close()
 
 
 @pytest.fixture(scope="session", params=BACKENDS)

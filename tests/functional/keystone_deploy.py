@@ -18,8 +18,7 @@ from typing import Any
 import httpx
 
 from stowage import config
-from tests.dbs import throwaway_database
-from tests.functional.conftest import LiveServer, start_server
+from tests.functional.conftest import LiveServer, serving
 from tests.keystone.admin import User
 from tests.keystone.fixture import Keystone
 
@@ -66,18 +65,8 @@ def keystone_stowage(keystone: Keystone, services: tuple[str, ...] | None = None
     settings: dict[str, Any] = {
         "api": config.ApiSettings(auth_strategy="keystone"),
         "keystone_authtoken": authtoken(keystone, **authtoken_changes)}
-    with throwaway_database("sqlite") as url:
-        if services:
-            live = start_server(config.Settings(database=url, services=services, **settings))
-        else:
-            live = start_server(config.Settings(database=url, **settings), at_root=False)
-        try:
-            yield live
-        finally:
-            live.stop()
-            if live.cells is not None:
-                live.cells.dispose()
-            live.db.dispose()
+    with serving("sqlite", services, **settings) as live:
+        yield live
 
 
 def client(live: LiveServer, token: str | None, prefix: str = "",

@@ -23,7 +23,9 @@ from stowage.compute.conductor import tasks
 from stowage.compute.conductor.leases import Leases
 from tests.functional import servers as sv
 from tests.functional.conftest import Cloud
-from tests.functional.test_delete_during_move import HOST, assert_nothing_left
+from tests.functional.test_delete_during_move import assert_nothing_left, booted
+
+__all__ = ["booted"]  # the fixture: the server on h1, h2 empty
 
 DEADLOCK = pymysql.err.OperationalError(
     1213, "Deadlock found when trying to get lock; try restarting transaction")
@@ -58,16 +60,6 @@ def victim(cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> Any:
         monkeypatch.setattr(Leases, "confirm_in", made.confirm_in(Leases.confirm_in))
         return made
     return arm
-
-
-@pytest.fixture
-def booted(cloud: Cloud) -> dict[str, Any]:
-    cloud.add_host("h1", **HOST)
-    small = sv.flavor(cloud, "small", 1, 512, 5)
-    big = sv.flavor(cloud, "big", 2, 1024, 10)
-    server = sv.boot(cloud, "vm", small, sv.image(cloud))
-    cloud.add_host("h2", **HOST)
-    return {"server": server, "big": big}
 
 
 def operation_ended(cloud: Cloud, uuid: str | None) -> bool:

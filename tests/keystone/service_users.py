@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
-
-import uvicorn
 
 from stowage import cli, config
 from stowage.compute import cells
 from stowage.db import Database, schema
-from tests.functional.conftest import LiveServer
+from tests.functional.conftest import LiveServer, run_uvicorn
 from tests.keystone.fixture import Keystone
 
 __all__ = ["PASSWORD", "TokenLog", "register", "start_logged"]
@@ -67,15 +63,7 @@ def start_logged(settings: config.Settings, port: int) -> tuple[LiveServer, Toke
         if "compute" in settings.services else None
     app = cli.build_asgi(settings, db, at_root=False, cells=found)
     log = TokenLog(app)
-    server = uvicorn.Server(uvicorn.Config(log, host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("test server did not start")
-        time.sleep(0.02)
+    server, thread = run_uvicorn(log, port)
     return LiveServer(f"http://127.0.0.1:{port}", db, server, thread, cli.plane_of(app),
                       found), log
 

@@ -44,8 +44,7 @@ def placement(keystone: Keystone, tmp_path_factory: pytest.TempPathFactory
         try:
             yield live
         finally:
-            live.stop()
-            live.db.dispose()
+            live.close()
 
 
 def test_novas_report_client_runs_a_cycle_with_a_password_section_and_the_catalog(

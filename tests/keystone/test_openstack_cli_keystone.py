@@ -50,10 +50,7 @@ def cloud(keystone: Keystone, tmp_path_factory: pytest.TempPathFactory
         try:
             yield live
         finally:
-            live.stop()
-            if live.cells is not None:
-                live.cells.dispose()
-            live.db.dispose()
+            live.close()
 
 
 def _osc(keystone: Keystone, *args: str, json_out: bool = True) -> Any:

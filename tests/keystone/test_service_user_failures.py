@@ -45,8 +45,7 @@ def placement(keystone: Keystone, tmp_path_factory: pytest.TempPathFactory
         try:
             yield live, log
         finally:
-            live.stop()
-            live.db.dispose()
+            live.close()
 
 
 def _user(keystone: Keystone, **changes: Any) -> ServiceUser:

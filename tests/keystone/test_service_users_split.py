@@ -79,12 +79,8 @@ def split(keystone: Keystone, tmp_path_factory: pytest.TempPathFactory) -> Itera
                      "accept": "application/json"}
             yield Split(a, b, a_log, b_log, image_id.group(1), admin)
         finally:
-            b.stop()
-            a.stop()
-            for live in (a, b):
-                if live.cells is not None:
-                    live.cells.dispose()
-                live.db.dispose()
+            b.close()
+            a.close()
 
 
 def test_register_again_changes_nothing(keystone: Keystone, split: Split) -> None:

@@ -59,6 +59,29 @@ def write_rows(conn: Connection, table: sa.Table, rows: Iterable[Row], progress:
         progress.advance(len(batch))
 
 
+def copy_tables(src: Connection, dst: Connection, names: Iterable[str], source: sa.MetaData,
+                target: sa.MetaData, progress: Progress,
+                failed: Callable[[str, sa.exc.DBAPIError], Exception],
+                filler: Callable[[list[str]], Callable[[Row], Row] | None] | None = None
+                ) -> None:
+    """Each table of `names`, in that order (referenced tables first), from `source`'s
+    schema to `target`'s: the columns both have, providers parents first (a parent's
+    row before its children's, whatever their ids); a refused write is `failed(...)`.
+    `filler(columns)` may give each row what the target requires and the source lacks."""
+    for name in names:
+        frm, to = source.tables[name], target.tables[name]
+        columns = [c.name for c in to.columns if c.name in frm.c]
+        try:
+            progress.begin(name, count(src, frm))
+            rows = read_rows(src, frm, columns)
+            if name == "resource_providers":
+                rows = iter(parents_first(list(rows)))
+            write_rows(dst, to, rows, progress, filler(columns) if filler else None)
+        except sa.exc.DBAPIError as exc:
+            raise failed(name, exc) from exc
+        progress.end()
+
+
 def parents_first(providers: list[Row]) -> list[Row]:
     """Providers in id order, except that a provider whose parent comes later (it was
     re-parented, microversion 1.37) waits for it: the tree's foreign keys are

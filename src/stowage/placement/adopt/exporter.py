@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import TextIO
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
 
 from stowage.db import Database, schema
 from stowage.placement import tables as t
@@ -49,12 +48,8 @@ def export_database(db: Database, target_url: str, *, out: TextIO | None = None)
             with copying.snapshot(db.engine) as src, engine.begin() as dst:
                 copying.allow_zero_ids(dst)
                 us.metadata.create_all(dst)
-                for name in us.TABLES:
-                    try:
-                        _copy(src, dst, name, progress)
-                    except sa.exc.DBAPIError as exc:
-                        raise ExportFailed(f"writing {name} failed, the target is left "
-                                           f"empty: {exc.orig}") from exc
+                copying.copy_tables(src, dst, us.TABLES, t.metadata, us.metadata, progress,
+                                    _failed)
                 copying.move_sequences(dst, (us.metadata.tables[n] for n in us.TABLES))
                 dst.execute(us.alembic_version.insert().values(version_num=us.HEAD))
         except BaseException:
@@ -74,12 +69,5 @@ def _refuse_non_empty(engine: sa.Engine, url: str) -> None:
                             "writes into an empty database only")
 
 
-def _copy(src: Connection, dst: Connection, name: str, progress: Progress) -> None:
-    source, target = t.metadata.tables[name], us.metadata.tables[name]
-    columns = [c.name for c in source.columns if c.name in target.c]
-    progress.begin(name, copying.count(src, source))
-    rows = copying.read_rows(src, source, columns)
-    if name == "resource_providers":
-        rows = iter(copying.parents_first(list(rows)))
-    copying.write_rows(dst, target, rows, progress)
-    progress.end()
+def _failed(name: str, exc: sa.exc.DBAPIError) -> ExportFailed:
+    return ExportFailed(f"writing {name} failed, the target is left empty: {exc.orig}")

@@ -82,26 +82,15 @@ def target_holds(conn: Connection) -> str:
 
 def _replace(src: Connection, dst: Connection, progress: Progress) -> None:
     _wipe(dst)
-    for name in us.TABLES:
-        try:
-            _copy(src, dst, name, progress)
-        except sa.exc.DBAPIError as exc:
-            raise ImportFailed(f"writing {name} failed, nothing was imported: "
-                               f"{exc.orig}") from exc
+    copying.copy_tables(src, dst, us.TABLES, us.metadata, t.metadata, progress, _failed,
+                        _filler)
     copying.move_sequences(dst, (t.metadata.tables[name] for name in us.TABLES))
     schema.sync_standard_names(dst)
     changes.record_all(dst)
 
 
-def _copy(src: Connection, dst: Connection, name: str, progress: Progress) -> None:
-    source, target = us.metadata.tables[name], t.metadata.tables[name]
-    columns = [c.name for c in target.columns if c.name in source.c]
-    progress.begin(name, copying.count(src, source))
-    rows = copying.read_rows(src, source, columns)
-    if name == "resource_providers":
-        rows = iter(copying.parents_first(list(rows)))
-    copying.write_rows(dst, target, rows, progress, _filler(columns))
-    progress.end()
+def _failed(name: str, exc: sa.exc.DBAPIError) -> ImportFailed:
+    return ImportFailed(f"writing {name} failed, nothing was imported: {exc.orig}")
 
 
 def _filler(columns: list[str]) -> Callable[[copying.Row], copying.Row] | None:
