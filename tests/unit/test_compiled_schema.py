@@ -317,3 +317,11 @@ def test_dollar_anchors_are_respelt_and_dollar_members_left_to_jsonschema(
     checked = CompiledSchema(schema)
     for text in ("all", "unknown\n", "a$b", "a$b\n", "$$", "]", "b\n", "A", "all\n\n"):
         assert checked.compiled_accepts(text) is (compilable and checked.reference.is_valid(text))
+
+
+def test_a_schema_fastjsonschema_cannot_read_is_left_to_jsonschema() -> None:
+    schema = {"type": "string", "maxLength": "ten"}  # jsonschema reads it, and then fails
+    checked = CompiledSchema(schema)
+    assert not checked.is_compiled
+    with pytest.raises(TypeError):
+        checked.validate("x")

@@ -67,30 +67,6 @@ def _subschemas(schema: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     yield from schema.get("anyOf", [])
 
 
-def _only_strings(schema: Mapping[str, Any]) -> bool:
-    return schema.get("type") == "string"
-
-
-def is_compilable(schema: Mapping[str, Any]) -> bool:
-    """Whether every keyword of `schema` (nested ones too) is one the compiled check
-    decides exactly as jsonschema does (see the module docstring)."""
-    if not isinstance(schema, Mapping) or set(schema) - _COMPILABLE:
-        return False
-    if "enum" in schema and not all(isinstance(v, str) for v in schema["enum"]):
-        return False
-    if schema.get("uniqueItems") and not (isinstance(schema.get("items"), Mapping)
-                                          and _only_strings(schema["items"])):
-        return False
-    if isinstance(schema.get("items"), list):  # tuple form: not covered
-        return False
-    patterns = list(schema.get("patternProperties", {}))
-    if "pattern" in schema:
-        patterns.append(schema["pattern"])
-    if not all(_pattern_ok(p) for p in patterns):
-        return False
-    return all(is_compilable(sub) for sub in _subschemas(schema))
-
-
 _END = "(?=\\n?\\Z)"  # re's "$" without MULTILINE, spelt without "$"
 
 
@@ -123,6 +99,30 @@ def _spelt(pattern: str) -> str | None:
 
 def _pattern_ok(pattern: object) -> bool:
     return isinstance(pattern, str) and _spelt(pattern) is not None
+
+
+def _only_strings(schema: Mapping[str, Any]) -> bool:
+    return schema.get("type") == "string"
+
+
+def is_compilable(schema: Mapping[str, Any]) -> bool:
+    """Whether every keyword of `schema` (nested ones too) is one the compiled check
+    decides exactly as jsonschema does (see the module docstring)."""
+    if not isinstance(schema, Mapping) or set(schema) - _COMPILABLE:
+        return False
+    if "enum" in schema and not all(isinstance(v, str) for v in schema["enum"]):
+        return False
+    if schema.get("uniqueItems") and not (isinstance(schema.get("items"), Mapping)
+                                          and _only_strings(schema["items"])):
+        return False
+    if isinstance(schema.get("items"), list):  # tuple form: not covered
+        return False
+    patterns = list(schema.get("patternProperties", {}))
+    if "pattern" in schema:
+        patterns.append(schema["pattern"])
+    if not all(_pattern_ok(p) for p in patterns):
+        return False
+    return all(is_compilable(sub) for sub in _subschemas(schema))
 
 
 def _respelt(pattern: str) -> str:
@@ -173,9 +173,12 @@ def _compile(schema: Mapping[str, Any],
         for name in _formats_of(schema):
             formats[name] = (lambda value, name=name:  # type: ignore[misc]
                              format_checker.conforms(value, name))
-    return fastjsonschema.compile(draft4, formats=formats, use_default=False,
-                                  use_formats=format_checker is not None,
-                                  detailed_exceptions=False)
+    try:
+        return fastjsonschema.compile(draft4, formats=formats, use_default=False,
+                                      use_formats=format_checker is not None,
+                                      detailed_exceptions=False)
+    except fastjsonschema.JsonSchemaDefinitionException:
+        return None  # a schema it cannot read: jsonschema alone, as before
 
 
 class CompiledSchema:
