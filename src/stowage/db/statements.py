@@ -23,6 +23,7 @@ else Core statements read better and are fast enough.
 from __future__ import annotations
 
 import datetime
+import operator
 import re
 import threading
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,10 @@ __all__ = ["Sql"]
 
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _SQLITE_DATETIME = "%Y-%m-%d %H:%M:%S.%f"
+# "INSERT ... VALUES (%s, ...) [ON CONFLICT ...]": head, the row's tuple, tail.
+_VALUES_ROW = re.compile(r"^(INSERT\b.*?\bVALUES\s*)(\([^()]*\))(.*)$", re.S | re.I)
+# Well under PostgreSQL's 65,535 parameters per statement.
+_ROWS_PARAMS = 5000
 
 
 def _placeholder(paramstyle: str) -> str:
@@ -108,11 +113,53 @@ class Sql:
         return int(conn.exec_driver_sql(sql, values).rowcount)
 
     def run_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """The same write once per parameter set, in one driver call (no list values)."""
+        """The same write once per parameter set, in one driver call (no list values).
+
+        Bulk writes pass thousands of rows sharing one timestamp: each row is
+        read with one itemgetter, and each distinct datetime formatted once.
+        """
         if not rows:
             return
-        bound = [self._bind(conn, r) for r in rows]
-        conn.exec_driver_sql(bound[0][0], [values for _, values in bound])
+        sql = self._render(conn.dialect.paramstyle, (-1,) * len(self.names))
+        get = operator.itemgetter(*self.names)
+        values = [get(r) for r in rows]
+        if len(self.names) == 1:
+            values = [(v,) for v in values]
+        if conn.dialect.name == "sqlite":
+            formatted: dict[datetime.datetime, str] = {}
+
+            def text(v: datetime.datetime) -> str:
+                found = formatted.get(v)
+                if found is None:
+                    found = formatted[v] = v.strftime(_SQLITE_DATETIME)
+                return found
+
+            values = [tuple([text(v) if isinstance(v, datetime.datetime) else v for v in row])
+                      for row in values]
+        if conn.dialect.name == "postgresql" and len(values) > 1:
+            self._insert_rows(conn, sql, values)
+            return
+        conn.exec_driver_sql(sql, values)
+
+    def _insert_rows(self, conn: Connection, sql: str, values: list[tuple[Any, ...]]) -> None:
+        """PostgreSQL: an INSERT's rows as multi-row VALUES, `_ROWS_PARAMS` values a statement.
+
+        psycopg runs an executemany as one statement per row (pipelined): the
+        server parses, plans and executes each. One statement per chunk of
+        rows costs the database a third of that. (PyMySQL already rewrites an
+        executemany INSERT this way; SQLite's executemany reuses one prepared
+        statement.) Any other statement runs as an executemany.
+        """
+        found = _VALUES_ROW.match(sql)
+        if found is None:
+            conn.exec_driver_sql(sql, values)
+            return
+        head, row, tail = found.groups()
+        per = max(1, _ROWS_PARAMS // max(1, len(self.names)))
+        for start in range(0, len(values), per):
+            part = values[start:start + per]
+            conn.exec_driver_sql(head + ", ".join([row] * len(part)) + tail,
+                                 tuple(v for one in part for v in one))
 
 
 def _adapt(value: Any, sqlite: bool) -> Any:

@@ -13,6 +13,15 @@ A body that a database or a validator cannot take must be refused here, as a
 - a NUL character in any string or key: PostgreSQL text cannot hold one.
 
 Callers catch `InvalidJSON` and word the 400 the way their service does.
+
+Speed: a POST /allocations of 10,000 consumers is a 2.5 MB body, and the
+walk over every string and key cost four times the parse. The walk only
+finds something when the raw bytes say it can: a NUL only comes from a
+``\\u0000`` escape (raw control characters are not JSON), a lone surrogate
+from a ``\\uD800``-``\\uDFFF`` escape or from the bytes ``ED A0``-``ED BF``
+(the parser decodes UTF-8 with ``surrogatepass``). A UTF-8 body with none of
+these -- nearly every body -- has its depth checked over the containers
+alone; any other body gets the full walk, whose messages name the place.
 """
 
 from __future__ import annotations
@@ -80,6 +89,31 @@ def _check_tree(data: Any) -> None:
             stack.extend((item, (*where, index)) for index, item in enumerate(value))
 
 
+def _check_depth(data: Any) -> None:
+    """`_check_tree`'s depth rule alone, level by level over the containers."""
+    level = [data] if isinstance(data, dict | list) else []
+    depth = 0
+    while level:
+        if depth >= MAX_DEPTH:
+            raise InvalidJSON(f"nested deeper than {MAX_DEPTH} levels")
+        level = [item for value in level
+                 for item in (value.values() if isinstance(value, dict) else value)
+                 if isinstance(item, dict | list)]
+        depth += 1
+
+
+# Escapes that can decode to a NUL or a surrogate (a valid pair too: then the
+# full walk decides).
+_RISKY_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def _walk_needed(raw: bytes | str) -> bool:
+    """Whether the decoded body may hold a string `unstorable` refuses."""
+    if not isinstance(raw, bytes) or json.detect_encoding(raw) != "utf-8":
+        return True
+    return b"\xed" in raw or _RISKY_ESCAPE.search(raw) is not None
+
+
 def load_json(raw: bytes | str) -> Any:
     """Decode a request body, or raise InvalidJSON (see the module docstring)."""
     try:
@@ -88,5 +122,8 @@ def load_json(raw: bytes | str) -> Any:
         raise InvalidJSON(f"nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too many digits
         raise InvalidJSON(shorten(str(exc))) from None
-    _check_tree(data)
+    if _walk_needed(raw):
+        _check_tree(data)
+    else:
+        _check_depth(data)
     return data

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from stowage.errors import DomainError, NotFound
 from stowage.placement import allocations as allocs
-from stowage.placement import codes, providers
+from stowage.placement import bulk, codes, providers
 from stowage.placement import consumers as cons
 from stowage.placement.api.common import (
     authorize,
@@ -177,8 +177,9 @@ def set_for_consumer(req: Request) -> Response:
 
 def set_many(req: Request) -> Response:
     authorize(req, "placement:allocations:manage")
-    data = extract_json(req, post_schema(req.version.minor))
-    _write(req, parse_consumers(data), "Unable to allocate inventory ")
+    with bulk.gc_paused(len(req.body)):
+        data = extract_json(req, post_schema(req.version.minor))
+        _write(req, parse_consumers(data), "Unable to allocate inventory ")
     return empty_response(204)
 
 

@@ -7,9 +7,7 @@ test suite match on them.
 from __future__ import annotations
 
 import datetime
-import threading
 import uuid as uuidlib
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from email.utils import format_datetime
 from typing import Any
@@ -18,7 +16,7 @@ import jsonschema
 
 from stowage.placement import codes
 from stowage.timeutil import utcnow
-from stowage.web import schema_report
+from stowage.web import compiled_schema, schema_report
 from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response
@@ -45,31 +43,9 @@ def authorize(req: Request, action: str, target: Mapping[str, object] | None = N
     req.app.enforcer.authorize(action, req.context, target)
 
 
-# Compiled validators by schema object. Handlers pass module constants or schemas
-# built once per microversion, so this stays small; an entry holds its schema,
-# so a cached id always names that very object.
-_VALIDATORS: OrderedDict[int, tuple[Mapping[str, Any], jsonschema.Draft4Validator]] = (
-    OrderedDict())
-_VALIDATORS_KEPT = 256
-_VALIDATORS_LOCK = threading.Lock()
-
-
-def _validator(schema: Mapping[str, Any]) -> jsonschema.Draft4Validator:
-    with _VALIDATORS_LOCK:
-        hit = _VALIDATORS.get(id(schema))
-        if hit is not None and hit[0] is schema:
-            _VALIDATORS.move_to_end(id(schema))
-            return hit[1]
-    validator = jsonschema.Draft4Validator(schema, format_checker=_FORMATS)
-    with _VALIDATORS_LOCK:
-        _VALIDATORS[id(schema)] = (schema, validator)
-        if len(_VALIDATORS) > _VALIDATORS_KEPT:
-            _VALIDATORS.popitem(last=False)
-    return validator
-
-
 def _validate(data: Any, schema: Mapping[str, Any]) -> None:
-    _validator(schema).validate(data)
+    """jsonschema's verdict and first error, answered by generated code when it accepts."""
+    compiled_schema.compiled(schema, _FORMATS).validate(data)
 
 
 def validate_json(data: Any, schema: Mapping[str, Any]) -> Any:
