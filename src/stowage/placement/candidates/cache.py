@@ -15,10 +15,12 @@ updates it in place rather than copying tens of thousands of entries.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import gc
 import threading
 import weakref
+from collections.abc import Iterator
 
 from sqlalchemy.engine import Connection
 
@@ -84,13 +86,14 @@ class SnapshotCache:
     def _reload(self, conn: Connection) -> None:
         """Load everything; trees whose providers did not change keep their versions."""
         self._cursor.reset(conn)
-        providers, trait_ids = loading.load_providers(conn, None)
-        old = self._snapshot
-        if old is None:
-            self._publish(Snapshot(providers, set(), set(), trait_ids))
-        else:
-            self._publish(old.with_changes(providers, old.providers.keys() - providers,
-                                           trait_ids, in_place=self._unused()))
+        with _no_collections():
+            providers, trait_ids = loading.load_providers(conn, None)
+            old = self._snapshot
+            if old is None:
+                self._publish(Snapshot(providers, set(), set(), trait_ids))
+            else:
+                self._publish(old.with_changes(providers, old.providers.keys() - providers,
+                                               trait_ids, in_place=self._unused()))
         _freeze_heap()
 
     def _apply(self, conn: Connection, changed: Changes) -> None:
@@ -116,6 +119,25 @@ class SnapshotCache:
                                               loading.load_usage(conn, usage_only)))
         self._publish(snap.with_changes(updated, full - updated.keys(), trait_ids,
                                         in_place=self._unused()))
+
+
+@contextlib.contextmanager
+def _no_collections() -> Iterator[None]:
+    """No cyclic collection while a full load allocates its objects.
+
+    A load makes hundreds of thousands of container objects, none of them
+    garbage; each allocation threshold crossed would start a collection that
+    walks them again (40% of the load's CPU at 100,000 providers). The load
+    makes no reference cycles to reclaim, and `_freeze_heap` collects once
+    right after it.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _freeze_heap() -> None:

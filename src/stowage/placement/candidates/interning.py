@@ -20,30 +20,25 @@ value, never a wrong one.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
-from typing import TypeVar
+import sys
+from collections.abc import Iterable
 
 from stowage.placement.candidates.snapshot import Inventory
 
 __all__ = ["Pool"]
 
-_H = TypeVar("_H", bound=Hashable)
 
 
 class Pool:
     """Interning tables for names, name sets, inventories and inventory dicts."""
 
     def __init__(self) -> None:
-        self._names: dict[str, str] = {}
         self._sets: dict[frozenset[str], frozenset[str]] = {}
         self._invs: dict[tuple[float, int, int, int, int], Inventory] = {}
         self._dicts: dict[tuple[tuple[str, int], ...], dict[str, Inventory]] = {}
 
-    def name(self, value: str) -> str:
-        found = self._names.get(value)
-        if found is None:
-            found = self._names[value] = value
-        return found
+    # Class and trait names and aggregate uuids: few, and shared process-wide.
+    name = staticmethod(sys.intern)
 
     def names(self, values: Iterable[str]) -> frozenset[str]:
         """The one frozenset equal to `values` (the strings are already pooled)."""
