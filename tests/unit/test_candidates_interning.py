@@ -24,6 +24,7 @@ from stowage.placement import tables as t
 from stowage.placement.candidates import loading
 from stowage.placement.candidates.cache import SnapshotCache
 from stowage.placement.candidates.interning import Pool
+from stowage.placement.candidates.snapshot import Snapshot
 
 _NOW = datetime.datetime(2026, 1, 1)
 _VCPU = orc.STANDARDS.index("VCPU")
@@ -99,3 +100,39 @@ def test_a_pool_returns_one_object_per_value() -> None:
     assert pool.inventories({"VCPU": a}) is d1
     assert pool.names(["X", "Y"]) is pool.names(["Y", "X"])
     assert pool.name("".join(["VC", "PU"])) is pool.name("VCPU")
+
+
+def _claim(db: Database, pid: int, consumer: str) -> None:
+    with db.write() as conn:
+        conn.execute(t.allocations.insert().values(
+            resource_provider_id=pid, consumer_id=consumer, resource_class_id=_VCPU, used=1,
+            created_at=_NOW))
+        changes.record(conn, [pid], usage_only=True)
+
+
+def _view(cache: SnapshotCache, db: Database) -> Snapshot:
+    with db.read() as conn:
+        return cache.view(conn, {"VCPU"}, set())
+
+
+def test_held_views_never_change_while_publishes_alternate_mappings(db: Database) -> None:
+    """A and B held in turn: each publish lands on mappings no live view uses (spare.py)."""
+    cache = SnapshotCache()
+    a = _view(cache, db)
+    _claim(db, 1, "c1")
+    b = _view(cache, db)  # a is held: b's mappings are a copy
+    assert b.providers is not a.providers
+    a_mappings = a.providers
+    del a  # a's mappings become free to reuse
+    _claim(db, 2, "c2")
+    c = _view(cache, db)  # b is held: c reuses a's mappings, brought up to date
+    assert c.providers is a_mappings
+    used = {pid: c.providers[pid].inventories["VCPU"].used for pid in (1, 2, 3)}
+    assert used == {1: 1, 2: 1, 3: 0}
+    assert b.providers[2].inventories["VCPU"].used == 0  # b did not change
+    assert c.versions[2] != b.versions[2] and c.versions[3] == b.versions[3]
+    _claim(db, 3, "c3")
+    d = _view(cache, db)  # b and c held: a third copy, nothing seen by b or c changes
+    assert b.providers[1].inventories["VCPU"].used == 1
+    assert c.providers[3].inventories["VCPU"].used == 0
+    assert [d.providers[pid].inventories["VCPU"].used for pid in (1, 2, 3)] == [1, 1, 1]
