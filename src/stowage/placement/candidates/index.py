@@ -41,6 +41,7 @@ class TreeIndex:
         self._lines: dict[int, frozenset[int]] = {}
         self._sharing: dict[int, frozenset[int]] | None = None
         self._shared_into: dict[int, list[int]] = {}
+        self._all: frozenset[int] | None = None
 
     @property
     def roots(self) -> list[int]:
@@ -100,15 +101,26 @@ class TreeIndex:
             sharing = self.sharing_anchors()
             for pid in ids & sharing.keys():
                 roots |= sharing[pid]
-            found = self._by_class[rc] = frozenset(roots)
+            found = self._by_class[rc] = self._shared(roots)
         return found
+
+    def _shared(self, roots: set[int]) -> frozenset[int]:
+        """`roots` frozen; every root is one shared set (not one per class: 4 MB each
+        at 100,000 trees, where every tree has every class)."""
+        if len(roots) == len(self._snap.trees):
+            if self._all is None:
+                self._all = frozenset(self._snap.trees)
+            return self._all
+        return frozenset(roots)
 
     def anchors_by_classes(self, classes: tuple[str, ...]) -> frozenset[int]:
         """Roots that may serve every class of `classes` (a group's resources)."""
         found = self._by_classes.get(classes)
         if found is None:
-            sets = sorted((self.anchors_by_class(rc) for rc in classes), key=len)
-            found = self._by_classes[classes] = sets[0].intersection(*sets[1:])
+            sets = sorted({id(s): s for s in map(self.anchors_by_class, classes)}.values(),
+                          key=len)
+            found = self._by_classes[classes] = (
+                sets[0] if len(sets) == 1 else sets[0].intersection(*sets[1:]))
         return found
 
 

@@ -9,7 +9,7 @@ two forms, for some providers (`IN :ids`) and for all of them (a full reload).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import os_resource_classes as orc
@@ -17,6 +17,7 @@ import os_traits
 from sqlalchemy.engine import Connection
 
 from stowage.db.statements import Sql
+from stowage.placement.candidates.interning import Pool
 from stowage.placement.candidates.snapshot import Inventory, Provider
 
 __all__ = ["load_providers", "load_usage", "with_usage", "known_names"]
@@ -53,10 +54,11 @@ _STANDARD_CLASSES = frozenset(orc.STANDARDS)
 _STANDARD_TRAITS = frozenset(os_traits.get_traits())
 
 
-def _rows(pair: tuple[Sql, Sql], conn: Connection, ids: set[int] | None) -> list[tuple[Any, ...]]:
+def _rows(pair: tuple[Sql, Sql], conn: Connection, ids: set[int] | None) -> Iterator[Any]:
+    """The rows for `ids` (every provider when None), streamed from the driver."""
     if ids is None:
-        return pair[1].rows(conn)
-    return pair[0].rows(conn, ids=sorted(ids))
+        return pair[1].stream(conn)
+    return pair[0].stream(conn, ids=sorted(ids))
 
 
 def known_names(conn: Connection, classes: set[str],
@@ -83,33 +85,55 @@ def load_providers(conn: Connection, ids: set[int] | None) -> tuple[dict[int, Pr
                                                                    dict[str, int]]:
     """Current state of the providers `ids` (all when None), and their traits' ids.
 
-    Providers that no longer exist are simply absent from the result.
+    Providers that no longer exist are simply absent from the result. Equal
+    names, name sets and inventories are one object each (interning.py).
     """
+    pool = Pool()
     providers: dict[int, Provider] = {}
     for rp_id, uuid, parent_id, root_id in _rows(_PROVIDERS, conn, ids):
-        providers[rp_id] = Provider(rp_id, uuid, parent_id, root_id or rp_id)
+        # The root's own id object when it is its own root: one int, not two.
+        providers[rp_id] = Provider(rp_id, uuid, parent_id,
+                                    rp_id if root_id is None or root_id == rp_id else root_id)
     if not providers:
         return providers, {}
+    _load_inventories(conn, ids, providers, pool)
+    trait_ids: dict[str, int] = {}
+    traits: dict[int, list[str]] = {}
+    for rp_id, name, trait_id in _rows(_TRAITS, conn, ids):
+        name = pool.name(name)
+        traits.setdefault(rp_id, []).append(name)
+        trait_ids[name] = trait_id
+    aggs: dict[int, list[str]] = {}
+    for rp_id, agg in _rows(_AGGREGATES, conn, ids):
+        aggs.setdefault(rp_id, []).append(pool.name(agg))
+    for rp_id, names in traits.items():
+        providers[rp_id].traits = pool.names(names)
+    for rp_id, uuids in aggs.items():
+        providers[rp_id].aggregates = pool.names(uuids)
+    return providers, trait_ids
+
+
+def _load_inventories(conn: Connection, ids: set[int] | None,
+                      providers: dict[int, Provider], pool: Pool) -> None:
+    """Fill the providers' inventories, with their current usage, from pooled objects."""
     usage = load_usage(conn, ids)
+    no_usage: dict[str, int] = {}
+    invs: dict[int, dict[str, Inventory]] = {}
     for rp_id, name, total, reserved, ratio, min_unit, max_unit, step in _rows(
             _INVENTORIES, conn, ids):
-        exact = (total - reserved) * ratio
-        providers[rp_id].inventories[name] = Inventory(
-            int(exact), usage.get(rp_id, {}).get(name, 0),
-            min_unit, max_unit, step or 1, exact)
-    trait_ids: dict[str, int] = {}
-    traits: dict[int, set[str]] = {}
-    for rp_id, name, trait_id in _rows(_TRAITS, conn, ids):
-        traits.setdefault(rp_id, set()).add(name)
-        trait_ids[name] = trait_id
-    aggs: dict[int, set[str]] = {}
-    for rp_id, agg in _rows(_AGGREGATES, conn, ids):
-        aggs.setdefault(rp_id, set()).add(agg)
-    for rp_id, names in traits.items():
-        providers[rp_id].traits = frozenset(names)
-    for rp_id, uuids in aggs.items():
-        providers[rp_id].aggregates = frozenset(uuids)
-    return providers, trait_ids
+        name = pool.name(name)
+        inv = pool.inventory((total - reserved) * ratio,
+                             usage.get(rp_id, no_usage).get(name, 0),
+                             min_unit, max_unit, step or 1)
+        mine = invs.get(rp_id)
+        if mine is None:
+            invs[rp_id] = {name: inv}
+        else:
+            mine[name] = inv
+    for rp_id, mine in invs.items():
+        provider = providers.get(rp_id)
+        if provider is not None:
+            provider.inventories = pool.inventories(mine)
 
 
 def with_usage(providers: Mapping[int, Provider], ids: Iterable[int],

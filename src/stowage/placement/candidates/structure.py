@@ -60,9 +60,17 @@ class Structure:
             trees.setdefault(p.root_id, []).append(p.id)
         for ids in trees.values():
             ids.sort()
+        # Equal member sets are one object: in a cloud of alike hosts every class
+        # and the one aggregate hold every provider (4 MB a set at 100,000).
+        alike: dict[frozenset[int], frozenset[int]] = {}
+
+        def frozen(ids: set[int]) -> frozenset[int]:
+            found = frozenset(ids)
+            return alike.setdefault(found, found)
+
         return cls({p.uuid: p.id for p in providers.values()}, trees,
-                   {rc: frozenset(ids) for rc, ids in by_class.items()},
-                   {agg: frozenset(ids) for agg, ids in aggs.items()},
+                   {rc: frozen(ids) for rc, ids in by_class.items()},
+                   {agg: frozen(ids) for agg, ids in aggs.items()},
                    frozenset(p.id for p in providers.values() if SHARING_TRAIT in p.traits),
                    sum(p.parent_id is not None for p in providers.values()))
 

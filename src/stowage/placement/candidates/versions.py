@@ -32,8 +32,14 @@ def fresh_version() -> int:
 
 
 def fresh_versions(roots: Iterable[int]) -> dict[int, int]:
-    """A new version for every root: nothing computed before is taken as valid."""
-    return {root: next(_COUNTER) for root in roots}
+    """A new version for every root: nothing computed before is taken as valid.
+
+    One new number serves every root: an entry is only ever checked against
+    its own root's version, so roots need not differ from each other, only
+    from every version seen before. (One int object instead of one per root:
+    28 bytes a tree at 100,000 trees.)
+    """
+    return dict.fromkeys(roots, next(_COUNTER))
 
 
 class Lineage:
