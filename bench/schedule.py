@@ -73,6 +73,7 @@ class Tally:
     get_ms: list[float] = field(default_factory=list)
     put_ms: list[float] = field(default_factory=list)
     claims: int = 0
+    gets: int = 0  # GET-only phases (--split)
     conflicts: int = 0
     empty: int = 0
     errors: list[str] = field(default_factory=list)
@@ -84,6 +85,7 @@ class Tally:
         self.get_ms += other.get_ms
         self.put_ms += other.put_ms
         self.claims += other.claims
+        self.gets += other.gets
         self.conflicts += other.conflicts
         self.empty += other.empty
         self.errors += other.errors
@@ -92,8 +94,10 @@ class Tally:
 
 
 def _one_loop(conn: http.client.HTTPConnection, prefix: str, topo: str,
-              limit: int | None, rng: random.Random, tally: Tally, timed: bool) -> None:
-    """GET candidates, PUT one of the first; every claim is tallied, times only if `timed`."""
+              limit: int | None, rng: random.Random, tally: Tally, timed: bool,
+              claim: bool = True) -> None:
+    """GET candidates, PUT one of the first (unless not `claim`); every claim is tallied,
+    times only if `timed`."""
     path = f"{prefix}/allocation_candidates?{_query(topo, rng.choice(FLAVORS))}"
     if limit:
         path += f"&limit={limit}"
@@ -105,6 +109,9 @@ def _one_loop(conn: http.client.HTTPConnection, prefix: str, topo: str,
     if resp.status != 200:
         raise RuntimeError(f"GET {path} -> {resp.status}: {raw[:300]!r}")
     requests = json.loads(raw)["allocation_requests"]
+    if not claim:
+        tally.gets += timed
+        return
     if not requests:
         tally.empty += timed
         return
@@ -139,7 +146,7 @@ _START: Any = None
 
 
 def _client(base: str, topo: str, limit: int | None, seed: int,
-            seconds: float, warmup: int) -> Tally:
+            seconds: float, warmup: int, claim: bool) -> Tally:
     """One client process: warm up, wait for the common start, loop until the end."""
     parts = urlsplit(base)
     conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80,
@@ -152,15 +159,18 @@ def _client(base: str, topo: str, limit: int | None, seed: int,
         _START.wait()
         stop_at = time.time() + seconds
         while time.time() < stop_at and len(tally.errors) < 5:
-            _one_loop(conn, prefix, topo, limit, rng, tally, True)
+            _one_loop(conn, prefix, topo, limit, rng, tally, True, claim)
     finally:
         conn.close()
     return tally
 
 
 def _phase(srv: servers.Server, db_url: str, topo: str, clients: int, limit: int | None,
-           seconds: float, seed: int, warmup: int = 3) -> tuple[dict[str, Any], Tally]:
+           seconds: float, seed: int, warmup: int = 3,
+           claim: bool = True) -> tuple[dict[str, Any], Tally]:
     """`clients` processes (a scheduler each: no shared GIL) run the loop at once.
+
+    With `claim` false they only ask (GET), and the CPU figures are per GET.
 
     The server's and the database's CPU counters are read after every client
     has warmed up and once the last one has finished its timed loop.
@@ -171,7 +181,7 @@ def _phase(srv: servers.Server, db_url: str, topo: str, clients: int, limit: int
     _START = ctx.Barrier(clients + 1, timeout=900)
     with ProcessPoolExecutor(clients, mp_context=ctx) as pool:
         futures = [pool.submit(_client, srv.url, topo, limit, seed * 1000 + i,
-                               seconds, warmup) for i in range(clients)]
+                               seconds, warmup, claim) for i in range(clients)]
         _START.wait()
         before = phase_cpu.snapshot(srv.process.pid, db_url)
         _START.wait()
@@ -180,7 +190,8 @@ def _phase(srv: servers.Server, db_url: str, topo: str, clients: int, limit: int
         after = phase_cpu.snapshot(srv.process.pid, db_url)
     figures = _figures(tally, seconds)
     server_s, db_s = phase_cpu.spent(before, after)
-    per = 1000 / tally.claims if tally.claims else float("nan")
+    done = tally.claims if claim else tally.gets
+    per = 1000 / done if done else float("nan")
     figures.update(server_cpu_ms=server_s * per, db_cpu_ms=db_s * per,
                    cpu_ms_per_claim=(server_s + db_s) * per)
     return figures, tally
@@ -268,7 +279,24 @@ def run_target(target: str, backend: str, topo: str, size: int, args: argparse.N
             for err in tally.errors[:3]:
                 print(f"[{target}]   error: {err}", flush=True)
             out["audit"] += _audit_and_clean(target, srv.url, tally)
+            if args.split:
+                _split(target, srv, url, topo, clients, limit, args, figures)
     return out
+
+
+def _split(target: str, srv: servers.Server, url: str, topo: str, clients: int,
+           limit: int | None, args: argparse.Namespace, figures: dict[str, Any]) -> None:
+    """The same clients only asking: CPU per GET, and the claim's share of the loop.
+
+    The share includes the refresh a claim causes in every worker's next GET
+    (the provider's usage is reloaded), which a GET-only phase does not pay.
+    """
+    gets, _ = _phase(srv, url, topo, clients, limit, args.seconds, args.seed, claim=False)
+    figures["get_cpu_ms"] = gets["cpu_ms_per_claim"]
+    figures["put_cpu_ms"] = figures["cpu_ms_per_claim"] - gets["cpu_ms_per_claim"]
+    print(f"[{target}]   GET only: server {gets['server_cpu_ms']:.2f} ms + database "
+          f"{gets['db_cpu_ms']:.2f} ms = {gets['cpu_ms_per_claim']:.2f} ms per GET; the claim's "
+          f"share of the loop: {figures['put_cpu_ms']:.2f} ms", flush=True)
 
 
 def _audit_and_clean(target: str, base: str, tally: Tally) -> list[str]:
@@ -387,6 +415,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=1, help="server workers, both targets")
     p.add_argument("--threads", type=int, default=8, help="builder threads")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--split", action="store_true",
+                   help="after each phase, a GET-only one: CPU per GET and the claim's share")
     p.add_argument("--quick", action="store_true", help="N=50, 2 s phases")
     p.add_argument("--json", help="write raw numbers to this file")
     args = p.parse_args(argv)
