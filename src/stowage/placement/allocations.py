@@ -17,7 +17,9 @@
    change, and forgets consumers left with nothing.
 
 A claim is a scheduler's every decision, so its statements are hand-written
-`Sql` and few: about ten for a new consumer.
+`Sql` and few: about ten for a new consumer here. A new consumer's PUT first
+tries `placement/claim.py`, which folds the reads into three checked writes
+and hands over to this path whenever its case is not the simple one.
 
 Any failure raises and the caller's transaction rolls everything back, so a
 failing request changes nothing. Errors carry upstream's bare messages; the
