@@ -288,8 +288,9 @@ def _split(target: str, srv: servers.Server, url: str, topo: str, clients: int,
            limit: int | None, args: argparse.Namespace, figures: dict[str, Any]) -> None:
     """The same clients only asking: CPU per GET, and the claim's share of the loop.
 
-    The share includes the refresh a claim causes in every worker's next GET
-    (the provider's usage is reloaded), which a GET-only phase does not pay.
+    The share includes what a claim makes every worker's next GET pay (the
+    provider's usage reloaded; answers the memo would otherwise serve again
+    rendered afresh), which a GET-only phase on an unchanging cloud does not.
     """
     gets, _ = _phase(srv, url, topo, clients, limit, args.seconds, args.seed, claim=False)
     figures["get_cpu_ms"] = gets["cpu_ms_per_claim"]
