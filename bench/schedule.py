@@ -154,7 +154,7 @@ def _client(base: str, topo: str, limit: int | None, seed: int,
     rng, tally, prefix = random.Random(seed), Tally(), parts.path.rstrip("/")
     try:
         for _ in range(warmup):
-            _one_loop(conn, prefix, topo, limit, rng, tally, False)
+            _one_loop(conn, prefix, topo, limit, rng, tally, False, claim)
         _START.wait()
         _START.wait()
         stop_at = time.time() + seconds
