@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import phase_cpu  # noqa: E402
 import servers  # noqa: E402
 import sweep  # noqa: E402
 import topologies  # noqa: E402
@@ -72,6 +73,7 @@ class Tally:
     get_ms: list[float] = field(default_factory=list)
     put_ms: list[float] = field(default_factory=list)
     claims: int = 0
+    gets: int = 0  # GET-only phases (--split)
     conflicts: int = 0
     empty: int = 0
     errors: list[str] = field(default_factory=list)
@@ -83,6 +85,7 @@ class Tally:
         self.get_ms += other.get_ms
         self.put_ms += other.put_ms
         self.claims += other.claims
+        self.gets += other.gets
         self.conflicts += other.conflicts
         self.empty += other.empty
         self.errors += other.errors
@@ -91,8 +94,10 @@ class Tally:
 
 
 def _one_loop(conn: http.client.HTTPConnection, prefix: str, topo: str,
-              limit: int | None, rng: random.Random, tally: Tally, timed: bool) -> None:
-    """GET candidates, PUT one of the first; every claim is tallied, times only if `timed`."""
+              limit: int | None, rng: random.Random, tally: Tally, timed: bool,
+              claim: bool = True) -> None:
+    """GET candidates, PUT one of the first (unless not `claim`); every claim is tallied,
+    times only if `timed`."""
     path = f"{prefix}/allocation_candidates?{_query(topo, rng.choice(FLAVORS))}"
     if limit:
         path += f"&limit={limit}"
@@ -104,6 +109,9 @@ def _one_loop(conn: http.client.HTTPConnection, prefix: str, topo: str,
     if resp.status != 200:
         raise RuntimeError(f"GET {path} -> {resp.status}: {raw[:300]!r}")
     requests = json.loads(raw)["allocation_requests"]
+    if not claim:
+        tally.gets += timed
+        return
     if not requests:
         tally.empty += timed
         return
@@ -132,8 +140,13 @@ def _one_loop(conn: http.client.HTTPConnection, prefix: str, topo: str,
         tally.errors.append(f"PUT -> {resp.status}: {answer[:300]!r}")
 
 
-def _client(base: str, topo: str, limit: int | None, seed: int, start_at: float,
-            seconds: float, warmup: int) -> Tally:
+# Every client and the parent meet here twice: after the warm-up (the parent
+# then reads the CPU counters) and before the timed loop. Inherited by fork.
+_START: Any = None
+
+
+def _client(base: str, topo: str, limit: int | None, seed: int,
+            seconds: float, warmup: int, claim: bool) -> Tally:
     """One client process: warm up, wait for the common start, loop until the end."""
     parts = urlsplit(base)
     conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80,
@@ -141,27 +154,47 @@ def _client(base: str, topo: str, limit: int | None, seed: int, start_at: float,
     rng, tally, prefix = random.Random(seed), Tally(), parts.path.rstrip("/")
     try:
         for _ in range(warmup):
-            _one_loop(conn, prefix, topo, limit, rng, tally, False)
-        time.sleep(max(0.0, start_at - time.time()))
+            _one_loop(conn, prefix, topo, limit, rng, tally, False, claim)
+        _START.wait()
+        _START.wait()
         stop_at = time.time() + seconds
         while time.time() < stop_at and len(tally.errors) < 5:
-            _one_loop(conn, prefix, topo, limit, rng, tally, True)
+            _one_loop(conn, prefix, topo, limit, rng, tally, True, claim)
     finally:
         conn.close()
     return tally
 
 
-def _phase(base: str, topo: str, clients: int, limit: int | None, seconds: float,
-           seed: int, warmup: int = 3) -> tuple[dict[str, Any], Tally]:
-    """`clients` processes (a scheduler each: no shared GIL) run the loop at once."""
+def _phase(srv: servers.Server, db_url: str, topo: str, clients: int, limit: int | None,
+           seconds: float, seed: int, warmup: int = 3,
+           claim: bool = True) -> tuple[dict[str, Any], Tally]:
+    """`clients` processes (a scheduler each: no shared GIL) run the loop at once.
+
+    With `claim` false they only ask (GET), and the CPU figures are per GET.
+
+    The server's and the database's CPU counters are read after every client
+    has warmed up and once the last one has finished its timed loop.
+    """
+    global _START
     tally = Tally()
-    start_at = time.time() + 1.0 + 0.2 * clients  # after every process has warmed up
-    with ProcessPoolExecutor(clients, mp_context=multiprocessing.get_context("fork")) as pool:
-        futures = [pool.submit(_client, base, topo, limit, seed * 1000 + i, start_at,
-                               seconds, warmup) for i in range(clients)]
+    ctx = multiprocessing.get_context("fork")
+    _START = ctx.Barrier(clients + 1, timeout=900)
+    with ProcessPoolExecutor(clients, mp_context=ctx) as pool:
+        futures = [pool.submit(_client, srv.url, topo, limit, seed * 1000 + i,
+                               seconds, warmup, claim) for i in range(clients)]
+        _START.wait()
+        before = phase_cpu.snapshot(srv.process.pid, db_url)
+        _START.wait()
         for f in futures:
             tally.add(f.result())
-    return _figures(tally, seconds), tally
+        after = phase_cpu.snapshot(srv.process.pid, db_url)
+    figures = _figures(tally, seconds)
+    server_s, db_s = phase_cpu.spent(before, after)
+    done = tally.claims if claim else tally.gets
+    per = 1000 / done if done else float("nan")
+    figures.update(server_cpu_ms=server_s * per, db_cpu_ms=db_s * per,
+                   cpu_ms_per_claim=(server_s + db_s) * per)
+    return figures, tally
 
 
 def _median(xs: list[float]) -> float | None:
@@ -238,7 +271,7 @@ def run_target(target: str, backend: str, topo: str, size: int, args: argparse.N
         print(f"[{target}] built {topo} N={size} in {built.seconds:.1f} s", flush=True)
         out["audit"] = []
         for i, (clients, limit) in enumerate(_phases(args)):
-            figures, tally = _phase(srv.url, topo, clients, limit, args.seconds,
+            figures, tally = _phase(srv, url, topo, clients, limit, args.seconds,
                                     args.seed + i)
             out["phases"][_label(clients, limit)] = figures
             print(f"[{target}] {backend} {topo} N={size} {_label(clients, limit)}: "
@@ -246,7 +279,25 @@ def run_target(target: str, backend: str, topo: str, size: int, args: argparse.N
             for err in tally.errors[:3]:
                 print(f"[{target}]   error: {err}", flush=True)
             out["audit"] += _audit_and_clean(target, srv.url, tally)
+            if args.split:
+                _split(target, srv, url, topo, clients, limit, args, figures)
     return out
+
+
+def _split(target: str, srv: servers.Server, url: str, topo: str, clients: int,
+           limit: int | None, args: argparse.Namespace, figures: dict[str, Any]) -> None:
+    """The same clients only asking: CPU per GET, and the claim's share of the loop.
+
+    The share includes what a claim makes every worker's next GET pay (the
+    provider's usage reloaded; answers the memo would otherwise serve again
+    rendered afresh), which a GET-only phase on an unchanging cloud does not.
+    """
+    gets, _ = _phase(srv, url, topo, clients, limit, args.seconds, args.seed, claim=False)
+    figures["get_cpu_ms"] = gets["cpu_ms_per_claim"]
+    figures["put_cpu_ms"] = figures["cpu_ms_per_claim"] - gets["cpu_ms_per_claim"]
+    print(f"[{target}]   GET only: server {gets['server_cpu_ms']:.2f} ms + database "
+          f"{gets['db_cpu_ms']:.2f} ms = {gets['cpu_ms_per_claim']:.2f} ms per GET; the claim's "
+          f"share of the loop: {figures['put_cpu_ms']:.2f} ms", flush=True)
 
 
 def _audit_and_clean(target: str, base: str, tally: Tally) -> list[str]:
@@ -273,24 +324,30 @@ def _line(f: dict[str, Any]) -> str:
     return (f"GET {_fmt(f['get_median_ms'])} ms (p95 {_fmt(f['get_p95_ms'])}), "
             f"PUT {_fmt(f['put_median_ms'])} ms (p95 {_fmt(f['put_p95_ms'])}), "
             f"{f['claims_per_s']:.1f} claims/s, {f['claims']} claims, "
-            f"{f['conflicts']} conflicts, {f['empty']} empty answers, {f['errors']} errors")
+            f"{f['conflicts']} conflicts, {f['empty']} empty answers, {f['errors']} errors; "
+            f"CPU per claim: server {f['server_cpu_ms']:.2f} ms + database "
+            f"{f['db_cpu_ms']:.2f} ms = {f['cpu_ms_per_claim']:.2f} ms")
 
 
 def table(title: str, res: dict[str, Any]) -> str:
+    """Per phase and target: latencies, rate, CPU per claim, and upstream's CPU / ours."""
     lines = [f"== {title} ==",
              f"{'phase':<26}{'target':<10}{'GET ms':>8}{'PUT ms':>8}{'claims/s':>10}"
-             f"{'409s':>6}{'ratio':>8}"]
+             f"{'409s':>6}{'srv ms':>8}{'db ms':>8}{'CPU ms':>8}{'rate x':>8}{'CPU x':>8}"]
     phases = next(iter(res.values()))["phases"]
     for phase in phases:
         up = res.get("upstream", {}).get("phases", {}).get(phase)
         for target, r in res.items():
             f = r["phases"][phase]
-            ratio = ""
+            rate = cpu = ""
             if target == "stowage" and up and up["claims_per_s"]:
-                ratio = f"{f['claims_per_s'] / up['claims_per_s']:.1f}x"
+                rate = f"{f['claims_per_s'] / up['claims_per_s']:.1f}x"
+            if target == "stowage" and up and f["cpu_ms_per_claim"] > 0:
+                cpu = f"{up['cpu_ms_per_claim'] / f['cpu_ms_per_claim']:.1f}x"
             lines.append(f"{phase:<26}{target:<10}{_fmt(f['get_median_ms']):>8}"
                          f"{_fmt(f['put_median_ms']):>8}{f['claims_per_s']:>10.1f}"
-                         f"{f['conflicts']:>6}{ratio:>8}")
+                         f"{f['conflicts']:>6}{f['server_cpu_ms']:>8.2f}{f['db_cpu_ms']:>8.2f}"
+                         f"{f['cpu_ms_per_claim']:>8.2f}{rate:>8}{cpu:>8}")
     return "\n".join(lines)
 
 
@@ -330,6 +387,12 @@ def summary(results: dict[tuple[str, str, int], dict[str, Any]]) -> str:
             r = s / u if s and u else None
             out.append(_check(f"{backend} {topo} N={size} {phase}: claims/s vs upstream",
                               r, r is not None and r >= 50, "x"))
+            s = _get(results, (backend, topo, size), "stowage", phase, "cpu_ms_per_claim")
+            u = _get(results, (backend, topo, size), "upstream", phase, "cpu_ms_per_claim")
+            r = u / s if s and u else None
+            out.append(_check(f"{backend} {topo} N={size} {phase}: upstream CPU per claim "
+                              "/ stowage's (server + database) >= 30", r,
+                              r is not None and r >= 30, "x"))
     for backend in sorted({k[0] for k in results}):
         for topo in ("flat", "nested"):
             for phase in (one_none, one_50):
@@ -353,6 +416,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=1, help="server workers, both targets")
     p.add_argument("--threads", type=int, default=8, help="builder threads")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--split", action="store_true",
+                   help="after each phase, a GET-only one: CPU per GET and the claim's share")
     p.add_argument("--quick", action="store_true", help="N=50, 2 s phases")
     p.add_argument("--json", help="write raw numbers to this file")
     args = p.parse_args(argv)

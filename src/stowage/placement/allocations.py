@@ -17,7 +17,9 @@
    change, and forgets consumers left with nothing.
 
 A claim is a scheduler's every decision, so its statements are hand-written
-`Sql` and few: about ten for a new consumer.
+`Sql` and few: about ten for a new consumer here. A new consumer's PUT first
+tries `placement/claim.py`, which folds the reads into three checked writes
+and hands over to this path whenever its case is not the simple one.
 
 Any failure raises and the caller's transaction rolls everything back, so a
 failing request changes nothing. Errors carry upstream's bare messages; the
@@ -43,7 +45,8 @@ from stowage.placement import tables as t
 from stowage.timeutil import utcnow as _now
 
 __all__ = ["ConsumerAllocations", "UnknownProvider", "UnknownClass", "InventoryProblem",
-           "replace_allocations", "prepare_allocations", "apply_allocations", "PreparedWrite",
+           "replace_allocations", "explain_refusal", "prepare_allocations", "apply_allocations",
+           "PreparedWrite",
            "lock_providers", "delete_allocations", "for_consumer", "for_provider",
            "AllocationRow", "ConsumerView", "ProviderAllocationRow"]
 
@@ -287,6 +290,22 @@ def apply_allocations(conn: Connection, prepared: PreparedWrite) -> None:
     cons.increment_generations(conn, {i.consumer.uuid: i.consumer for i in items
                                       if i.consumer.uuid in holding}.values())
     cons.delete_if_no_allocations(conn, [u for u in prepared.consumers if u not in holding])
+
+
+def explain_refusal(conn: Connection, want: ConsumerAllocations,
+                    provider_ids: Mapping[str, int], class_ids: Mapping[str, int]) -> None:
+    """A checked claim (placement/claim.py) inserted fewer rows than asked: say why.
+
+    Its rows are deleted first, so that the check sees the usage the claim
+    was checked against; then the general check raises upstream's error.
+    Raises in every case (ConcurrentUpdate should the check find nothing).
+    """
+    _forget(conn, [want.consumer.uuid])
+    consumer = cons.Consumer(None, want.consumer.uuid, 1, 0, 0, None)
+    items = [_Item(consumer, _Locked(provider_ids[rp], rp, 0), rc, used)
+             for rp, resources in want.allocations.items() for rc, used in resources.items()]
+    _check_capacity(conn, items, class_ids, {})
+    raise cons.ConcurrentUpdate()
 
 
 def replace_allocations(conn: Connection, wanted: Sequence[ConsumerAllocations],

@@ -24,7 +24,7 @@ from stowage.db.statements import Sql
 from stowage.placement import tables as t
 from stowage.timeutil import utcnow as _now
 
-__all__ = ["record", "record_all", "ChangeCursor", "Changes", "KEEP_FOR"]
+__all__ = ["record", "prune_sometimes", "record_all", "ChangeCursor", "Changes", "KEEP_FOR"]
 
 _LOG = t.provider_changes
 # Rows older than this are pruned; a reader idle for longer reloads everything.
@@ -49,6 +49,11 @@ def record(conn: Connection, provider_ids: Iterable[int], *, usage_only: bool = 
     now = _now()
     _INSERT.run_many(conn, [{"provider_id": i, "created_at": now, "usage_only": usage_only}
                             for i in ids])
+    prune_sometimes(conn, now)
+
+
+def prune_sometimes(conn: Connection, now: datetime.datetime) -> None:
+    """Now and then, drop log rows older than KEEP_FOR; for writers that log by their own SQL."""
     if random.random() < _PRUNE_PROBABILITY:
         # Keep the newest row so that the id sequence has a floor on every backend.
         # (Two statements: MySQL cannot DELETE with a subquery on the same table.)

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from stowage.errors import DomainError, NotFound
 from stowage.placement import allocations as allocs
-from stowage.placement import bulk, codes, providers
+from stowage.placement import bulk, claim, codes, providers
 from stowage.placement import consumers as cons
 from stowage.placement.api.common import (
     authorize,
@@ -150,7 +150,10 @@ def raise_write_error(exc: DomainError, not_found_prefix: str) -> NoReturn:
 def _write(req: Request, wanted: list[allocs.ConsumerAllocations], not_found_prefix: str) -> None:
     try:
         with req.app.db.write() as conn:
-            allocs.replace_allocations(conn, wanted, consumer_rules(req))
+            if len(wanted) == 1:  # PUT, or a POST of one consumer: maybe a claim
+                claim.replace_one(conn, wanted[0], consumer_rules(req))
+            else:
+                allocs.replace_allocations(conn, wanted, consumer_rules(req))
     except DomainError as exc:
         raise_write_error(exc, not_found_prefix)
 
