@@ -150,7 +150,7 @@ def amounts_of(allocation_request: Mapping[str, Any]) -> Allocations:
     return {rp: dict(a["resources"]) for rp, a in allocation_request["allocations"].items()}
 
 
-@dataclass
+@dataclass(slots=True)
 class HostState:
     """A candidate host for this request: its records plus its Placement candidates."""
 
@@ -181,7 +181,7 @@ class HostState:
         """Free amount of `rc` in the tree, else on the sharing providers it would use."""
         in_tree = self.usage.free_in(self.tree, rc)
         if in_tree:
-            return sum(in_tree)
+            return in_tree[0] if len(in_tree) == 1 else sum(in_tree)
         shared = {rp for ar in self.allocation_requests for rp in ar["allocations"]
                   if rp not in self.tree}
         return sum(f for rp in shared if (f := self.usage.free(rp, rc)) is not None)
