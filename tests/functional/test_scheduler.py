@@ -260,8 +260,8 @@ class Racing:
         self.victim = victim
         self.raced = False
 
-    def allocation_candidates(self, params: Any) -> dict[str, Any]:
-        return self.real.allocation_candidates(params)
+    def allocation_candidates_body(self, params: Any) -> bytes:
+        return bytes(self.real.allocation_candidates_body(params))
 
     def holding(self, consumer: str) -> Any:
         return self.real.holding(consumer)

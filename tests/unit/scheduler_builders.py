@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid as uuidlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -105,9 +106,9 @@ class FakePlacement:
         self.calls: list[tuple[str, str]] = []
         self.answer: dict[str, Any] = {"allocation_requests": [], "provider_summaries": {}}
 
-    def allocation_candidates(self, params: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    def allocation_candidates_body(self, params: Sequence[tuple[str, str]]) -> bytes:
         self.calls.append(("GET", "/allocation_candidates"))
-        return self.answer
+        return json.dumps(self.answer).encode()
 
     def holding(self, consumer: str) -> Holding:
         self.calls.append(("GET", consumer))

@@ -37,7 +37,7 @@ from stowage.errors import NotFound
 from stowage.timeutil import utcnow
 
 __all__ = ["Service", "ComputeNode", "COMPUTE", "CONDUCTOR", "SCHEDULER", "INTERNAL_ZONE",
-           "ensure_service", "heartbeat", "is_up", "list_services", "get_service",
+           "ensure_service", "heartbeat", "is_up", "heard_from", "list_services", "get_service",
            "service_by_host", "compute_service", "service_from_raw", "SERVICE",
            "update_service", "delete_service",
            "compute_nodes_of_host",
@@ -167,9 +167,15 @@ def heartbeat_many(conn: Connection, hosts: Sequence[str], binary: str) -> list[
 def is_up(service: Service, settings: ComputeSettings,
           now: datetime.datetime | None = None) -> bool:
     """Nova's DB servicegroup rule: not forced down and heard from within service_down_time."""
-    if service.forced_down or service.last_seen_up is None:
+    return heard_from(service.forced_down, service.last_seen_up, settings, now)
+
+
+def heard_from(forced_down: bool, last_seen_up: datetime.datetime | None,
+               settings: ComputeSettings, now: datetime.datetime | None = None) -> bool:
+    """`is_up` on the two columns it reads, for callers that read only those (the scheduler)."""
+    if forced_down or last_seen_up is None:
         return False
-    elapsed = ((now or utcnow()) - service.last_seen_up).total_seconds()
+    elapsed = ((now or utcnow()) - last_seen_up).total_seconds()
     return abs(elapsed) <= settings.service_down_time
 
 

@@ -240,6 +240,10 @@ class PlacementClient:
     def allocation_candidates(self, params: Sequence[tuple[str, str]]) -> dict[str, Any]:
         return dict(self._send("GET", "/allocation_candidates", params=params).json())
 
+    def allocation_candidates_body(self, params: Sequence[tuple[str, str]]) -> bytes:
+        """The answer's JSON bytes, unparsed: the scheduler decodes only what it reads."""
+        return self._send("GET", "/allocation_candidates", params=params).body
+
     def holding(self, consumer: str) -> Holding:
         data = self._send("GET", f"/allocations/{consumer}").json()
         allocs = {rp: dict(a["resources"]) for rp, a in data["allocations"].items()}

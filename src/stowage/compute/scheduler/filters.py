@@ -84,6 +84,9 @@ class ComputeFilter:
 class AvailabilityZoneFilter:
     name = "AvailabilityZoneFilter"
 
+    def applies(self, req: SchedulingRequest) -> bool:
+        return bool(req.availability_zone)
+
     def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
         wanted, have = req.availability_zone, host.record.availability_zone
         if wanted and wanted != have:
@@ -94,12 +97,18 @@ class AvailabilityZoneFilter:
 class IgnoreHostsFilter:
     name = "IgnoreHostsFilter"
 
+    def applies(self, req: SchedulingRequest) -> bool:
+        return bool(req.ignore_hosts)
+
     def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
         return "host is in ignore_hosts" if host.host in req.ignore_hosts else None
 
 
 class RequestedDestinationFilter:
     name = "RequestedDestinationFilter"
+
+    def applies(self, req: SchedulingRequest) -> bool:
+        return req.destination is not None
 
     def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
         dest = req.destination
@@ -115,6 +124,9 @@ class RequestedDestinationFilter:
 class ServerGroupAntiAffinityFilter:
     name = "ServerGroupAntiAffinityFilter"
 
+    def applies(self, req: SchedulingRequest) -> bool:
+        return req.group is not None and req.group.policy == "anti-affinity"
+
     def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
         group = req.group
         if group is None or group.policy != "anti-affinity":
@@ -129,6 +141,9 @@ class ServerGroupAntiAffinityFilter:
 class ServerGroupAffinityFilter:
     name = "ServerGroupAffinityFilter"
 
+    def applies(self, req: SchedulingRequest) -> bool:
+        return req.group is not None and req.group.policy == "affinity"
+
     def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
         group = req.group
         if group is None or group.policy != "affinity":
@@ -141,6 +156,9 @@ class ServerGroupAffinityFilter:
 
 class PciPassthroughFilter:
     name = "PciPassthroughFilter"
+
+    def applies(self, req: SchedulingRequest) -> bool:
+        return bool(req.pci_requests)
 
     def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
         for alias, count in sorted(req.pci_requests.items()):
@@ -156,6 +174,14 @@ class AggregateInstanceExtraSpecsFilter:
 
     name = "AggregateInstanceExtraSpecsFilter"
     scope = "aggregate_instance_extra_specs"
+
+    def applies(self, req: SchedulingRequest) -> bool:
+        """Some extra spec is this filter's: scoped to it, or not scoped at all."""
+        for key in req.flavor.get("extra_specs") or {}:
+            scope, _, rest = str(key).partition(":")
+            if not rest or scope == self.scope:
+                return True
+        return False
 
     def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
         metadata = host.record.aggregate_metadata
@@ -208,10 +234,17 @@ DEFAULT_FILTERS: Sequence[Filter] = filters_for(ComputeSettings().enabled_filter
 def run_filters(hosts: Iterable[HostState], req: SchedulingRequest,
                 rejections: list[Rejection],
                 filters: Sequence[Filter] = DEFAULT_FILTERS) -> list[HostState]:
-    """The hosts every filter lets through; each refusal is appended to `rejections`."""
+    """The hosts every filter lets through; each refusal is appended to `rejections`.
+
+    A filter with an `applies(req)` that says no would let every host through
+    (no zone asked, no group, no PCI...): it is not run at all, which halves the
+    calls of an ordinary request over 1,000 candidates.
+    """
+    active = [f for f in filters
+              if (applies := getattr(f, "applies", None)) is None or applies(req)]
     passed: list[HostState] = []
     for host in hosts:
-        for flt in filters:
+        for flt in active:
             reason = flt.reject(host, req)
             if reason is not None:
                 rejection = Rejection(host.host, flt.name, reason)

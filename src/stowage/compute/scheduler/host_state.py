@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,10 +32,11 @@ from stowage.compute import aggregates, services
 from stowage.config import ComputeSettings
 
 __all__ = ["NodeRecord", "ProviderUsage", "HostState", "load_nodes", "build_host_states",
-           "amounts_of"]
+           "amounts_of", "candidate_roots"]
 
 LOG = logging.getLogger(__name__)
 Allocations = dict[str, dict[str, int]]
+_NONE: Mapping[str, int] = {}
 
 
 @dataclass(frozen=True)
@@ -91,17 +92,25 @@ def load_nodes(conn: Connection, settings: ComputeSettings, now: datetime.dateti
 
 
 class ProviderUsage:
-    """Capacity and usage per provider per resource class, from the provider summaries."""
+    """Free amount per provider per resource class, from the provider summaries.
+
+    Only the free amount (capacity - used) is kept, one int per provider and
+    class: the scheduler asks nothing else, and a claim lowers it.
+    """
 
     def __init__(self, summaries: Mapping[str, Mapping[str, Any]]) -> None:
-        self._cap: dict[str, dict[str, list[int]]] = {
-            rp: {rc: [int(v["capacity"]), int(v["used"])]
+        self._free: dict[str, dict[str, int]] = {
+            rp: {rc: int(v["capacity"]) - int(v["used"])
                  for rc, v in (summary.get("resources") or {}).items()}
             for rp, summary in summaries.items()}
 
     def free(self, rp: str, rc: str) -> int | None:
-        found = self._cap.get(rp, {}).get(rc)
-        return None if found is None else found[0] - found[1]
+        return self._free.get(rp, _NONE).get(rc)
+
+    def free_in(self, rps: Iterable[str], rc: str) -> list[int]:
+        """Free amounts of `rc` on those of `rps` that have it (the weighers' hot path)."""
+        free = self._free
+        return [f for rp in rps if (f := free.get(rp, _NONE).get(rc)) is not None]
 
     def shortfall(self, allocations: Allocations) -> str | None:
         """Why `allocations` no longer fit, or None when they do."""
@@ -112,12 +121,28 @@ class ProviderUsage:
                     return f"{rc} on provider {rp}: {amount} requested, {free} free"
         return None
 
+    def fits(self, allocation_request: Mapping[str, Any]) -> bool:
+        """`shortfall(amounts_of(allocation_request)) is None`, without building the
+        amounts or sorting: the filter asks it of every candidate of every decision."""
+        free = self._free
+        for rp, alloc in allocation_request["allocations"].items():
+            found = free.get(rp)
+            if found is None:
+                continue
+            for rc, amount in alloc["resources"].items():
+                have = found.get(rc)
+                if have is not None and have < amount:
+                    return False
+        return True
+
     def consume(self, allocations: Allocations) -> None:
         for rp, resources in allocations.items():
+            found = self._free.get(rp)
+            if found is None:
+                continue
             for rc, amount in resources.items():
-                found = self._cap.get(rp, {}).get(rc)
-                if found is not None:
-                    found[1] += amount
+                if rc in found:
+                    found[rc] -= amount
 
 
 def amounts_of(allocation_request: Mapping[str, Any]) -> Allocations:
@@ -125,7 +150,7 @@ def amounts_of(allocation_request: Mapping[str, Any]) -> Allocations:
     return {rp: dict(a["resources"]) for rp, a in allocation_request["allocations"].items()}
 
 
-@dataclass
+@dataclass(slots=True)
 class HostState:
     """A candidate host for this request: its records plus its Placement candidates."""
 
@@ -154,9 +179,9 @@ class HostState:
 
     def free(self, rc: str) -> int:
         """Free amount of `rc` in the tree, else on the sharing providers it would use."""
-        in_tree = [f for rp in self.tree if (f := self.usage.free(rp, rc)) is not None]
+        in_tree = self.usage.free_in(self.tree, rc)
         if in_tree:
-            return sum(in_tree)
+            return in_tree[0] if len(in_tree) == 1 else sum(in_tree)
         shared = {rp for ar in self.allocation_requests for rp in ar["allocations"]
                   if rp not in self.tree}
         return sum(f for rp in shared if (f := self.usage.free(rp, rc)) is not None)
@@ -164,16 +189,17 @@ class HostState:
     def fitting_request(self) -> dict[str, Any] | None:
         """The first allocation request that still fits, after this request's earlier claims."""
         for ar in self.allocation_requests:
-            if self.usage.shortfall(amounts_of(ar)) is None:
+            if self.usage.fits(ar):
                 return ar
         return None
 
     def shortfall(self) -> str | None:
         """None when some allocation request still fits; else why the first one does not."""
-        reasons = [self.usage.shortfall(amounts_of(ar)) for ar in self.allocation_requests]
-        if not reasons:
+        if not self.allocation_requests:
             return "Placement offered no allocation request"
-        return None if None in reasons else reasons[0]
+        if self.fitting_request() is not None:
+            return None
+        return self.usage.shortfall(amounts_of(self.allocation_requests[0]))
 
     def consume(self, allocation_request: Mapping[str, Any], pci: Mapping[str, int]) -> None:
         self.usage.consume(amounts_of(allocation_request))
@@ -181,21 +207,37 @@ class HostState:
             self.pci_free[alias] = self.pci_free.get(alias, 0) - count
 
 
-def _root_of(rp: str, summaries: Mapping[str, Mapping[str, Any]]) -> str:
-    return str((summaries.get(rp) or {}).get("root_provider_uuid") or rp)
+def candidate_roots(candidates: Mapping[str, Any]) -> set[str]:
+    """The root providers the candidates name: the compute nodes a decision may read."""
+    summaries: Mapping[str, Mapping[str, Any]] = candidates.get("provider_summaries") or {}
+    roots = {str(s.get("root_provider_uuid") or rp) for rp, s in summaries.items()}
+    for ar in candidates.get("allocation_requests") or ():
+        roots.update(rp for rp in ar["allocations"] if rp not in summaries)
+    return roots
 
 
 def build_host_states(nodes: Mapping[str, NodeRecord],
                       candidates: Mapping[str, Any]) -> list[HostState]:
-    """One state per node that has at least one allocation request, in node-name order."""
+    """One state per node that has at least one allocation request, in node-name order.
+
+    Linear in the candidates: each provider's root is looked up once, and `nodes` is
+    probed as the mapping it is (a set of it per allocation request made this
+    O(candidates x hosts)).
+    """
     summaries: Mapping[str, Mapping[str, Any]] = candidates.get("provider_summaries") or {}
     usage = ProviderUsage(summaries)
+    root_of = {rp: str(s.get("root_provider_uuid") or rp) for rp, s in summaries.items()}
     trees: dict[str, set[str]] = {}
-    for rp in summaries:
-        trees.setdefault(_root_of(rp, summaries), set()).add(rp)
+    for rp, root in root_of.items():
+        trees.setdefault(root, set()).add(rp)
     states: dict[str, HostState] = {}
     for ar in candidates.get("allocation_requests") or ():
-        roots = {_root_of(rp, summaries) for rp in ar["allocations"]} & set(nodes)
+        allocations = ar["allocations"]
+        if len(allocations) == 1:  # the common case: one provider, its own root or not
+            rp = next(iter(allocations))
+            roots = {root} if (root := root_of.get(rp, rp)) in nodes else set()
+        else:
+            roots = {root for rp in allocations if (root := root_of.get(rp, rp)) in nodes}
         if len(roots) != 1:
             LOG.debug("allocation request %s names no single compute node; skipped", ar)
             continue

@@ -70,6 +70,10 @@ class ServerGroupSoftAffinityWeigher:
     name = "ServerGroupSoftAffinityWeigher"
     multiplier = 1.0
 
+    def applies(self, req: SchedulingRequest) -> bool:
+        """False: every host weighs 0 (no soft-affinity group): nothing to weigh."""
+        return req.group is not None and req.group.policy == "soft-affinity"
+
     def raw(self, host: HostState, req: SchedulingRequest) -> float:
         group = req.group
         if group is None or group.policy != "soft-affinity":
@@ -80,6 +84,10 @@ class ServerGroupSoftAffinityWeigher:
 class ServerGroupSoftAntiAffinityWeigher:
     name = "ServerGroupSoftAntiAffinityWeigher"
     multiplier = -1.0
+
+    def applies(self, req: SchedulingRequest) -> bool:
+        """False: every host weighs 0 (no soft-anti-affinity group): nothing to weigh."""
+        return req.group is not None and req.group.policy == "soft-anti-affinity"
 
     def raw(self, host: HostState, req: SchedulingRequest) -> float:
         group = req.group
@@ -141,8 +149,18 @@ def weigh(hosts: Sequence[HostState], req: SchedulingRequest,
     if not weighed:
         return []
     for weigher in weighers:
-        scaled = _normalized([weigher.raw(w.host, req) for w in weighed])
         per_host = getattr(weigher, "multiplier_for", None)  # a multiplier per host
+        applies = getattr(weigher, "applies", None)
+        raw = ([0.0] if per_host is None and applies is not None and not applies(req)
+               else [weigher.raw(w.host, req) for w in weighed])
+        if per_host is None and min(raw) == max(raw):
+            # All equal scale to 0: the weigher adds nothing (most requests have no
+            # group); only its part is recorded, as below.
+            nothing = weigher.multiplier * 0.0
+            for w in weighed:
+                w.parts[weigher.name] = nothing
+            continue
+        scaled = _normalized(raw)
         for w, value in zip(weighed, scaled, strict=True):
             multiplier = weigher.multiplier if per_host is None else per_host(w.host)
             contribution = multiplier * value
