@@ -137,8 +137,8 @@ class _Listener:
 
 
 @contextlib.contextmanager
-def _app(db_url: str) -> Iterator[tuple[str, Any, _Listener]]:
-    """The whole app on a uvicorn thread, periodic work out of the way."""
+def _app(db_url: str, hosts: int = 3) -> Iterator[tuple[str, Any, _Listener]]:
+    """The whole app on a uvicorn thread, periodic work out of the way (`ops.py` too)."""
     import uvicorn
 
     from stowage import config
@@ -146,7 +146,7 @@ def _app(db_url: str) -> Iterator[tuple[str, Any, _Listener]]:
     from stowage.compute.cells import bootstrap
     from stowage.db import Database, schema
 
-    quiet = config.ComputeSettings(sim_hosts=3, report_interval=3600.0,
+    quiet = config.ComputeSettings(sim_hosts=hosts, report_interval=3600.0,
                                    update_resources_interval=3600.0)
     db = Database(db_url)
     schema.upgrade(db)
