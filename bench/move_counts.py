@@ -137,8 +137,10 @@ class _Listener:
 
 
 @contextlib.contextmanager
-def _app(db_url: str, hosts: int = 3) -> Iterator[tuple[str, Any, _Listener]]:
-    """The whole app on a uvicorn thread, periodic work out of the way (`ops.py` too)."""
+def _app(db_url: str, hosts: int = 3, count: bool = True
+         ) -> Iterator[tuple[str, Any, _Listener]]:
+    """The whole app on a uvicorn thread, periodic work out of the way (`ops.py` too:
+    it times CPU, so it asks for no statement listener, `count=False`)."""
     import uvicorn
 
     from stowage import config
@@ -154,7 +156,7 @@ def _app(db_url: str, hosts: int = 3) -> Iterator[tuple[str, Any, _Listener]]:
     listener = _Listener()
     # The API database's statements and those of every cell's own database.
     for engine in {id(d.engine): d.engine for d in [db, *(c for _, c in cells.databases())]
-                   }.values():
+                   }.values() if count else ():
         listener.attach(engine)
     app = build_asgi(config.Settings(database=db_url, compute=quiet), db, at_root=False,
                      cells=cells)

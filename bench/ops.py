@@ -226,7 +226,7 @@ def measure(backend: str, hosts: int, boots: int, pairs: int,
     with tempfile.TemporaryDirectory() as tmp, \
             servers.database(backend, Path(tmp), "ops") as db_url:
         started = time.monotonic()
-        with move_counts._app(db_url, hosts) as (url, plane, _listener):
+        with move_counts._app(db_url, hosts, count=False) as (url, plane, _listener):
             print(f"{hosts} hosts up in {time.monotonic() - started:.0f} s", flush=True)
             meter.install()
             try:
