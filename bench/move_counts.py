@@ -137,7 +137,7 @@ class _Listener:
 
 
 @contextlib.contextmanager
-def _app(db_url: str, hosts: int = 3, count: bool = True
+def _app(db_url: str, hosts: int = 3, count: bool = True, report_interval: float = 3600.0
          ) -> Iterator[tuple[str, Any, _Listener]]:
     """The whole app on a uvicorn thread, periodic work out of the way (`ops.py` too:
     it times CPU, so it asks for no statement listener, `count=False`)."""
@@ -148,7 +148,7 @@ def _app(db_url: str, hosts: int = 3, count: bool = True
     from stowage.compute.cells import bootstrap
     from stowage.db import Database, schema
 
-    quiet = config.ComputeSettings(sim_hosts=hosts, report_interval=3600.0,
+    quiet = config.ComputeSettings(sim_hosts=hosts, report_interval=report_interval,
                                    update_resources_interval=3600.0)
     db = Database(db_url)
     schema.upgrade(db)
