@@ -137,8 +137,10 @@ class _Listener:
 
 
 @contextlib.contextmanager
-def _app(db_url: str) -> Iterator[tuple[str, Any, _Listener]]:
-    """The whole app on a uvicorn thread, periodic work out of the way."""
+def _app(db_url: str, hosts: int = 3, count: bool = True, report_interval: float = 3600.0
+         ) -> Iterator[tuple[str, Any, _Listener]]:
+    """The whole app on a uvicorn thread, periodic work out of the way (`ops.py` too:
+    it times CPU, so it asks for no statement listener, `count=False`)."""
     import uvicorn
 
     from stowage import config
@@ -146,7 +148,7 @@ def _app(db_url: str) -> Iterator[tuple[str, Any, _Listener]]:
     from stowage.compute.cells import bootstrap
     from stowage.db import Database, schema
 
-    quiet = config.ComputeSettings(sim_hosts=3, report_interval=3600.0,
+    quiet = config.ComputeSettings(sim_hosts=hosts, report_interval=report_interval,
                                    update_resources_interval=3600.0)
     db = Database(db_url)
     schema.upgrade(db)
@@ -154,7 +156,7 @@ def _app(db_url: str) -> Iterator[tuple[str, Any, _Listener]]:
     listener = _Listener()
     # The API database's statements and those of every cell's own database.
     for engine in {id(d.engine): d.engine for d in [db, *(c for _, c in cells.databases())]
-                   }.values():
+                   }.values() if count else ():
         listener.attach(engine)
     app = build_asgi(config.Settings(database=db_url, compute=quiet), db, at_root=False,
                      cells=cells)

@@ -285,3 +285,32 @@ def test_a_user_limit_below_the_project_one_refuses_that_user_only(
     settle(cloud)
     assert made.status_code == 202, made.text
     assert _server_count(cloud) == 2
+
+
+def test_unlimited_quotas_are_not_counted(cloud: Cloud, world: dict[str, str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing can be over an unlimited quota, so a boot and an upsize read no usage
+    (a Placement read and the moves' holdings each); a user limit still is counted."""
+    counted: list[str] = []
+    real_used = quota_checks.Owner.used
+
+    def used(owner: quota_checks.Owner, conn: object, resources: object,
+             user_id: str | None = None) -> object:
+        counted.append(str(user_id))
+        return real_used(owner, conn, resources, user_id)  # type: ignore[arg-type]
+
+    unlimited = {"instances": -1, "cores": -1, "ram": -1}
+    cloud.compute.put("/os-quota-sets/admin", json={"quota_set": unlimited})
+    monkeypatch.setattr(quota_checks.Owner, "used", used)
+    grown = boot(cloud, "grown", world["small"], world["image"])
+    action(cloud, grown, {"resize": {"flavorRef": world["big"]}})
+    assert server(cloud, grown)["status"] == "VERIFY_RESIZE"
+    assert counted == []
+    cloud.compute.put("/os-quota-sets/admin?user_id=admin", json={"quota_set": {"cores": 3}})
+    counted.clear()  # the PUT itself counts, to refuse a limit below the usage
+    refused = _post(cloud, world["small"], world["image"])
+    assert refused["body"] == {"forbidden": {"code": 403, "message":
+                               "Quota exceeded for cores: Requested 1, but already used "
+                               "3 of 3 cores"}}
+    assert "admin" in counted
+    assert_invariants(cloud)

@@ -35,6 +35,7 @@ from stowage.compute import tables as t
 from stowage.config import ComputeSettings
 from stowage.db import Database, schema
 from stowage.db.engine import API, CELL
+from stowage.db.statements import Sql
 from stowage.errors import Conflict, NotFound
 from stowage.timeutil import utcnow
 
@@ -52,6 +53,9 @@ REFRESH = 30.0
 SAME_DATABASE = "@api"
 
 _C, _H, _IM = t.cell_mappings, t.host_mappings, t.instance_mappings
+# Read several times per operation (API request, conductor, scheduler): as SQL text, which
+# skips Core's statement building (db/statements.py).
+_CELL_OF_INSTANCE = Sql("SELECT cell_id FROM instance_mappings WHERE instance_uuid = :uuid")
 
 
 @dataclass(frozen=True)
@@ -205,8 +209,7 @@ class Cells:
         """The cell the server's mapping names (read every time: moves change it);
         NotFound when no cell holds it."""
         with self.api.read() as conn:
-            cell_id = conn.execute(sa.select(_IM.c.cell_id).where(
-                _IM.c.instance_uuid == instance_uuid)).scalar()
+            cell_id = _CELL_OF_INSTANCE.scalar(conn, uuid=instance_uuid)
         if cell_id is None:
             raise NotFound(f"Instance {instance_uuid} could not be found.")
         return self.by_id(int(cell_id))

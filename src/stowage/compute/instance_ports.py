@@ -15,6 +15,7 @@ shows, refreshed whenever compute binds the port (Nova's info cache).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from stowage.compute import tables as t
+from stowage.db.statements import Sql
 from stowage.network.standard import try_insert
 from stowage.timeutil import utcnow
 
@@ -95,13 +97,26 @@ def of_instances(conn: Connection, uuids: Sequence[str]) -> dict[str, list[Insta
     """instance uuid -> its ports in request order (only instances that have any)."""
     if not uuids:
         return {}
-    # SELECT * FROM instance_ports WHERE instance_uuid IN (...) ORDER BY instance_uuid, position
-    rows = conn.execute(sa.select(_T).where(_T.c.instance_uuid.in_(list(uuids)))
-                        .order_by(_T.c.instance_uuid, _T.c.position)).all()
     found: dict[str, list[InstancePort]] = {}
-    for row in rows:
-        found.setdefault(row.instance_uuid, []).append(_row(row))
+    for (id_, instance_uuid, position, port_id, network_id, fixed_ip, created, request,
+         vif) in _OF_INSTANCES.rows(conn, uuids=list(uuids)):
+        found.setdefault(instance_uuid, []).append(InstancePort(
+            id_, instance_uuid, position, port_id, network_id, fixed_ip, bool(created),
+            _json_of(request), _json_of(vif)))
     return found
+
+
+# Read by every request and operation about one server, most of which have no ports: as
+# SQL text, which skips Core's statement building (db/statements.py).
+_OF_INSTANCES = Sql("SELECT id, instance_uuid, position, port_id, network_id, fixed_ip, "
+                    "created, request, vif FROM instance_ports WHERE instance_uuid IN :uuids "
+                    "ORDER BY instance_uuid, position")
+
+
+def _json_of(raw: Any) -> dict[str, Any] | None:
+    """A JSON column as the driver returns it: text (SQLite, MySQL) or parsed (PostgreSQL)."""
+    value = json.loads(raw) if isinstance(raw, str | bytes) else raw  # "null" for None too
+    return dict(value) if value else None
 
 
 def _update(conn: Connection, where: sa.ColumnElement[bool], **values: Any) -> None:

@@ -128,7 +128,13 @@ def _find_over(conn: Connection, owner: Owner, deltas: Mapping[str, int]) -> _Ov
     counted = [r for r in deltas if r in ("instances", "cores", "ram", "server_groups")]
     with owner.api(conn) as api:
         project_caps = limits.project_limits(api, owner.settings, owner.project_id)
-        user_caps = limits.user_limits(api, owner.settings, owner.project_id, owner.user_id)
+        user_caps = limits.user_limits(api, owner.settings, owner.project_id, owner.user_id,
+                                       project_caps)
+    if all(project_caps[r] == limits.UNLIMITED == user_caps[r] for r in deltas):
+        # Nothing can be over an unlimited quota: counting (a Placement usage read and the
+        # moves' holdings) would change no answer, and at scale it is most of a resize's
+        # API request.
+        return None
     project = _compare(deltas, project_caps, owner.used(conn, counted))
     if project.overs:
         return project

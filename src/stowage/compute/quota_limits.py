@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection
 
 from stowage.compute import tables as t
 from stowage.config import QuotaSettings
+from stowage.db.statements import Sql
 from stowage.timeutil import utcnow
 
 __all__ = ["RESOURCES", "NETWORK_RESOURCES", "INJECTED_FILE_RESOURCES", "DEFAULT_CLASS",
@@ -46,6 +47,11 @@ INJECTED_FILE_RESOURCES = ("injected_files", "injected_file_content_bytes",
 _Q = t.quotas
 _QC = t.quota_classes
 _PROJECT_ROW = ""  # user_id of a project's own limits
+# Read by every quota check (boot, resize, unshelve): as SQL text, which skips Core's
+# statement building (db/statements.py).
+_CLASS_ROWS = Sql("SELECT resource, hard_limit FROM quota_classes WHERE class_name = :name")
+_LIMIT_ROWS = Sql("SELECT resource, hard_limit FROM quotas "
+                  "WHERE project_id = :project AND user_id = :user")
 
 
 def defaults(settings: QuotaSettings) -> dict[str, int]:
@@ -57,18 +63,14 @@ def defaults(settings: QuotaSettings) -> dict[str, int]:
 def class_limits(conn: Connection, settings: QuotaSettings,
                  class_name: str = DEFAULT_CLASS) -> dict[str, int]:
     """The settings' defaults overridden by the quota class's rows."""
-    # SELECT resource, hard_limit FROM quota_classes WHERE class_name = :name
-    rows = conn.execute(sa.select(_QC.c.resource, _QC.c.hard_limit)
-                        .where(_QC.c.class_name == class_name))
+    rows = _CLASS_ROWS.rows(conn, name=class_name)
     limits = defaults(settings)
     limits.update({r: int(v) for r, v in rows if r in limits})
     return limits
 
 
 def _rows(conn: Connection, project_id: str, user_id: str) -> dict[str, int]:
-    # SELECT resource, hard_limit FROM quotas WHERE project_id = :p AND user_id = :u
-    rows = conn.execute(sa.select(_Q.c.resource, _Q.c.hard_limit)
-                        .where(_Q.c.project_id == project_id, _Q.c.user_id == user_id))
+    rows = _LIMIT_ROWS.rows(conn, project=project_id, user=user_id)
     return {r: int(v) for r, v in rows if r in RESOURCES}
 
 
@@ -80,9 +82,11 @@ def project_limits(conn: Connection, settings: QuotaSettings,
 
 
 def user_limits(conn: Connection, settings: QuotaSettings, project_id: str,
-                user_id: str) -> dict[str, int]:
-    """A user's limits: the project's, where the user has no row of their own."""
-    limits = project_limits(conn, settings, project_id)
+                user_id: str, project: dict[str, int] | None = None) -> dict[str, int]:
+    """A user's limits: the project's (`project` when the caller read them), where the
+    user has no row of their own."""
+    limits = dict(project) if project is not None else project_limits(conn, settings,
+                                                                        project_id)
     limits.update(_rows(conn, project_id, user_id))
     return limits
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import orjson
 
 from stowage.web.http import Request
 from stowage.web.service_client import Answer, Send, close_send, in_process, over_http
@@ -126,7 +127,8 @@ class PlacementClient:
     def _send(self, method: str, path: str, body: Any = None,
               params: Sequence[tuple[str, str]] | None = None,
               ok: Sequence[int] = (200, 201, 204)) -> Answer:
-        content = None if body is None else json.dumps(body).encode()
+        # orjson: several times faster than json for these bodies, on every claim and move.
+        content = None if body is None else orjson.dumps(body)
         resp = self._transport(method, path, content, params)
         if resp.status not in ok:
             raise _error(resp.status, resp.body)
