@@ -13,7 +13,7 @@ finds none the body is accepted. A body is therefore rejected only when the
 reference rejects it, with the reference's message.
 
 The other direction (compiled accepts what the reference would reject) must
-never happen; `tests/web/test_compiled_schema.py` checks it on a corpus of
+never happen; `tests/unit/test_compiled_schema.py` checks it on a corpus of
 valid and mutated bodies for every Placement schema. Two known differences of
 fastjsonschema are kept out by construction:
 
