@@ -313,6 +313,16 @@ def cloud(live_stowage: LiveServer) -> Iterator[Cloud]:
 
 
 @pytest.fixture
+def nets(cloud: Cloud) -> Iterator[Any]:
+    """The networks, subnets and QoS policy of `ports.Nets` on the cloud, closed after."""
+    from tests.functional.ports import Nets  # ports builds on this module's Cloud
+
+    made = Nets(cloud)
+    yield made
+    made.close()
+
+
+@pytest.fixture
 def image(live_stowage: LiveServer) -> Iterator[httpx.Client]:
     """An admin Image client at `/image`, on empty tables."""
     reset_cloud(live_stowage)

@@ -82,16 +82,22 @@ def _user_id(live: LiveServer, name: str) -> str:
 
 # --- the oracle and the log ------------------------------------------------------------
 
-def test_unknown_user_and_wrong_password_both_run_the_hash(
-        live_identity: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[str] = []
+@pytest.fixture
+def seen(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The stored hashes each password check of a login verified, in order."""
+    checked: list[str] = []
     real = login_module.verify_password
 
     def spy(password: str, stored: str) -> bool:
-        seen.append(stored)
+        checked.append(stored)
         return bool(real(password, stored))
 
     monkeypatch.setattr(login_module, "verify_password", spy)
+    return checked
+
+
+def test_unknown_user_and_wrong_password_both_run_the_hash(
+        live_identity: LiveServer, seen: list[str]) -> None:
     unknown = _post(live_identity, "no-such-user", "whatever")
     assert _message(unknown) == GENERIC and len(seen) == 1
     wrong = _post(live_identity, "alice", "not-alice-pw")
@@ -254,8 +260,7 @@ def _set_enabled(client: httpx.Client, user_id: str, enabled: bool) -> None:
 
 
 def test_a_disabled_user_is_refused_before_its_password(
-        locking: LiveServer, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+        locking: LiveServer, seen: list[str], caplog: pytest.LogCaptureFixture) -> None:
     """Keystone checks `enabled` before the password: the generic 401 either way,
     no failure counted, and (as for an unknown user) the dummy hash is verified."""
     with _admin_client(locking) as client:
@@ -263,14 +268,7 @@ def test_a_disabled_user_is_refused_before_its_password(
         assert made.status_code == 201, made.text
         user_id = made.json()["user"]["id"]
         _set_enabled(client, user_id, False)
-    seen: list[str] = []
-    real = login_module.verify_password
-
-    def spy(password: str, stored: str) -> bool:
-        seen.append(stored)
-        return bool(real(password, stored))
-
-    monkeypatch.setattr(login_module, "verify_password", spy)
+    seen.clear()  # the admin's own login above
     with caplog.at_level(logging.WARNING, logger="stowage.identity.login"):
         for _ in range(4):
             assert _message(_post(locking, "switched-off", "wrong")) == GENERIC

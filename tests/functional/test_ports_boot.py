@@ -12,7 +12,6 @@ VF came from, and the audit.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -38,13 +37,6 @@ from tests.functional.servers import (
 )
 
 SMALL = flavor_amounts(1, 512, 5)
-
-
-@pytest.fixture
-def nets(cloud: Cloud) -> Iterator[Nets]:
-    made = Nets(cloud)
-    yield made
-    made.close()
 
 
 @pytest.fixture

@@ -30,13 +30,6 @@ Post = Callable[..., httpx.Response]
 
 
 @pytest.fixture
-def nets(cloud: Cloud) -> Iterator[Nets]:
-    made = Nets(cloud)
-    yield made
-    made.close()
-
-
-@pytest.fixture
 def project(nets: Nets) -> Iterator[str]:
     """The admin's project (the owner of the ports it makes); its port quota is reset after."""
     probe = n.port(nets.client, nets.net0["id"], name="probe")

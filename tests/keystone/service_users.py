@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from stowage import cli, config
 from stowage.compute import cells
 from stowage.db import Database, schema
-from tests.functional.conftest import LiveServer, run_uvicorn
+from tests.dbs import throwaway_database
+from tests.functional.conftest import LiveServer, free_port, run_uvicorn
 from tests.keystone.fixture import Keystone
 
 __all__ = ["PASSWORD", "TokenLog", "register", "start_logged"]
@@ -67,3 +70,25 @@ def start_logged(settings: config.Settings, port: int) -> tuple[LiveServer, Toke
     return LiveServer(f"http://127.0.0.1:{port}", db, server, thread, cli.plane_of(app),
                       found), log
 
+
+
+@contextlib.contextmanager
+def registered_placement(keystone: Keystone, workdir: Path, authtoken: str = ""
+                         ) -> Iterator[tuple[LiveServer, TokenLog]]:
+    """A Placement registered in Keystone's catalog and served with the settings
+    `manage keystone register` printed (plus `authtoken` lines for
+    `[keystone_authtoken]`), on a throw-away SQLite database."""
+    keystone.ensure_running()
+    port = free_port()
+    status, tables, err = register(keystone, f"http://127.0.0.1:{port}", "placement")
+    assert status == 0, err
+    if authtoken:
+        tables = tables.replace("[keystone_authtoken]", f"[keystone_authtoken]\n{authtoken}")
+    path = workdir / "stowage.toml"
+    with throwaway_database("sqlite") as url:
+        path.write_text(f'database = "{url}"\nservices = ["placement"]\n{tables}\n')
+        live, log = start_logged(config.load(str(path)), port)
+        try:
+            yield live, log
+        finally:
+            live.close()

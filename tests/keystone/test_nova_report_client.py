@@ -20,11 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from stowage import config
-from tests.dbs import throwaway_database
-from tests.functional.conftest import LiveServer, free_port
+from tests.functional.conftest import LiveServer
 from tests.keystone.fixture import Keystone
-from tests.keystone.service_users import PASSWORD, register, start_logged
+from tests.keystone.service_users import PASSWORD, registered_placement
 from tests.nova.environment import ensure_environment
 
 CYCLE = Path(__file__).with_name("nova_report_cycle.py")
@@ -33,18 +31,8 @@ CYCLE = Path(__file__).with_name("nova_report_cycle.py")
 @pytest.fixture(scope="module")
 def placement(keystone: Keystone, tmp_path_factory: pytest.TempPathFactory
               ) -> Iterator[LiveServer]:
-    keystone.ensure_running()
-    port = free_port()
-    status, tables, err = register(keystone, f"http://127.0.0.1:{port}", "placement")
-    assert status == 0, err
-    path = tmp_path_factory.mktemp("nova-rc") / "stowage.toml"
-    with throwaway_database("sqlite") as url:
-        path.write_text(f'database = "{url}"\nservices = ["placement"]\n{tables}\n')
-        live, _ = start_logged(config.load(str(path)), port)
-        try:
-            yield live
-        finally:
-            live.close()
+    with registered_placement(keystone, tmp_path_factory.mktemp("nova-rc")) as (live, _):
+        yield live
 
 
 def test_novas_report_client_runs_a_cycle_with_a_password_section_and_the_catalog(

@@ -17,14 +17,12 @@ from typing import Any
 
 import pytest
 
-from stowage import config
 from stowage.service_users import ServiceUser
 from stowage.web import service_clients as sc
 from stowage.web.service_client import close_send
-from tests.dbs import throwaway_database
-from tests.functional.conftest import LiveServer, free_port
+from tests.functional.conftest import LiveServer
 from tests.keystone.fixture import Keystone
-from tests.keystone.service_users import PASSWORD, TokenLog, register, start_logged
+from tests.keystone.service_users import PASSWORD, TokenLog, register, registered_placement
 
 HEADERS = {"accept": "application/json", "openstack-api-version": "placement 1.39"}
 
@@ -32,20 +30,9 @@ HEADERS = {"accept": "application/json", "openstack-api-version": "placement 1.3
 @pytest.fixture(scope="module")
 def placement(keystone: Keystone, tmp_path_factory: pytest.TempPathFactory
               ) -> Iterator[tuple[LiveServer, TokenLog]]:
-    keystone.ensure_running()
-    port = free_port()
-    status, tables, err = register(keystone, f"http://127.0.0.1:{port}", "placement")
-    assert status == 0, err
-    path = tmp_path_factory.mktemp("failures") / "stowage.toml"
-    with throwaway_database("sqlite") as url:
-        path.write_text(f'database = "{url}"\nservices = ["placement"]\n{tables}\n'
-                        .replace("[keystone_authtoken]", "[keystone_authtoken]\n"
-                                 "token_cache_time = -1"))
-        live, log = start_logged(config.load(str(path)), port)
-        try:
-            yield live, log
-        finally:
-            live.close()
+    with registered_placement(keystone, tmp_path_factory.mktemp("failures"),
+                              "token_cache_time = -1") as served:
+        yield served
 
 
 def _user(keystone: Keystone, **changes: Any) -> ServiceUser:
