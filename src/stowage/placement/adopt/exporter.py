@@ -18,6 +18,7 @@ from typing import TextIO
 import sqlalchemy as sa
 
 from stowage.db import Database, schema
+from stowage.db.engine import create_engine
 from stowage.placement import tables as t
 from stowage.placement.adopt import copying
 from stowage.placement.adopt import upstream_schema as us
@@ -40,7 +41,10 @@ def export_database(db: Database, target_url: str, *, out: TextIO | None = None)
     if not schema.is_current(db):
         raise ExportRefused("the stowage database is not at the newest schema: run "
                             "`stowage manage db upgrade` first")
-    engine = sa.create_engine(our_driver(target_url))
+    # stowage's own engine: on SQLite it opens the transaction itself, so the
+    # CREATE TABLEs are inside it (pysqlite would commit each at once, and a
+    # kill -9 mid-copy would leave upstream's tables behind).
+    engine = create_engine(our_driver(target_url))
     progress = Progress("exporting", out)
     try:
         _refuse_non_empty(engine, target_url)
