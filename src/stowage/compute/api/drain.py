@@ -65,8 +65,9 @@ def _scheduler(req: Request) -> Scheduler:
     plane = req.app.plane
     if plane is None:
         raise HTTPError(409, "The compute control plane is not running in this process.")
-    if plane.scheduler is not None:
-        return plane.scheduler
+    here: Scheduler | None = plane.scheduler
+    if here is not None:
+        return here
     return Scheduler(plane.settings, plane.api_db, plane.placement, cell_db=plane.db,
                      cells=plane.cells)
 
