@@ -56,7 +56,10 @@ def world_state(cloud: Cloud) -> dict[str, Any]:
             "allocations": {s["id"]: held(cloud, s["id"]) for s in servers},
             "servers": {s["id"]: (s["status"], s["OS-EXT-SRV-ATTR:host"]) for s in servers},
             "journal": steps,
-            "services": cloud.compute.get("/os-services").json()["services"]}
+            # (not updated_at: heartbeats write it)
+            "services": sorted((v["host"], v["binary"], v["status"], v["disabled_reason"],
+                                v["forced_down"]) for v in cloud.compute.get(
+                "/os-services").json()["services"])}
 
 
 def drain(cloud: Cloud, host: str, max_parallel: int = 2) -> tuple[dict[str, Any], str]:
