@@ -27,6 +27,7 @@ from tests.functional.servers import (
     host_of,
     image,
     server,
+    usages,
 )
 
 
@@ -148,4 +149,50 @@ def test_a_plan_that_cannot_fit_says_which_filter_stopped_each_server(cloud: Clo
     assert results["m1"] == ("moved", "host2")
     assert results["m2"][0] == results["a1"][0] == "failed"
     assert host_of(cloud, a1) == "host1"
+    assert_invariants(cloud)
+
+
+class TakesTheDestination(ComputeOverHttp):
+    """The Compute API, except that just before the first move starts, someone else's
+    allocation fills the host it was planned to (a consumer Placement alone knows)."""
+
+    def __init__(self, cloud: Cloud) -> None:
+        super().__init__(cloud.compute)
+        self.cloud = cloud
+        self.taken: str | None = None
+
+    def __call__(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        if self.taken is None and method == "POST" and body and "os-migrateLive" in body:
+            self.taken = body["os-migrateLive"]["host"]
+            rp = self.cloud.placement.get("/resource_providers",
+                                          params={"name": self.taken}).json()
+            uuid = rp["resource_providers"][0]["uuid"]
+            room = {rc: HOST[key] - n for rc, key, n in (
+                ("VCPU", "vcpus", usages(self.cloud, uuid).get("VCPU", 0)),)}
+            resp = self.cloud.placement.put(f"/allocations/{OTHER}", json={
+                "allocations": {uuid: {"resources": room}}, "project_id": "p",
+                "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"})
+            assert resp.status_code == 204, resp.text
+        return super().__call__(method, path, body)
+
+
+OTHER = "00000000-0000-4000-8000-0000000000aa"
+
+
+def test_a_move_whose_destination_was_taken_is_planned_again(cloud: Cloud) -> None:
+    cloud.add_host("host1", vcpus=16, memory_mb=16384, disk_gb=200)
+    server_id = boot(cloud, "vm", flavor(cloud, "small", 1, 512, 5), image(cloud))
+    for name in ("host2", "host3"):
+        cloud.add_host(name, **HOST)
+    first = by_name(plan(cloud, "host1"))["vm"]["destination"]
+    api = TakesTheDestination(cloud)
+    out = io.StringIO()
+    outcomes = DrainRun(api, "host1", Progress(out), poll=0.05).run()
+    [outcome] = outcomes.values()
+    assert api.taken == first
+    assert (outcome.result, outcome.attempts) == ("moved", 2), out.getvalue()
+    assert outcome.destination != first and host_of(cloud, server_id) == outcome.destination
+    assert "vm did not move (No valid host was found" in out.getvalue(), out.getvalue()
+    assert "planning it again" in out.getvalue()
+    assert cloud.placement.delete(f"/allocations/{OTHER}").status_code == 204
     assert_invariants(cloud)
