@@ -18,6 +18,8 @@ from stowage.compute.drain.execute import DrainRun
 from stowage.compute.drain.progress import Progress
 from tests.functional.conftest import Cloud
 from tests.functional.drain_world import HOST, ComputeOverHttp, group, varied
+from tests.functional.ports import boot as port_boot
+from tests.functional.ports import net_host
 from tests.functional.servers import (
     assert_invariants,
     boot,
@@ -195,4 +197,32 @@ def test_a_move_whose_destination_was_taken_is_planned_again(cloud: Cloud) -> No
     assert "vm did not move (No valid host was found" in out.getvalue(), out.getvalue()
     assert "planning it again" in out.getvalue()
     assert cloud.placement.delete(f"/allocations/{OTHER}").status_code == 204
+    assert_invariants(cloud)
+
+
+def test_ports_bandwidth_is_planned_claim_by_claim(cloud: Cloud, nets: Any) -> None:
+    """host1 (drained): p1, p2, each with a QoS port (1000 kbps out, 2000 in);
+    host2 and host3: a bridge with room for one such port each (2500 kbps each way).
+
+    Placement alone has room for both ports on host2 (the name breaks the tie), the
+    plan does not: the second port's bandwidth goes to host3, and so does the move.
+    """
+    net_host(cloud, "host1", bw=100_000)
+    small, img = flavor(cloud, "small", 1, 512, 5), image(cloud)
+    ports = {name: nets.qos_port(name) for name in ("p1", "p2")}
+    ids = {name: port_boot(cloud, name, small, img, [{"port": ports[name]}])
+           for name in ("p1", "p2")}
+    bridges = {name: net_host(cloud, name, bw=2500).bridge for name in ("host2", "host3")}
+    servers = by_name(plan(cloud, "host1", verbose=True))
+    planned = {name: servers[name]["destination"] for name in ("p1", "p2")}
+    assert planned == {"p1": "host2", "p2": "host3"}
+    [(why)] = [r["reason"] for r in servers["p2"]["rejections"]
+               if (r["host"], r["filter"]) == ("host2", "ResourceFitFilter")]
+    assert "NET_BW_" in why, why
+    for name, host in planned.items():
+        assert bridges[host] in servers[name]["allocations"]
+    outcomes, _ = drain(cloud, "host1")
+    assert {o.name: o.destination for o in outcomes.values()} == planned
+    for name, host in planned.items():
+        nets.assert_bound(ports[name], ids[name], host, bridges[host])
     assert_invariants(cloud)
