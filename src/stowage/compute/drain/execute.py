@@ -115,13 +115,18 @@ class DrainRun:
         self.progress.note(f"disabled the compute service of {self.host} ({REASON})")
 
     def finish_in_flight(self) -> None:
-        """Moves from HOST a previous run started: wait for them; confirm the cold ones."""
+        """Moves from HOST a previous run started: wait for them; confirm the cold ones.
+
+        A user's resize waiting in VERIFY_RESIZE is left for its owner to confirm or
+        revert (its server is on the new host already, so no plan names it)."""
         found = self._get(f"/os-migrations?source_compute={self.host}")["migrations"]
         for mig in found:
-            if mig["status"] in _OPEN or mig["status"] == "finished":
+            cold_waiting = mig["status"] == "finished" and mig["migration_type"] == "migration"
+            if mig["status"] in _OPEN or cold_waiting:
                 server = mig["instance_uuid"]
                 view = self._settle(server)
-                if view is not None and view["status"] == "VERIFY_RESIZE":
+                if (view is not None and view["status"] == "VERIFY_RESIZE"
+                        and mig["migration_type"] == "migration"):
                     self._call("POST", f"/servers/{server}/action", {"confirmResize": None})
                     self.progress.note(f"confirmed the migration of {server} to "
                                        f"{view['OS-EXT-SRV-ATTR:host']}")
