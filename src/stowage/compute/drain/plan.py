@@ -67,6 +67,7 @@ class PlannedServer:
     host: str | None = None
     node: str | None = None
     allocations: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Why it cannot move (skip, busy, unplaceable), or why it moves cold.
     reason: str | None = None
     # Every host turned down and by which filter (asked with verbose).
     rejections: list[dict[str, str]] = field(default_factory=list)
@@ -131,6 +132,7 @@ def _entry(inst: Instance) -> PlannedServer:
         entry.action = LIVE
     elif inst.vm_state in _COLD_STATES:
         entry.action = COLD
+        entry.reason = "stopped: no running guest to live-migrate; migrated cold, then confirmed"
     elif inst.vm_state in (states.SHELVED, states.SHELVED_OFFLOADED):
         entry.reason = ("shelved: it holds no host once offloaded, and unshelve "
                         "schedules it afresh")
