@@ -73,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     identity = manage_sub.add_parser("identity", help="built-in identity service")
     identity.add_argument("action", choices=["hash-password"],
                           help="print the password_hash of a password read from stdin")
+    from stowage.manage_capacity import add_parser as add_capacity
     from stowage.manage_cells import add_parser as add_cells
     from stowage.manage_hosts import add_parser as add_hosts
     from stowage.manage_keystone import add_parser as add_keystone
@@ -81,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     add_parser(manage_sub)
     add_cells(manage_sub)
     add_hosts(manage_sub)
+    add_capacity(manage_sub)
     add_keystone(manage_sub)
     return p
 
@@ -580,6 +582,10 @@ def _manage(args: argparse.Namespace) -> int:
         from stowage.manage_hosts import run as run_hosts
 
         return run_hosts(args, settings, db)
+    if args.area == "capacity":
+        from stowage.manage_capacity import run as run_capacity
+
+        return run_capacity(args, settings, db)
     if args.area == "bootstrap":
         from stowage.manage_bootstrap import run as run_bootstrap
 

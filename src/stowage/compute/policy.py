@@ -182,4 +182,7 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
     # docs/faults.md): admin only.
     **{"os_compute_api:os-simulator:faults:" + name: (ADMIN, None)
        for name in ("create", "index", "delete")},
+    # stowage's own: drain plans and capacity (api/drain.py, docs/drain.md): admin only.
+    "os_compute_api:os-stowage-drain": (ADMIN, None),
+    "os_compute_api:os-stowage-capacity": (ADMIN, None),
 }

@@ -44,6 +44,7 @@ import logging
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection
@@ -76,7 +77,7 @@ from stowage.placement.client import MICROVERSION, Holding, PlacementConflict
 from stowage.timeutil import utcnow
 
 __all__ = ["Scheduler", "SchedulerPlacement", "NoValidHost", "Rejection", "MoveConflict",
-           "merge_move_allocations"]
+           "merge_move_allocations", "Preview"]
 
 LOG = logging.getLogger(__name__)
 NOT_ENOUGH_HOSTS = "There are not enough hosts available."
@@ -166,6 +167,40 @@ class Scheduler:
             self._rejections[uuid] = rejections
             while len(self._rejections) > _KEEP_REJECTIONS:
                 self._rejections.popitem(last=False)
+
+    # --- dry runs: drain planning and capacity (compute/drain/) ---------------------
+    def host_states(self, req: SchedulingRequest) -> list[HostState]:
+        """The candidates' host states for `req`, as a decision reads them (Placement's
+        candidates and the nodes' records; loads `req.group`); nothing is claimed."""
+        return self._host_states(req)
+
+    def preview(self, spec: dict[str, Any], instance_uuid: str,
+                adjust: Callable[[SchedulingRequest, list[HostState]], None] | None = None
+                ) -> Preview:
+        """Where `select_destinations` would put the instance, claiming nothing.
+
+        The same request, host states, filters and weighers as a decision;
+        `adjust` changes the host states (and the request's group) first: a
+        drain plan consumes there what it planned for the servers before this
+        one. The host chosen is the first of the weighed order that still has
+        a fitting allocation request, as `_schedule_one` tries them (without a
+        409 to lose, since nothing is claimed).
+        """
+        req = SchedulingRequest.from_spec(spec, [instance_uuid])
+        with _collector_paused():
+            hosts = self._host_states(req)
+            if adjust is not None:
+                adjust(req, hosts)
+            rejections: list[Rejection] = []
+            passed = run_filters(hosts, req, rejections,
+                                 self.filters or filters_for(self.settings.enabled_filters))
+            stack = self.weighers or weighers_for(
+                self.settings.weigher, self.settings.cross_cell_move_weight_multiplier)
+            for weighed in weigh(passed, req, stack):
+                ar = weighed.host.fitting_request()
+                if ar is not None:
+                    return Preview(req, hosts, rejections, weighed.host, ar)
+        return Preview(req, hosts, rejections)
 
     # --- pipeline ---------------------------------------------------------------
     def _host_states(self, req: SchedulingRequest) -> list[HostState]:
@@ -376,6 +411,18 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_on:
             gc.enable()
+
+
+@dataclass
+class Preview:
+    """A decision without its claim: the host chosen (None: no valid host) and its
+    allocation request, the hosts considered and every rejection."""
+
+    req: SchedulingRequest
+    hosts: list[HostState]
+    rejections: list[Rejection]
+    host: HostState | None = None
+    allocation_request: dict[str, Any] | None = None
 
 
 class MoveConflict(Exception):
