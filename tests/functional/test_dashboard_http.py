@@ -124,7 +124,7 @@ def test_a_resize_shows_who_owns_what_where(cloud: Cloud) -> None:
                                        "resources": {"DISK_GB": 10, "MEMORY_MB": 1024,
                                                      "VCPU": 2}}]
     assert move["step"]["operation"] == "resize" and move["elapsed"] >= 0
-    audit = _get(cloud, "/dashboard/api/audit").json()
+    audit = _get(cloud, "/dashboard/api/audit", wait="1").json()
     assert (audit["available"], audit["ok"], audit["violations"]) == (True, True, [])
     action(cloud, server_id, {"confirmResize": None}, status=204)
     assert _get(cloud, "/dashboard/api/moves").json() == {"moves": []}

@@ -87,7 +87,7 @@ class DashboardApp:
             "hosts": lambda q: host_page(world, q),
             "servers": lambda q: server_page(world, q),
             "moves": lambda q: moves_in_progress(world),
-            "audit": lambda q: self.audit.result(),
+            "audit": lambda q: self.audit.fresh() if q.get("wait") else self.audit.latest(),
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from stowage.compute import aggregates as compute_aggregates
 from stowage.compute import services
+from stowage.compute import tables as t
 from stowage.placement import aggregates, inventories, providers, traits, usages
 from stowage.placement import tables as pt
 from stowage.web.dashboard.paging import BadQuery, Page
@@ -77,8 +78,29 @@ def host_page(world: World, query: Mapping[str, str]) -> dict[str, Any]:
     shown = found[page.offset:page.offset + page.size]
     zones = _zones(world, [h.name for h in shown])
     trees = _trees(world, [h.node.uuid for h in shown])
-    return {"hosts": [_view(h, zones, trees) for h in shown], **page.meta(len(found)),
-            "placement": world.placement_db is not None}
+    counts = _servers(world, [h.name for h in shown])
+    views = [_view(h, zones, trees) for h in shown]
+    for view in views:
+        view["servers"] = counts.get(view["host"], 0)
+        view["zone"] = view["zone"] or world.settings.compute.default_availability_zone
+    return {"hosts": views, **page.meta(len(found)), "placement": world.placement_db is not None}
+
+
+def _servers(world: World, hosts: Sequence[str]) -> dict[str, int]:
+    """host -> its live servers, for the page's hosts only."""
+    if not hosts:
+        return {}
+    i = t.instances
+    counts: dict[str, int] = {}
+    for _, db in world.cell_dbs():
+        with db.read() as conn:
+            # SELECT host, count(*) FROM instances WHERE deleted = 0 AND host IN (:hosts)
+            #  GROUP BY host
+            for host, count in conn.execute(
+                    sa.select(i.c.host, sa.func.count()).where(
+                        i.c.deleted == 0, i.c.host.in_(list(hosts))).group_by(i.c.host)):
+                counts[str(host)] = counts.get(str(host), 0) + int(count)
+    return counts
 
 
 def _zones(world: World, hosts: Sequence[str]) -> dict[str, str]:
@@ -97,7 +119,6 @@ def _view(host: _Host, zones: Mapping[str, str], trees: Mapping[str, Any]) -> di
         "forced_down": bool(service and service.forced_down),
         "disabled": bool(service and service.disabled),
         "disabled_reason": service.disabled_reason if service else None,
-        "running_vms": host.node.running_vms,
         "tree": trees.get(host.node.uuid, {}).get("tree"),
         "sharing": trees.get(host.node.uuid, {}).get("sharing", []),
     }

@@ -96,6 +96,8 @@ def moves(data: Mapping[str, Any]) -> str:
 def audit(data: Mapping[str, Any]) -> str:
     if not data.get("available"):
         return f'<p class="quiet">{_e(data.get("why"))}</p>'
+    if data.get("running"):
+        return '<p class="quiet" id="audit-running">The audit is running&hellip;</p>'
     when = f'<span class="quiet">checked {_e(data["checked_at"])} in {_e(data["seconds"])} s' \
            '</span>'
     if data["ok"]:
@@ -108,12 +110,14 @@ def audit(data: Mapping[str, Any]) -> str:
 
 
 def _bar(res: Mapping[str, Any]) -> str:
+    """Usage against capacity as a <meter>: colour from its low/high marks, no inline style
+    (the page's Content-Security-Policy allows none)."""
     capacity, used = res["capacity"], res["used"]
-    share = 0.0 if capacity <= 0 else min(used / capacity, 1.0)
-    level = "full" if share >= 0.9 else "busy" if share >= 0.6 else "ok"
+    top = max(capacity, used, 1)
     return (f'<div class="res" data-class="{_e(res["class"])}">'
             f'<span class="rc">{_e(res["class"])}</span>'
-            f'<span class="bar {level}"><span style="width:{share * 100:.1f}%"></span></span>'
+            f'<meter min="0" max="{top}" low="{0.6 * top:.1f}" high="{0.9 * top:.1f}" '
+            f'optimum="0" value="{_e(used)}" title="{_e(used)} of {_e(capacity)}"></meter>'
             f'<span class="num">{_e(used)} / {_e(capacity)}</span>'
             f'<span class="inv">total {_e(res["total"])}, reserved {_e(res["reserved"])}, '
             f'ratio {_e(res["allocation_ratio"])}</span></div>')
@@ -142,8 +146,8 @@ def _host(host: Mapping[str, Any]) -> str:
     sharing = "".join(_provider(s, "shared") for s in host["sharing"])
     return (f'<article class="host" data-host="{_e(host["host"])}"><header>'
             f'<b>{_e(host["host"])}</b> {"".join(badges)}<span class="where">zone '
-            f'{_e(host["zone"] or "(default)")} &middot; cell {_e(host["cell"])} &middot; '
-            f'{_e(host["running_vms"])} server(s)</span></header>{tree}{sharing}</article>')
+            f'{_e(host["zone"])} &middot; cell {_e(host["cell"])} &middot; '
+            f'{_e(host["servers"])} server(s)</span></header>{tree}{sharing}</article>')
 
 
 def _pager(name: str, data: Mapping[str, Any], query: Mapping[str, str]) -> str:
@@ -162,8 +166,9 @@ def _filter(name: str, query: Mapping[str, str], fields: Sequence[tuple[str, str
     inputs = []
     for field, placeholder in fields:
         if field == "state":
-            options = "".join(f'<option{" selected" if query.get("state") == s else ""}>'
-                              f"{_e(s)}</option>" for s in ("", *STATES))
+            options = "".join(f'<option value="{_e(s)}"'
+                              f'{" selected" if query.get("state") == s else ""}>'
+                              f"{_e(s or 'any state')}</option>" for s in ("", *STATES))
             inputs.append(f'<select name="{name}_state">{options}</select>')
         else:
             inputs.append(f'<input name="{name}_{field}" placeholder="{_e(placeholder)}" '
