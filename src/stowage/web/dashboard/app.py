@@ -41,7 +41,7 @@ __all__ = ["DashboardApp", "PREFIX", "REFRESH_MS"]
 
 PREFIX = "/dashboard"
 # How often the page asks for its sections again.
-REFRESH_MS = 2000
+REFRESH_MS = 3000
 _MAX_FORM = 16_384
 _STATIC = {"dashboard.js": "text/javascript; charset=utf-8",
            "dashboard.css": "text/css; charset=utf-8"}

@@ -131,14 +131,25 @@ def _trees(world: World, roots: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with world.placement_db.read() as conn:
         sharing = [_provider(conn, p) for p in _sharing_providers(conn)]
-        for root in roots:
-            members = [_provider(conn, p) for p in providers.list_providers(conn, in_tree=root)]
-            if not members:
-                continue
+        trees: dict[str, list[dict[str, Any]]] = {}
+        for rp in _members(conn, roots):
+            trees.setdefault(rp.root_provider_uuid, []).append(_provider(conn, rp))
+        for root, members in trees.items():
             tree_aggs = {a for m in members for a in m["aggregates"]}
             out[root] = {"tree": _nest(members),
                          "sharing": [s for s in sharing if tree_aggs & set(s["aggregates"])]}
     return out
+
+
+def _members(conn: Connection, roots: Sequence[str]) -> list[providers.Provider]:
+    """Every provider of the trees rooted at `roots`, in creation order, in one read."""
+    rp = pt.resource_providers
+    root = rp.alias("root")
+    # SELECT rp.id FROM resource_providers rp JOIN resource_providers root
+    #   ON rp.root_provider_id = root.id WHERE root.uuid IN (:roots)
+    ids = set(conn.execute(sa.select(rp.c.id).join(root, rp.c.root_provider_id == root.c.id)
+                           .where(root.c.uuid.in_(list(roots)))).scalars())
+    return providers.list_providers(conn, ids=ids) if ids else []
 
 
 def _sharing_providers(conn: Connection) -> list[providers.Provider]:

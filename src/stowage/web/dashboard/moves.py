@@ -83,24 +83,35 @@ def _steps(conn: Connection, uuids: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def _holdings(world: World, moves: list[dict[str, Any]]) -> None:
-    """Each move's `migration_holds` and `instance_holds`: provider name -> class -> amount."""
+    """Each move's `migration_holds` and `instance_holds`: what each consumer holds, by
+    provider (named), read in one transaction."""
     if world.placement_db is None:
         return
     with world.placement_db.read() as conn:
+        held = {}
         for move in moves:
-            move["migration_holds"] = _held(conn, move["uuid"])
             server = move["server"]
-            move["instance_holds"] = _held(conn, server["uuid"]) if server else []
+            for consumer in (move["uuid"], server["uuid"] if server else None):
+                if consumer:
+                    held[consumer] = _held(conn, consumer)
+        names = providers.get_providers_by_uuid(
+            conn, {rp for by_rp in held.values() for rp in by_rp})
+    for move in moves:
+        server = move["server"]
+        move["migration_holds"] = _named(held[move["uuid"]], names)
+        move["instance_holds"] = _named(held[server["uuid"]], names) if server else []
 
 
-def _held(conn: Connection, consumer: str) -> list[dict[str, Any]]:
+def _held(conn: Connection, consumer: str) -> dict[str, dict[str, int]]:
     view = allocations.for_consumer(conn, consumer)
-    if view is None:
-        return []
     by_provider: dict[str, dict[str, int]] = {}
-    for row in view.rows:
+    for row in view.rows if view is not None else ():
         by_provider.setdefault(row.provider_uuid, {})[row.resource_class] = row.used
-    names = providers.get_providers_by_uuid(conn, by_provider)
+    return by_provider
+
+
+def _named(by_provider: dict[str, dict[str, int]], names: dict[str, providers.Provider]
+           ) -> list[dict[str, Any]]:
     return [{"provider": uuid, "name": names[uuid].name if uuid in names else uuid,
              "resources": dict(sorted(res.items()))}
             for uuid, res in sorted(by_provider.items())]

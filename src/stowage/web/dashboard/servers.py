@@ -52,20 +52,24 @@ def server_page(world: World, query: Mapping[str, str]) -> dict[str, Any]:
     page = Page.of(query)
     if query.get("status"):
         return _by_status(world, query, page)
-    wanted = page.offset + page.size
+    dbs = [db for _, db in world.cell_dbs()]
+    # One database pages in SQL; several each give their first offset + size rows,
+    # merged here (Nova's scatter-gather does the same).
+    skip = page.offset if len(dbs) == 1 else 0
     total, found = 0, []
-    for _, db in world.cell_dbs():
+    for db in dbs:
         with db.read() as conn:
             # SELECT count(*) FROM instances WHERE deleted = 0 AND <filters>
             total += int(conn.execute(sa.select(sa.func.count()).select_from(_I)
                                       .where(*_where(query))).scalar() or 0)
             # SELECT uuid, created_at, id FROM instances WHERE ... ORDER BY created_at DESC,
-            #   id DESC LIMIT :offset + :size
+            #   id DESC LIMIT :limit OFFSET :skip
             found += [(row.created_at, row.id, row.uuid, db) for row in conn.execute(
                 sa.select(_I.c.uuid, _I.c.created_at, _I.c.id).where(*_where(query))
-                .order_by(_I.c.created_at.desc(), _I.c.id.desc()).limit(wanted))]
+                .order_by(_I.c.created_at.desc(), _I.c.id.desc())
+                .offset(skip).limit(page.offset + page.size - skip))]
     found.sort(key=lambda r: (r[0], r[1]), reverse=True)
-    shown = found[page.offset:wanted]
+    shown = found[page.offset - skip:page.offset - skip + page.size]
     return {"servers": _views(shown), **page.meta(total)}
 
 
