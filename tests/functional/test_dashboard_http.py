@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from stowage.compute.hosts import OVS, SRIOV, NetworkDevice
 from tests.functional.conftest import Cloud, LiveServer
 from tests.functional.servers import action, boot, flavor, flavor_id, host_of, image, server
 
@@ -100,6 +101,35 @@ def test_hosts_show_their_provider_trees_paged_and_filtered(cloud: Cloud,
     assert _get(cloud, "/dashboard/api/hosts", state="sleepy").status_code == 400
 
 
+def test_device_and_sharing_providers_show_under_their_hosts(cloud: Cloud) -> None:
+    """host1 has an OVS bridge and an SR-IOV PF, and shares storage ceph1 with host2::
+
+        host1 ─┬─ host1:Open vSwitch agent ── ...:br-physnet0 (bandwidth)
+               └─ host1:NIC Switch agent ──── ...:ens5 (bandwidth, VFs)
+        ceph1 (DISK_GB, MISC_SHARES_VIA_AGGREGATE) in host1's and host2's aggregate
+    """
+    bridge = NetworkDevice("br-physnet0", OVS, "physnet0", egress_kbps=10_000_000)
+    pf = NetworkDevice("ens5", SRIOV, "physnet1", egress_kbps=25_000_000, vfs=8)
+    cloud.add_host("host1", network_devices=(bridge, pf), shared_storage="ceph1")
+    cloud.add_host("host2", shared_storage="ceph1")
+    hosts = {h["host"]: h for h in _get(cloud, "/dashboard/api/hosts").json()["hosts"]}
+    tree = hosts["host1"]["tree"]
+    agents = {c["name"]: c for c in tree["children"]}
+    assert set(agents) == {"host1:Open vSwitch agent", "host1:NIC Switch agent"}
+    [port] = agents["host1:NIC Switch agent"]["children"]
+    assert port["name"] == "host1:NIC Switch agent:ens5"
+    assert {r["class"]: r["total"] for r in port["resources"]}["SRIOV_NET_VF"] == 8
+    [bridge_rp] = agents["host1:Open vSwitch agent"]["children"]
+    assert "CUSTOM_PHYSNET_PHYSNET0" in bridge_rp["traits"]
+    for name in ("host1", "host2"):
+        [shared] = hosts[name]["sharing"]
+        assert "MISC_SHARES_VIA_AGGREGATE" in shared["traits"]
+        assert [r["class"] for r in shared["resources"]] == ["DISK_GB"]
+    assert "DISK_GB" not in {r["class"] for r in tree["resources"]}
+    page = httpx.get(cloud.live.url + "/", headers={"accept": BROWSER}, timeout=30).text
+    assert 'data-provider="' + port["uuid"] + '"' in page and ">shared</span>" in page
+
+
 def _service_id(cloud: Cloud, host: str) -> str:
     found = cloud.compute.get("/os-services", params={"host": host,
                                                       "binary": "nova-compute"}).json()
@@ -129,6 +159,20 @@ def test_a_resize_shows_who_owns_what_where(cloud: Cloud) -> None:
     action(cloud, server_id, {"confirmResize": None}, status=204)
     assert _get(cloud, "/dashboard/api/moves").json() == {"moves": []}
     assert server(cloud, server_id)["status"] == "ACTIVE"
+
+
+def test_the_audit_lists_violations_with_links(cloud: Cloud) -> None:
+    node = cloud.add_host("host1", vcpus=8, memory_mb=4096, disk_gb=40)
+    orphan = "6f1c2f3e-1111-4222-8333-444455556666"
+    resp = cloud.placement.put(f"/allocations/{orphan}", json={
+        "allocations": {node: {"resources": {"VCPU": 1}}}, "project_id": "p",
+        "user_id": "u", "consumer_generation": None, "consumer_type": "INSTANCE"})
+    assert resp.status_code == 204, resp.text
+    audit = _get(cloud, "/dashboard/api/audit", wait="1").json()
+    assert audit["ok"] is False
+    assert [v for v in audit["violations"] if orphan in v]
+    part = _get(cloud, "/dashboard/part/audit").text
+    assert 'id="audit-bad"' in part and f'href="?servers_q={orphan}"' in part
 
 
 def test_non_admins_are_refused(cloud: Cloud) -> None:

@@ -8,7 +8,7 @@ page shows the latest result and starts a new run in the background when
 that result is stale. A result is stale after `MAX_AGE` seconds, or after
 ten times as long as the run took, whichever is longer -- the audit takes
 at most a tenth of a worker however large the cloud. The JSON route
-(`/dashboard/api/audit`) may ask to wait for a fresh result instead.
+(`/dashboard/api/audit?wait=1`) may wait for a run started after the request.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ class AuditView:
         self._running: threading.Thread | None = None
         self._result: dict[str, Any] | None = None
         self._taken = 0.0
+        self._began = 0.0  # when the run behind `_result` started
 
     def _stale(self) -> bool:
         if self._result is None:
@@ -54,26 +55,31 @@ class AuditView:
             return self._result or dict(_RUNNING)
 
     def fresh(self) -> dict[str, Any]:
-        """A result no older than `max_age`: waits for the run it starts (or finds)."""
+        """The result of a run started after this call: waits for it (the JSON route's
+        `?wait=1`, what a script checking the accounting after a change wants)."""
+        asked = time.monotonic()
         while True:
             with self._lock:
-                if self._running is None and not self._stale():
-                    assert self._result is not None
-                    return self._result
-                running = self._start_if_stale() or self._running
-            if running is not None:
-                running.join()
+                if self._running is None:
+                    if self._result is not None and self._began >= asked:
+                        return self._result
+                    self._launch()
+                running = self._running
+            assert running is not None
+            running.join()
 
-    def _start_if_stale(self) -> threading.Thread | None:
-        """Under the lock: the run started now, if the result is stale and none runs."""
-        if self._running is not None or not self._stale():
-            return None
-        self._running = threading.Thread(target=self._background, daemon=True,
-                                         name="dashboard-audit")
+    def _start_if_stale(self) -> None:
+        """Under the lock: start a run if the result is stale and none runs."""
+        if self._running is None and self._stale():
+            self._launch()
+
+    def _launch(self) -> None:
+        started = time.monotonic()
+        self._running = threading.Thread(target=self._background, args=(started,),
+                                         daemon=True, name="dashboard-audit")
         self._running.start()
-        return self._running
 
-    def _background(self) -> None:
+    def _background(self, started: float) -> None:
         try:
             result = self.run()
         except Exception:  # the next view starts another run; the page says it failed
@@ -82,6 +88,7 @@ class AuditView:
                       "why": "The audit failed; see the service log."}
         with self._lock:
             self._store(result)
+            self._began = started
             self._running = None
 
     def _store(self, result: dict[str, Any]) -> None:

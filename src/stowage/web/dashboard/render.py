@@ -9,6 +9,7 @@ provider, capacity, usage, consumer, migration, source, destination.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -93,6 +94,21 @@ def moves(data: Mapping[str, Any]) -> str:
     return f'<table class="moves"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
 
 
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+def _linked(sentence: str) -> str:
+    """A violation with each uuid in it a link to the servers it finds (a server's
+    own uuid, or nothing for a migration's or a provider's)."""
+    out, last = [], 0
+    for match in _UUID.finditer(sentence):
+        out.append(_e(sentence[last:match.start()]))
+        out.append(f'<a href="?servers_q={match.group()}">{match.group()}</a>')
+        last = match.end()
+    out.append(_e(sentence[last:]))
+    return "".join(out)
+
+
 def audit(data: Mapping[str, Any]) -> str:
     if not data.get("available"):
         return f'<p class="quiet">{_e(data.get("why"))}</p>'
@@ -103,7 +119,7 @@ def audit(data: Mapping[str, Any]) -> str:
     if data["ok"]:
         return f'<p class="audit-ok" id="audit-ok">&#10003; Accounting audit: every ' \
                f'allocation is owned and within capacity. {when}</p>'
-    items = "".join(f"<li>{_e(v)}</li>" for v in data["violations"])
+    items = "".join(f"<li>{_linked(v)}</li>" for v in data["violations"])
     return f'<div class="audit-bad" id="audit-bad"><p>&#10007; {len(data["violations"])} ' \
            f'violation(s) (<code>stowage manage placement audit</code>) {when}</p>' \
            f'<ul>{items}</ul></div>'
