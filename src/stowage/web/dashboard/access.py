@@ -26,6 +26,7 @@ from http.cookies import SimpleCookie
 from stowage.context import RequestContext
 from stowage.web.auth import noauth2
 from stowage.web.dashboard.world import World
+from stowage.web.errors import HTTPError
 from stowage.web.http import Request
 
 __all__ = ["Verdict", "check", "cookies", "TOKEN_COOKIE", "CSRF_COOKIE", "new_csrf",
@@ -76,7 +77,10 @@ def check(world: World, req: Request) -> Verdict:
         ctx = noauth2(_with_token(req, req.headers.get("x-auth-token") or "admin"))
     else:
         token = req.headers.get("x-auth-token") or cookies(req.headers).get(TOKEN_COOKIE)
-        ctx = world.authenticate(_with_token(req, token)) if token else None
+        try:
+            ctx = world.authenticate(_with_token(req, token)) if token else None
+        except HTTPError as exc:  # Keystone unreachable: 503, as the APIs answer
+            return Verdict(None, exc.status, exc.detail)
         if ctx is None:
             return Verdict(None, 401, "Sign in, or send an X-Auth-Token.")
     if ctx is None or not ctx.is_admin:

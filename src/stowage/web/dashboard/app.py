@@ -16,6 +16,7 @@ first. Handlers run in a worker thread (they read databases).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from importlib import resources
@@ -38,6 +39,8 @@ from stowage.web.dashboard.world import World
 from stowage.web.http import Request, Response, json_response
 
 __all__ = ["DashboardApp", "PREFIX", "REFRESH_MS"]
+
+LOG = logging.getLogger(__name__)
 
 PREFIX = "/dashboard"
 # How often the page asks for its sections again.
@@ -95,13 +98,22 @@ class DashboardApp:
         req = _request(scope)
         if req.method == "POST":
             req.body = await _read_form(receive, req.headers)
-        resp = await run_in_threadpool(self.respond, req)
+        resp = await run_in_threadpool(self._answer, req)
         request_id = new_request_id()
         resp.headers.append(("x-openstack-request-id", request_id))
         query = f"?{req.query_string}" if req.query_string else ""
         requestlog.write(request_id, req.remote_addr, req.method, f"{req.path}{query}",
                          resp.status, len(resp.body), "-", time.monotonic() - started)
         await send_response(send, resp)
+
+    def _answer(self, req: Request) -> Response:
+        """`respond`, with an unexpected error a logged 500 rather than a dropped request."""
+        try:
+            return self.respond(req)
+        except Exception:
+            LOG.exception("dashboard: unexpected error in %s %s", req.method, req.path)
+            return json_response({"error": "An unexpected error occurred; see the service "
+                                  "log."}, 500)
 
     def respond(self, req: Request) -> Response:
         path = req.path
