@@ -229,7 +229,7 @@ def identity_live(live_identity: LiveServer) -> LiveServer:
     return live_identity
 
 
-def _login(url: str, user: str, password: str, project: str,
+def sign_in(url: str, user: str, password: str, project: str,
            client: httpx.Client) -> httpx.Response:
     form = client.get(url + "/dashboard/login")
     assert form.status_code == 200 and 'name="password"' in form.text
@@ -244,13 +244,13 @@ def test_sign_in_with_the_builtin_identity(identity_live: LiveServer) -> None:
         first = browser.get(url + "/")
         assert first.status_code == 303 and first.headers["location"] == "/dashboard/login"
         assert browser.get(url + "/dashboard/api/hosts").status_code == 401
-        wrong = _login(url, "admin", "not-it", "admin", browser)
+        wrong = sign_in(url, "admin", "not-it", "admin", browser)
         assert wrong.status_code == 401 and "not accepted" in wrong.text
         assert "stowage_dashboard_token" not in browser.cookies
         forged = browser.post(url + "/dashboard/login", data={
             "username": "admin", "password": "admin-pw", "project": "admin", "csrf": "guess"})
         assert forged.status_code == 403
-        signed = _login(url, "admin", "admin-pw", "admin", browser)
+        signed = sign_in(url, "admin", "admin-pw", "admin", browser)
         assert signed.status_code == 303 and signed.headers["location"] == "/"
         cookie = signed.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
@@ -267,6 +267,6 @@ def test_sign_in_with_the_builtin_identity(identity_live: LiveServer) -> None:
                        timeout=30)
     assert header.status_code == 200
     with httpx.Client(timeout=30, headers={"accept": BROWSER}) as member:
-        assert _login(url, "alice", "alice-pw", "alpha", member).status_code == 303
+        assert sign_in(url, "alice", "alice-pw", "alpha", member).status_code == 303
         refused = member.get(url + "/")
         assert refused.status_code == 403 and "administrators" in refused.text
