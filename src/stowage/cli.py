@@ -153,11 +153,22 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool,
         # With Keystone, clients find every endpoint in Keystone's catalog: a stand-in
         # identity service here would only contradict it.
         mounts["/identity"] = _identity(settings, db)
-    return PrefixDispatcher(mounts, fallback=_root(list(mounts)))
+    return PrefixDispatcher(mounts, fallback=_root(list(mounts), _dashboard(
+        settings, db, apps, mounts.get("/identity"))))
 
 
-def _root(prefixes: list[str]) -> Any:
-    """What answers `/` and unknown paths: the mounted services, as the catalog names them."""
+def _dashboard(settings: config.Settings, db: Database, apps: dict[str, Any],
+               identity_app: Any) -> Any:
+    """The operators' dashboard over the services built here (docs/dashboard.md)."""
+    from stowage.web.dashboard import DashboardApp
+    from stowage.web.dashboard.world import world_of
+
+    return DashboardApp(world_of(settings, db, apps, identity_app))
+
+
+def _root(prefixes: list[str], dashboard: Any = None) -> Any:
+    """What answers `/` and unknown paths: the mounted services, as the catalog names them
+    (JSON), and the dashboard for browsers."""
     from stowage.identity.catalog import name_and_path
     from stowage.web.root import MountedService, RootApp
 
@@ -166,7 +177,7 @@ def _root(prefixes: list[str]) -> Any:
         kind = prefix.strip("/")
         name, endpoint = name_and_path(kind)
         services.append(MountedService(kind, name, prefix, endpoint))
-    return RootApp(services)
+    return RootApp(services, dashboard)
 
 
 def _compute_notifier(settings: config.Settings, db: Database, compute_app: Any) -> Any:

@@ -86,6 +86,9 @@ class ApiSettings:
     max_connections: int = 1000
     # Bytes of request line plus headers (h11's incomplete-event limit): 400 beyond.
     max_header_size: int = 65_536
+    # With auth_strategy noauth2 (no passwords), the dashboard at `/` answers only
+    # clients on this machine (loopback); true opens it to every address.
+    dashboard_beyond_loopback: bool = False
 
     def __post_init__(self) -> None:
         if self.auth_strategy not in AUTH_STRATEGIES:
@@ -107,6 +110,9 @@ class ApiSettings:
                              f"{', '.join(BODY_SIZE_SERVICES)}, not {sizes!r}")
         for service, size in sizes.items():
             _positive(f"max_request_body_sizes.{service}", size, int)
+        if not isinstance(self.dashboard_beyond_loopback, bool):
+            raise ValueError("[api] dashboard_beyond_loopback must be true or false, "
+                             f"not {self.dashboard_beyond_loopback!r}")
 
     def body_limit(self, service: str) -> int:
         """The most bytes a request body to `service` may hold."""

@@ -58,13 +58,16 @@ def test_root_links_follow_the_host_the_client_used(http: httpx.Client) -> None:
     assert placement["endpoint"] == "https://cloud.example:8780/placement"
 
 
-def test_a_browser_gets_json_until_there_is_a_dashboard(http: httpx.Client) -> None:
+def test_a_browser_gets_the_dashboard_api_clients_the_json(http: httpx.Client) -> None:
     browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
-    resp = http.get("/", headers={"accept": browser})
-    assert resp.status_code == 200 and "services" in resp.json()
-    refused = http.get("/", headers={"accept": "text/html"})
+    page = http.get("/", headers={"accept": browser})
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    for accept in ("application/json", "*/*", "application/*"):
+        assert "services" in http.get("/", headers={"accept": accept}).json(), accept
+    refused = http.get("/", headers={"accept": "image/png"})
     assert refused.status_code == 406
-    assert refused.json()["error"]["message"] == "Only application/json is provided at /."
+    assert refused.json()["error"]["message"] == \
+        "Only application/json or text/html is provided at /."
 
 
 def test_unknown_paths_are_a_helpful_404(live_stowage: LiveServer, http: httpx.Client) -> None:

@@ -1,6 +1,8 @@
 """The root of a `stowage serve` that mounts several services: what is served, and where.
 
     GET /       ->  200 {"services": [one entry per mounted service], "links": [...]}
+                    (a browser, Accept: text/html: the dashboard)
+    /dashboard/ ->  the dashboard's page, parts, JSON routes and files
     GET /other  ->  404 naming the mounted prefixes and pointing at GET /
 
 Each entry names the service as the catalog does (`type`, `name`), its
@@ -10,10 +12,13 @@ service's own version discovery document (`GET /<service>/`), `describedby`
 the upstream API reference the service follows. Every href is built from
 the request's base URL, as the services' own version documents are.
 
-The answer is chosen by the request's Accept header from `_RENDERERS`; JSON
-is the only one today. A dashboard for browsers is meant to be added there
-as `text/html`, without changing what API clients get. Each answer carries
-an `X-OpenStack-Request-Id` and is written to the request log, as the
+The answer is chosen by the request's Accept header from `_RENDERERS`: JSON
+for API clients (`application/json`, `*/*` or no Accept at all: exactly the
+document above), the operators' dashboard for browsers (`text/html` named
+explicitly, as every browser does). A type the client names outright wins
+over a wildcard, whatever its place in the table. The dashboard's own
+routes live under `/dashboard/` (`web/dashboard/`). Each answer carries an
+`X-OpenStack-Request-Id` and is written to the request log, as the
 services' are.
 """
 
@@ -30,7 +35,10 @@ from stowage.web.app import Receive, Scope, Send, send_response
 from stowage.web.http import Response, json_response
 from stowage.web.limits import expects_body
 
-__all__ = ["MountedService", "RootApp"]
+__all__ = ["MountedService", "RootApp", "DASHBOARD"]
+
+# Where the dashboard's own routes are (its page is also at `/` for browsers).
+DASHBOARD = "/dashboard"
 
 # Upstream's API references, one per service type stowage speaks.
 API_REFERENCES = {
@@ -68,16 +76,19 @@ def _json(services: Sequence[MountedService], base: str) -> Response:
     })
 
 
-# Media type -> renderer of GET /, in order of preference for `*/*`.
-_RENDERERS: dict[str, Callable[[Sequence[MountedService], str], Response]] = {
+# Media type -> renderer of GET /, in order of preference for `*/*`. The
+# dashboard's entry renders nothing itself: `RootApp` hands the request over.
+_RENDERERS: dict[str, Callable[[Sequence[MountedService], str], Response] | None] = {
     "application/json": _json,
+    "text/html": None,
 }
 
 
-def _chosen(accept: str) -> str | None:
-    """The first media type of `_RENDERERS` the Accept header allows (q=0 excludes)."""
+def _chosen(accept: str, renderers: Sequence[str]) -> str | None:
+    """The media type of `renderers` the Accept header asks for (q=0 excludes): one
+    it names outright first, then one its `type/*` covers, then the first for `*/*`."""
     if not accept.strip():
-        return next(iter(_RENDERERS))
+        return renderers[0]
     wanted: list[str] = []
     for item in accept.split(","):
         kind, _, params = item.strip().partition(";")
@@ -85,10 +96,13 @@ def _chosen(accept: str) -> str | None:
         if "q=0" in q and "q=0." not in q:
             continue
         wanted.append(kind.strip().lower())
-    for media in _RENDERERS:
-        major = media.split("/")[0] + "/*"
-        if media in wanted or major in wanted or "*/*" in wanted:
-            return media
+    tiers: list[Callable[[str], bool]] = [
+        lambda m: m in wanted, lambda m: m.split("/")[0] + "/*" in wanted,
+        lambda m: "*/*" in wanted]
+    for match in tiers:
+        found = next((media for media in renderers if match(media)), None)
+        if found is not None:
+            return found
     return None
 
 
@@ -99,13 +113,32 @@ def _error(status: int, title: str, message: str,
 
 
 class RootApp:
-    """The ASGI app behind every path no mounted service claims (`PrefixDispatcher`)."""
+    """The ASGI app behind every path no mounted service claims (`PrefixDispatcher`);
+    `dashboard` (an ASGI app, `web.dashboard.DashboardApp`) answers browsers at `/`
+    and everything under `/dashboard`. Without one, `/` speaks JSON only."""
 
-    def __init__(self, services: Sequence[MountedService]) -> None:
+    def __init__(self, services: Sequence[MountedService], dashboard: Any = None) -> None:
         self.services = tuple(services)
+        self.dashboard = dashboard
+
+    def _media(self) -> list[str]:
+        return [m for m, render in _RENDERERS.items() if render or self.dashboard is not None]
+
+    def _for_dashboard(self, scope: Scope) -> bool:
+        if self.dashboard is None:
+            return False
+        path = scope.get("path") or "/"
+        if path == DASHBOARD or path.startswith(DASHBOARD + "/"):
+            return True
+        accept = next((v.decode("latin-1") for k, v in scope.get("headers", ())
+                       if k.lower() == b"accept"), "")
+        return path == "/" and _chosen(accept, self._media()) == "text/html"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
+            return
+        if self._for_dashboard(scope):
+            await self.dashboard(scope, receive, send)
             return
         started = time.monotonic()
         resp = self.respond(scope)
@@ -136,8 +169,12 @@ class RootApp:
         if scope["method"] not in ("GET", "HEAD"):
             return _error(405, "Method Not Allowed", f"{scope['method']} is not allowed on /; "
                           "use GET.", headers=[("allow", "GET, HEAD")])
-        media = _chosen(headers.get("accept", ""))
-        if media is None:
+        media = _chosen(headers.get("accept", ""), self._media())
+        render = _RENDERERS.get(media or "")
+        if render is None:
             return _error(406, "Not Acceptable",
-                          f"Only {', '.join(_RENDERERS)} is provided at /.")
-        return _RENDERERS[media](self.services, base)
+                          f"Only {' or '.join(self._media())} is provided at /.")
+        resp = render(self.services, base)
+        if self.dashboard is not None:
+            resp.headers.append(("vary", "Accept"))
+        return resp
