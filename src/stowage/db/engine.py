@@ -158,13 +158,15 @@ class Database:
     def read_statements(self) -> Iterator[Connection]:
         """A read whose statements need no common snapshot: no BEGIN/COMMIT round trips.
 
-        On PostgreSQL and MySQL (READ COMMITTED) each statement of a read
-        transaction sees the latest commits anyway, so autocommit changes
-        nothing but the two round trips it saves (the candidate engine's
-        change-log poll, on every GET /allocation_candidates). SQLite keeps
-        its transaction: there it is free, and one snapshot for the whole read.
+        On PostgreSQL (READ COMMITTED) each statement of a read transaction
+        sees the latest commits anyway, so autocommit changes nothing but the
+        two round trips it saves (the candidate engine's change-log poll, on
+        every GET /allocation_candidates); psycopg switches it locally. SQLite
+        keeps its transaction: there it is free, and one snapshot for the
+        whole read. MySQL too (its driver would restore the session's
+        isolation level with a round trip of its own at check-in).
         """
-        if self.backend == "sqlite":
+        if self.backend != "postgresql":
             with self.read() as conn:
                 yield conn
             return

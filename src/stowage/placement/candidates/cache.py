@@ -3,7 +3,9 @@
 A request no longer reloads inventories, usages, traits and aggregates: it
 polls the change log (one indexed query) and reloads only the providers that
 changed since its worker last looked; for those whose usage alone changed
-(claims), only their usage. The cache only ever proposes candidates; every
+(claims), only their usage. This worker's own claims it does not read back
+at all: the claim hands over its committed figures (`claimed`). The cache
+only ever proposes candidates; every
 claim is still checked in a database transaction, so a briefly stale view can
 cost a retry, never an overcommit.
 
