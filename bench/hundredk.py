@@ -262,6 +262,9 @@ class Result:
     audit: list[str] = field(default_factory=list)
     note: str = ""
     cpu_per_op_ms: float | None = None
+    # Stowage: CPU per GET alone, and the claim's share per PUT (_split).
+    get_cpu_ms: float | None = None
+    put_cpu_ms: float | None = None
 
 
 def _path(topo: str) -> str:
@@ -295,18 +298,38 @@ def run_target(target: str, topo: str, providers: int, dbs: dict[str, Path],
             res.note = str(exc)
             return res
         res.rss_cold_kb = _rss_kb(run.worker())
-        cpu0 = _cpu_s(run.worker())
-        figures, tally = schedule._phase(run.url, topo, args.clients, 50, args.seconds,
+        srv = servers.Server(target, run.url, run.log, run.proc)
+        db_url = f"sqlite:///{copy}"
+        figures, tally = schedule._phase(srv, db_url, topo, args.clients, 50, args.seconds,
                                          args.seed, warmup=2)
-        cpu = _cpu_s(run.worker()) - cpu0
         ops = len(tally.get_ms) + len(tally.put_ms)
-        res.cpu_per_op_ms = cpu * 1000 / ops if ops else None
+        cpu_s = figures["server_cpu_ms"] * tally.claims / 1000
+        res.cpu_per_op_ms = cpu_s * 1000 / ops if ops else None
         res.figures = figures
         res.rss_after_kb = _rss_kb(run.worker())
         res.audit = schedule._audit_and_clean(target, run.url, tally)
+        if target == "stowage":
+            _split(res, srv, db_url, topo, args, tally, cpu_s)
     finally:
         _stop(run)
     return res
+
+
+def _split(res: Result, srv: servers.Server, db_url: str, topo: str,
+           args: argparse.Namespace, tally: schedule.Tally, loop_cpu_s: float) -> None:
+    """Where a PUT's time goes: the same clients only asking (GET), for CPU per GET.
+
+    The loop's CPU less its GETs' at that rate, per PUT answered, is the
+    claim's share: the PUT itself and what it makes the next GETs redo.
+    """
+    gets, _ = schedule._phase(srv, db_url, topo, args.clients, 50, args.seconds, args.seed,
+                              warmup=2, claim=False)
+    res.get_cpu_ms = gets["server_cpu_ms"]
+    puts = len(tally.put_ms) + tally.conflicts
+    if puts:
+        res.put_cpu_ms = (loop_cpu_s * 1000 - len(tally.get_ms) * res.get_cpu_ms) / puts
+    print(f"[stowage]   {topo}: GET only {res.get_cpu_ms:.2f} ms of server CPU per GET; "
+          f"the claim's share of the loop {_f(res.put_cpu_ms, '.2f')} ms per PUT", flush=True)
 
 
 # --- report ------------------------------------------------------------------------------
@@ -326,7 +349,7 @@ def table(results: list[Result]) -> str:
             "| first request (ms) | server CPU to first answer (s) | RSS empty (MB) "
             "| RSS over empty per provider: cold / after loop | GET median / p95 (ms) "
             "| PUT median / p95 (ms) | claims/s | conflicts | server CPU per request (ms) "
-            "| audit |")
+            "| CPU per GET alone / claim's share per PUT (ms) | audit |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         c = r.cold
@@ -340,7 +363,7 @@ def table(results: list[Result]) -> str:
             f"{_f(fig.get('get_median_ms'))} / {_f(fig.get('get_p95_ms'))} | "
             f"{_f(fig.get('put_median_ms'))} / {_f(fig.get('put_p95_ms'))} | "
             f"{_f(fig.get('claims_per_s'))} | {fig.get('conflicts', '-')} | "
-            f"{_f(r.cpu_per_op_ms)} | "
+            f"{_f(r.cpu_per_op_ms)} | {_f(r.get_cpu_ms, '.2f')} / {_f(r.put_cpu_ms, '.2f')} | "
             f"{'; '.join(r.audit) or ('OK' if fig else r.note or '-')} |")
     return "\n".join(lines)
 

@@ -29,7 +29,7 @@ def _claim(placement: httpx.Client, consumer: str, allocations: dict[str, dict[s
 
 # Statements a warm new-consumer claim sends, per backend (transaction control
 # included where the driver sends it as SQL: SQLite's BEGIN IMMEDIATE).
-EXPECTED = {"postgresql": 3, "sqlite": 5}
+EXPECTED = {"postgresql": 3, "sqlite": 6}
 
 
 def test_new_consumer_claim_statements(placement: httpx.Client,
@@ -105,3 +105,29 @@ def test_claim_is_seen_by_the_next_candidates_answer(placement: httpx.Client) ->
     assert len(placement.get(query).json()["allocation_requests"]) == 1
     assert _claim(placement, str(uuid.uuid4()), {rp: {"VCPU": 2}}).status_code == 204
     assert placement.get(query).json()["allocation_requests"] == []
+
+
+def test_the_claiming_worker_does_not_read_its_claim_back(
+        placement: httpx.Client, live_placement: LiveServer) -> None:
+    """The claim's own figures update this worker's snapshot: the next GET only polls.
+
+    MySQL's claims take the general writer, which returns no figures: there
+    the next GET sums the provider's usage again, as every other worker does.
+    """
+    rp = new_provider(placement, f"f-{uuid.uuid4()}", vcpus=8)
+    # Warm: the owners exist (a first claim creates them, by the general path).
+    assert _claim(placement, str(uuid.uuid4()), {rp: {"VCPU": 1}}).status_code == 204
+    query = "/allocation_candidates?resources=VCPU:1"
+    assert len(placement.get(query).json()["allocation_requests"]) == 1
+    assert _claim(placement, str(uuid.uuid4()), {rp: {"VCPU": 2}}).status_code == 204
+    with counting(live_placement.db.engine) as seen:
+        answer = placement.get(query).json()
+    assert answer["provider_summaries"][rp]["resources"]["VCPU"] == {"capacity": 8, "used": 3}
+    sums = [s for s in seen if "SUM(a.used)" in s]
+    backend = live_placement.db.engine.dialect.name
+    assert len(sums) == (1 if backend == "mysql" else 0), seen
+    # A second claim, then a refused one (its log entry rolled back): still exact.
+    assert _claim(placement, str(uuid.uuid4()), {rp: {"VCPU": 4}}).status_code == 204
+    assert _claim(placement, str(uuid.uuid4()), {rp: {"VCPU": 2}}).status_code == 409
+    answer = placement.get(query).json()
+    assert answer["provider_summaries"][rp]["resources"]["VCPU"]["used"] == 7

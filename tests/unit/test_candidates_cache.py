@@ -6,11 +6,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from collections.abc import Iterator
 
 import os_resource_classes as orc
 import pytest
+from sqlalchemy import event as sa_event
 
 from stowage.db import Database, schema
 from stowage.placement import changes
@@ -91,3 +93,58 @@ def test_known_names_look_up_only_what_is_not_standard(db: Database) -> None:
                                                           "CUSTOM_NONE", "NOT_A_TRAIT"})
     assert view.known_classes == {"VCPU"}
     assert view.known_traits == {"HW_CPU_X86_AVX2", "CUSTOM_GOLD"}
+
+
+def _logged_claim(db: Database, log_id: int, pid: int, used: int) -> None:
+    """A claim as another worker commits it: the allocation and its log entry, by id."""
+    with db.write() as conn:
+        conn.execute(t.allocations.insert().values(
+            resource_provider_id=pid, consumer_id=f"c{log_id}", resource_class_id=_VCPU,
+            used=used, created_at=_NOW))
+        conn.execute(t.provider_changes.insert().values(
+            id=log_id, provider_id=pid, created_at=_NOW, usage_only=True))
+
+
+@contextlib.contextmanager
+def _statements(db: Database) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def note(conn: object, cursor: object, statement: str, *args: object) -> None:
+        seen.append(statement)
+
+    sa_event.listen(db.engine, "before_cursor_execute", note)
+    try:
+        yield seen
+    finally:
+        sa_event.remove(db.engine, "before_cursor_execute", note)
+
+
+def test_an_own_claim_is_taken_as_committed_without_reading_it_back(db: Database) -> None:
+    cache = SnapshotCache()
+    assert _used(cache, db, 1) == 0
+    _logged_claim(db, 1, 1, 3)
+    cache.claimed([1], {1: {"VCPU": 3}})
+    with _statements(db) as seen:
+        assert _used(cache, db, 1) == 3
+    # The poll alone (after SQLite's BEGIN): no usage sum, and entry 1 is not replayed.
+    assert [s for s in seen if "allocations" in s] == []
+    assert cache._cursor.upto == 1
+
+
+def test_an_own_claim_a_poll_already_had_is_ignored(db: Database) -> None:
+    cache = SnapshotCache()
+    assert _used(cache, db, 1) == 0
+    _logged_claim(db, 1, 1, 3)
+    _logged_claim(db, 2, 1, 2)  # another worker's claim, after ours
+    assert _used(cache, db, 1) == 5  # a request of this worker polled both
+    cache.claimed([1], {1: {"VCPU": 3}})  # our PUT's thread comes back late
+    assert _used(cache, db, 1) == 5
+
+
+def test_a_later_claim_seen_after_an_own_one_is_replayed(db: Database) -> None:
+    cache = SnapshotCache()
+    assert _used(cache, db, 1) == 0
+    _logged_claim(db, 1, 1, 3)
+    _logged_claim(db, 2, 1, 2)  # committed before this worker takes its own claim in
+    cache.claimed([1], {1: {"VCPU": 3}})  # the usage as our claim committed it
+    assert _used(cache, db, 1) == 5  # entry 2 is still unseen: its replay reloads

@@ -92,3 +92,40 @@ def test_pruning_keeps_the_newest_row(db: Database, monkeypatch: pytest.MonkeyPa
     with db.read() as conn:
         left = conn.execute(sa.select(t.provider_changes.c.id)).scalars().all()
     assert left == [3]
+
+
+def test_a_poll_reads_the_missing_ids_by_name_not_everything_above_them(
+        db: Database) -> None:
+    cursor = changes.ChangeCursor()
+    _insert(db, 1, 10)
+    _insert(db, 3, 30)  # id 2 rolled back, or not committed yet
+    with db.read() as conn:
+        cursor.poll(conn)
+    assert cursor.upto == 1 and set(cursor.missing) == {2} and cursor.high == 3
+    _insert(db, 4, 40)
+    seen: list[tuple[str, object]] = []
+
+    def note(conn: object, cursor: object, statement: str, params: object,
+             *args: object) -> None:
+        seen.append((statement, params))
+
+    sa.event.listen(db.engine, "before_cursor_execute", note)
+    try:
+        with db.read() as conn:
+            assert cursor.poll(conn) == changes.Changes(full=frozenset({40}))
+    finally:
+        sa.event.remove(db.engine, "before_cursor_execute", note)
+    polls = [params for statement, params in seen if "resource_provider_changes" in statement]
+    assert polls == [(3, 2)]  # above the highest applied (3, not 1), and id 2 by name
+
+
+def test_an_own_claim_is_marked_applied_once(db: Database) -> None:
+    cursor = changes.ChangeCursor()
+    _insert(db, 1, 10)
+    _insert(db, 2, 20)
+    assert cursor.claim([2])  # id 1 not polled yet: it stays to be read
+    assert cursor.upto == 0 and cursor.pending == {2}
+    with db.read() as conn:
+        assert cursor.poll(conn) == changes.Changes(full=frozenset({10}))
+    assert cursor.upto == 2 and not cursor.pending
+    assert not cursor.claim([2])  # already applied

@@ -154,6 +154,25 @@ class Database:
             with conn.begin():
                 yield conn
 
+    @contextmanager
+    def read_statements(self) -> Iterator[Connection]:
+        """A read whose statements need no common snapshot: no BEGIN/COMMIT round trips.
+
+        On PostgreSQL (READ COMMITTED) each statement of a read transaction
+        sees the latest commits anyway, so autocommit changes nothing but the
+        two round trips it saves (the candidate engine's change-log poll, on
+        every GET /allocation_candidates); psycopg switches it locally. SQLite
+        keeps its transaction: there it is free, and one snapshot for the
+        whole read. MySQL too (its driver would restore the session's
+        isolation level with a round trip of its own at check-in).
+        """
+        if self.backend != "postgresql":
+            with self.read() as conn:
+                yield conn
+            return
+        with self.engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT", **self._options)
+
     # Tests (db/roles.py) turn on the check of the lock order between databases.
     check_order = False
 

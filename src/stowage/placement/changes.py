@@ -67,10 +67,29 @@ def record_all(conn: Connection) -> None:
     conn.execute(_LOG.insert().values(provider_id=None, created_at=_now()))
 
 
-# Every entry above what a reader has applied, in log order. (Raw driver values:
-# usage_only is 0/1 on SQLite and MySQL, a boolean on PostgreSQL.)
+# Every entry above the highest a reader has applied, and those below it still
+# missing, in log order. (Raw driver values: usage_only is 0/1 on SQLite and
+# MySQL, a boolean on PostgreSQL.)
 _POLL = Sql("SELECT id, provider_id, usage_only FROM resource_provider_changes "
-            "WHERE id > :upto ORDER BY id")
+            "WHERE id > :high ORDER BY id")
+_POLL_GAPS = Sql("SELECT id, provider_id, usage_only FROM resource_provider_changes "
+                 "WHERE id > :high OR id IN :missing ORDER BY id")
+# Past this many ids missing at once, polls stop naming them (the IN list) and
+# read everything above the lowest one instead.
+_MAX_NAMED = 64
+# A jump of the id sequence wider than this reloads everything rather than
+# noting every id in between as missing.
+_MAX_JUMP = 10_000
+
+
+def _padded(ids: list[int]) -> list[int]:
+    """`ids`, the last one repeated up to a power of two: a few statement texts, not 64.
+
+    Each IN-list length is a statement of its own to the driver's and the
+    server's prepared-statement caches; the set of missing ids changes often.
+    """
+    size = 1 << (len(ids) - 1).bit_length()
+    return ids + ids[-1:] * (size - len(ids))
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,12 +111,18 @@ class ChangeCursor:
     """Where a reader is in the log: everything up to `upto` has been applied.
 
     `pending` holds ids above `upto` that were already applied while a lower
-    id was still missing (an uncommitted or rolled-back transaction).
+    id was still `missing` (an uncommitted or rolled-back transaction; the
+    value is when it was first missed). A poll asks for what is above the
+    highest id applied and for the missing ids by name, not for everything
+    above `upto`: on PostgreSQL a refused claim rolls back an id, and while
+    that gap waits out GAP_TIMEOUT a busy log would otherwise be read again,
+    hundreds of rows, on every request.
     """
 
     upto: int = 0
     pending: set[int] = field(default_factory=set)
-    gap_since: float | None = None
+    missing: dict[int, float] = field(default_factory=dict)
+    high: int = 0
     loaded_at: float = field(default_factory=time.monotonic)
 
     def stale(self) -> bool:
@@ -109,44 +134,91 @@ class ChangeCursor:
 
         An empty `Changes` means nothing changed.
         """
-        rows = _POLL.rows(conn, upto=self.upto)
-        fresh = [row for row in rows if row[0] not in self.pending]
-        self.pending.update(row[0] for row in fresh)
-        self._advance()
+        if not self.missing:
+            rows = _POLL.rows(conn, high=self.high)
+        elif len(self.missing) <= _MAX_NAMED:
+            rows = _POLL_GAPS.rows(conn, high=self.high, missing=_padded(sorted(self.missing)))
+        else:
+            rows = _POLL.rows(conn, high=self.upto)
         full: set[int] = set()
         usage: set[int] = set()
-        for _, provider_id, usage_only in fresh:
-            if provider_id is None:
+        now = time.monotonic()
+        for row_id, provider_id, usage_only in rows:
+            if row_id <= self.upto or row_id in self.pending:
+                continue
+            if provider_id is None or not self._note(row_id, now):
                 return None
             (usage if usage_only else full).add(provider_id)
+        self._expire(now)
         return Changes(frozenset(full), frozenset(usage - full))
 
-    def _advance(self) -> None:
-        while self.upto + 1 in self.pending:
-            self.upto += 1
-            self.pending.discard(self.upto)
-        if not self.pending:
-            self.gap_since = None
-            return
+    def claim(self, ids: list[int]) -> bool:
+        """Mark a worker's own committed log entries applied; False if a poll already had them.
+
+        All of one transaction's entries commit together, so a poll has seen
+        all of them or none.
+        """
+        if any(i <= self.upto or i in self.pending for i in ids) or not ids:
+            return False
+        if max(ids) - self.high > _MAX_JUMP:
+            return False  # the next poll finds them too, and reloads everything
         now = time.monotonic()
-        if self.gap_since is None:
-            self.gap_since = now
-        elif now - self.gap_since > GAP_TIMEOUT:
-            # The missing id never committed: skip to the next one we have.
-            self.upto = min(self.pending) - 1
-            self.gap_since = None
-            self._advance()
+        for i in ids:
+            self._note(i, now)
+        self._advance()
+        return True
+
+    def _note(self, row_id: int, now: float) -> bool:
+        """Record one applied id; False when the sequence jumped too far to track."""
+        if row_id > self.high:
+            if row_id - self.high > _MAX_JUMP:
+                return False
+            for gap in range(self.high + 1, row_id):
+                self.missing[gap] = now
+            self.high = row_id
+        else:
+            self.missing.pop(row_id, None)
+        self.pending.add(row_id)
+        return True
+
+    def _expire(self, now: float) -> None:
+        """Ids missing for longer than GAP_TIMEOUT never committed: stop waiting for them."""
+        for gap in [g for g, since in self.missing.items() if now - since > GAP_TIMEOUT]:
+            del self.missing[gap]
+        self._advance()
+
+    def _advance(self) -> None:
+        if not self.missing:
+            self.upto, self.pending = self.high, set()
+            return
+        floor = min(self.missing) - 1
+        if floor > self.upto:
+            self.upto = floor
+            self.pending = {i for i in self.pending if i > floor}
 
     def reset(self, conn: Connection) -> None:
-        """Restart after a full reload, replaying the last few seconds.
+        """Restart before a full reload: what is logged by then is applied by the reload.
 
         A transaction still open during the reload may hold an id below the
-        log's current end; ids logged in the last GAP_TIMEOUT seconds are
-        therefore replayed (harmless if already reflected) rather than skipped.
+        log's current end. So the ids of the last GAP_TIMEOUT seconds that are
+        there now (committed, hence read by the reload that follows) are taken
+        as applied, and the ones between them not there yet as missing: those
+        are replayed if they commit. (Replaying every recent entry instead
+        would reload everything again after a `record_all`, on every request
+        for GAP_TIMEOUT seconds.)
         """
         horizon = _now() - datetime.timedelta(seconds=GAP_TIMEOUT)
         # SELECT MAX(id) FROM resource_provider_changes WHERE created_at < :horizon
         top = conn.execute(sa.select(sa.func.max(_LOG.c.id))
                            .where(_LOG.c.created_at < horizon)).scalar()
-        self.upto, self.pending, self.gap_since = int(top or 0), set(), None
+        self.upto = self.high = int(top or 0)
+        self.pending, self.missing = set(), {}
         self.loaded_at = time.monotonic()
+        recent = [row_id for row_id, in _RECENT.rows(conn, upto=self.upto)]
+        if recent and recent[-1] - self.high <= _MAX_JUMP:
+            for row_id in recent:
+                self._note(row_id, self.loaded_at)
+            self._advance()
+
+
+_RECENT = Sql("SELECT id FROM resource_provider_changes WHERE id > :upto ORDER BY id")

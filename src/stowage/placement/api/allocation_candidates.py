@@ -24,7 +24,8 @@ def list_candidates(req: Request) -> Response:
     authorize(req, "placement:allocation_candidates:list")
     request = query.parse_request(req)
     settings = req.app.settings.placement
-    with req.app.db.read() as conn:
+    # Poll and reloads are statements that need no common snapshot (cache.py).
+    with req.app.db.read_statements() as conn:
         snap = req.app.candidates.view(conn, *_names(request))
     rng = random.Random() if settings.randomize_allocation_candidates else None
     memo = req.app.candidates.memo

@@ -148,14 +148,17 @@ def raise_write_error(exc: DomainError, not_found_prefix: str) -> NoReturn:
 
 
 def _write(req: Request, wanted: list[allocs.ConsumerAllocations], not_found_prefix: str) -> None:
+    claimed = None
     try:
         with req.app.db.write() as conn:
             if len(wanted) == 1:  # PUT, or a POST of one consumer: maybe a claim
-                claim.replace_one(conn, wanted[0], consumer_rules(req))
+                claimed = claim.replace_one(conn, wanted[0], consumer_rules(req))
             else:
                 allocs.replace_allocations(conn, wanted, consumer_rules(req))
     except DomainError as exc:
         raise_write_error(exc, not_found_prefix)
+    if claimed is not None:  # committed: this worker's snapshot takes it as it is
+        req.app.candidates.claimed(claimed.log_ids, claimed.usage)
 
 
 def _normalized_consumer(req: Request) -> str:

@@ -3,7 +3,9 @@
 A request no longer reloads inventories, usages, traits and aggregates: it
 polls the change log (one indexed query) and reloads only the providers that
 changed since its worker last looked; for those whose usage alone changed
-(claims), only their usage. The cache only ever proposes candidates; every
+(claims), only their usage. This worker's own claims it does not read back
+at all: the claim hands over its committed figures (`claimed`). The cache
+only ever proposes candidates; every
 claim is still checked in a database transaction, so a briefly stale view can
 cost a retry, never an overcommit.
 
@@ -20,7 +22,7 @@ import copy
 import gc
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from sqlalchemy.engine import Connection
 
@@ -48,6 +50,8 @@ class SnapshotCache:
         self._lent: list[weakref.ref[Snapshot]] = []
         # The mappings the last copying publish left behind (spare.py).
         self._spare = Spare()
+        # This worker's own committed claims, not yet in the snapshot (claimed).
+        self._claims: list[tuple[list[int], Mapping[int, Mapping[str, int]]]] = []
         # Per-tree candidates and per-provider summaries of recent requests.
         self.memo = Memo()
 
@@ -68,15 +72,46 @@ class SnapshotCache:
         view.known_classes, view.known_traits = loading.known_names(conn, classes, traits)
         return view
 
+    def claimed(self, log_ids: list[int], usage: Mapping[int, Mapping[str, int]]) -> None:
+        """Note this worker's own committed claim, so its next refresh need not read it back.
+
+        `usage` is the claimed classes' usage as the claim committed it
+        (claim.py): the database's figure, not an increment. The next refresh
+        takes it in with whatever its poll finds, in one publish (`_own`).
+        The other workers replay the claim's log entries as before.
+        """
+        with self._lock:
+            if self._snapshot is not None and log_ids:
+                self._claims.append((log_ids, usage))
+
+    def _own(self) -> dict[int, dict[str, int]]:
+        """The noted claims no poll has had yet, marked applied: provider -> class -> usage.
+
+        A claim whose entries a poll already had is moot (the poll's reload
+        read it). One that no poll had is the latest word on its classes: a
+        later change to those providers waited for the claim's row locks, so
+        its entries come after the claim's and are not seen either; their
+        replay reloads the providers. Later claims win (log order).
+        """
+        claims, self._claims = self._claims, []
+        totals: dict[int, dict[str, int]] = {}
+        for log_ids, usage in sorted(claims, key=lambda c: min(c[0])):
+            if self._cursor.claim(log_ids):
+                for pid, classes in usage.items():
+                    totals.setdefault(pid, {}).update(classes)
+        return totals
+
     def _refresh(self, conn: Connection) -> None:
         if self._snapshot is None or self._cursor.stale():
+            self._claims = []
             self._reload(conn)
             return
+        own = self._own()
         changed = self._cursor.poll(conn)
         if changed is None:
             self._reload(conn)
-        elif changed:
-            self._apply(conn, changed)
+        elif changed or own:
+            self._apply(conn, changed, own)
 
     def _unused(self) -> bool:
         """Does no request hold a view of the published snapshot any more?"""
@@ -124,12 +159,15 @@ class SnapshotCache:
                                                trait_ids, in_place=self._unused()))
         _freeze_heap()
 
-    def _apply(self, conn: Connection, changed: Changes) -> None:
+    def _apply(self, conn: Connection, changed: Changes,
+               own: Mapping[int, Mapping[str, int]]) -> None:
         """Swap in fresh copies of the changed providers; deleted ones drop out.
 
         Providers whose usage alone changed (claims) get their usage reloaded,
-        one grouped sum; the others are reloaded whole. A new Snapshot object
-        is published, so requests still using the old one are unaffected.
+        one grouped sum; the others are reloaded whole; this worker's own
+        claims (`own`) come from their own figures, unless a reload read them
+        anyway. A new Snapshot object is published, so requests still using
+        the old one are unaffected.
         """
         snap = self._snapshot
         assert snap is not None
@@ -141,11 +179,14 @@ class SnapshotCache:
             full, usage_only = set(snap.providers) | full, set()
         loaded, trait_ids = loading.load_providers(
             conn, None if len(full) > _MAX_CHANGED else full) if full else ({}, {})
-        updated: dict[int, Provider] = {pid: loaded[pid] for pid in full if pid in loaded}
+        removed = full - loaded.keys()
+        updated = loading.with_totals(snap.providers,
+                                      {p: u for p, u in own.items() if p not in removed})
+        updated.update((pid, loaded[pid]) for pid in full if pid in loaded)
         if usage_only:
             updated.update(loading.with_usage(snap.providers, usage_only,
                                               loading.load_usage(conn, usage_only)))
-        self._publish(self._successor(updated, full - updated.keys(), trait_ids))
+        self._publish(self._successor(updated, removed, trait_ids))
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ from stowage.db.statements import Sql
 from stowage.placement.candidates.interning import Pool
 from stowage.placement.candidates.snapshot import Inventory, Provider
 
-__all__ = ["load_providers", "load_usage", "with_usage", "known_names"]
+__all__ = ["load_providers", "load_usage", "with_usage", "with_totals", "known_names"]
 
 
 def _pair(select: str, column: str, group_by: str = "") -> tuple[Sql, Sql]:
@@ -154,5 +154,28 @@ def with_usage(providers: Mapping[int, Provider], ids: Iterable[int],
                             {rc: Inventory(i.capacity, used.get(rc, 0), i.min_unit, i.max_unit,
                                            i.step_size, i.exact_capacity)
                              for rc, i in old.inventories.items()},
+                            old.traits, old.aggregates)
+    return out
+
+
+def with_totals(providers: Mapping[int, Provider],
+                usage: Mapping[int, Mapping[str, int]]) -> dict[int, Provider]:
+    """Copies of the providers in `usage` with those classes' usage set (others as they were).
+
+    For a claim's own figures (claim.py): only the classes it claimed are
+    known, so every other inventory object is shared with the original.
+    """
+    out: dict[int, Provider] = {}
+    for pid, totals in usage.items():
+        old = providers.get(pid)
+        if old is None:
+            continue
+        inventories = dict(old.inventories)
+        for rc, used in totals.items():
+            i = inventories.get(rc)
+            if i is not None:
+                inventories[rc] = Inventory(i.capacity, used, i.min_unit, i.max_unit,
+                                            i.step_size, i.exact_capacity)
+        out[pid] = Provider(pid, old.uuid, old.parent_id, old.root_id, inventories,
                             old.traits, old.aggregates)
     return out
