@@ -240,13 +240,14 @@ def _document(title: str, body: str) -> str:
             f"<body>{body}</body></html>")
 
 
-def _header(who: str, csrf: str | None) -> str:
+def _header(who: str, csrf: str | None, live: bool = True) -> str:
     logout = (f'<form method="post" action="/dashboard/logout" class="logout">'
               f'<input type="hidden" name="csrf" value="{_e(csrf)}"><button>sign out</button>'
               f"</form>" if csrf else "")
+    state = ('<span id="live" class="live">live</span><span id="refreshed" class="quiet">'
+              '</span>' if live else '<span class="quiet">a snapshot: not refreshed</span>')
     return (f'<header class="top"><h1><a href="/">stowage</a></h1><span class="quiet">'
-            f'operators\' dashboard &middot; {_e(who)}</span><span id="live" class="live">'
-            f'live</span><span id="refreshed" class="quiet"></span>{logout}</header>')
+            f'operators\' dashboard &middot; {_e(who)}</span>{state}{logout}</header>')
 
 
 def page(parts: Mapping[str, str], who: str, csrf: str | None, refresh_ms: int) -> str:
@@ -264,7 +265,8 @@ def drain_page(plan: Mapping[str, Any], who: str, csrf: str | None, verbose: boo
     snapshot, made again when the page is loaded again)."""
     back = '<p><a href="/" id="back">&larr; back to the dashboard</a></p>'
     main = f'<main class="plan">{back}{drain_body(plan, verbose)}</main>'
-    return _document(f"stowage: drain plan for {plan['host']}", _header(who, csrf) + main)
+    return _document(f"stowage: drain plan for {plan['host']}",
+                     _header(who, csrf, live=False) + main)
 
 
 def login_page(csrf: str, error: str = "", user: str = "", project: str = "admin") -> str:
