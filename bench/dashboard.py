@@ -14,12 +14,17 @@ asked `--repeat` times through the dashboard app's own `respond` and the
 CPU time of the answering thread (`time.thread_time`) is taken. On
 PostgreSQL the database server's own CPU is not in the figure (another
 process); on SQLite everything is. The audit, which a page never waits for
-(it runs in the background), is timed on its own.
+(it runs in the background), is timed on its own, and so is the capacity
+report (background too: the page's refresh reads its latest result). The
+drain plan of one host (`--drain-host`, its servers given request specs and
+every service a fresh heartbeat, so the scheduler sees the hosts up) is
+asked as the page and as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -36,7 +41,7 @@ from servers import database  # noqa: E402  (bench/servers.py, beside this file)
 from stowage import config  # noqa: E402
 from stowage.cli import build_asgi  # noqa: E402
 from stowage.compute import cells as cell_records  # noqa: E402
-from stowage.compute import instances, migrations, services  # noqa: E402
+from stowage.compute import flavors, instances, migrations, services  # noqa: E402
 from stowage.db import Database, schema  # noqa: E402
 from stowage.placement.client import Holding, PlacementClient  # noqa: E402
 from stowage.web.http import Request  # noqa: E402
@@ -117,13 +122,39 @@ def _moves(cells: Any, placement: PlacementClient, nodes: list[str],
             server: Holding({nodes[dest]: dict(AMOUNTS)}, held.generation, "p", "bench")})
 
 
+def _plannable(cells: Any, made: list[tuple[str, int]], host: str) -> None:
+    """Flavors to count, each service up, and request specs for `host`'s servers."""
+    with cells.api.write() as api:
+        for name, vcpus, ram, disk in (("m1.small", 1, 2048, 20), ("m1.medium", 2, 4096, 40),
+                                       ("m1.large", 4, 8192, 80)):
+            flavors.create(api, flavors.NewFlavor(name=name, vcpus=vcpus, memory_mb=ram,
+                                                  root_gb=disk))
+        mine = [server for server, where in made if f"host{where + 1:04d}" == host]
+        for server in mine:
+            instances.save_request_spec(api, server, {
+                "instance_uuid": server, "flavor": dict(FLAVOR), "image": {},
+                "project_id": "bench", "user_id": "bench"})
+    _heartbeat(cells)
+
+
+def _heartbeat(cells: Any) -> None:
+    cell_db = cells.database(cells.by_name(cell_records.CELL1))
+    with cell_db.write() as conn:
+        hosts = [s.host for s in services.list_services(conn, binary="nova-compute")]
+        services.heartbeat_many(conn, hosts, "nova-compute")
+
+
 def _ask(dashboard: Any, path: str, query: str = "") -> tuple[float, float, int, int]:
-    req = Request(method="GET", path=path, query_string=query, headers={"accept": "text/html"},
-                  body=b"", base_url="http://127.0.0.1", remote_addr="127.0.0.1")
+    req = _request(path, query)
     wall, cpu = time.perf_counter(), time.thread_time()
     resp = dashboard.respond(req)
     return (time.thread_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000, \
         resp.status, len(resp.body)
+
+
+def _request(path: str, query: str) -> Request:
+    return Request(method="GET", path=path, query_string=query, headers={"accept": "text/html"},
+                   body=b"", base_url="http://127.0.0.1", remote_addr="127.0.0.1")
 
 
 ROUTES = [
@@ -161,6 +192,7 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=20)
     parser.add_argument("--backend", default="sqlite", choices=("sqlite", "postgresql"))
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--drain-host", default="host0500")
     args = parser.parse_args()
     with TemporaryDirectory(prefix="stowage-bench-dashboard-") as tmp, \
             database(args.backend, Path(tmp), "dashboard") as url:
@@ -191,10 +223,44 @@ def _run(app: Any, cells: Any, args: argparse.Namespace) -> None:
           f"{len(audit['violations'])} violation(s)", flush=True)
     dashboard.audit.fresh()
     dashboard.audit.max_age = 1e9  # the views below show that result, as a page would
+    _capacity(dashboard, cells, made, args)
     print(f"{'route (ms per request)':44} {'cpu p50':>8} {'cpu p90':>8} {'wall p50':>8} "
           f"{'status':>6} {'bytes':>9}")
     for label, path, query in ROUTES:
         _measure(label, lambda p=path, q=query: _ask(dashboard, p, q), args.repeat)
+    _plans(dashboard, cells, made, args)
+
+
+def _capacity(dashboard: Any, cells: Any, made: list[tuple[str, int]],
+              args: argparse.Namespace) -> None:
+    """The capacity count the background runs, timed alone; then kept, as the audit's."""
+    _plannable(cells, made, args.drain_host)
+    cpu, wall = time.thread_time(), time.perf_counter()
+    report = dashboard.capacity.run()
+    print(f"capacity (background, not per view; {len(report['flavors'])} flavors): "
+          f"{(time.thread_time() - cpu) * 1000:.0f} ms CPU, "
+          f"{(time.perf_counter() - wall) * 1000:.0f} ms wall, fit "
+          + ", ".join(f"{f['flavor']} {f['total']}" for f in report["flavors"]), flush=True)
+    dashboard.capacity.fresh()
+    dashboard.capacity.max_age = 1e9
+
+
+def _plans(dashboard: Any, cells: Any, made: list[tuple[str, int]],
+           args: argparse.Namespace) -> None:
+    """The drain plan of one host (each view makes it) and the kept capacity report."""
+    count = sum(1 for _, where in made if f"host{where + 1:04d}" == args.drain_host)
+    plan = dashboard.respond(_request(f"/dashboard/api/drain-plan/{args.drain_host}", ""))
+    totals = json.loads(plan.body)["drain"]["totals"]
+    print(f"drain plan of {args.drain_host} ({count} servers): {totals}", flush=True)
+    repeat = max(3, args.repeat // 3)
+    for label, path in ((f"page drain plan {args.drain_host}",
+                         f"/dashboard/drain/{args.drain_host}"),
+                        (f"api drain-plan {args.drain_host}",
+                         f"/dashboard/api/drain-plan/{args.drain_host}"),
+                        ("api capacity (latest)", "/dashboard/api/capacity"),
+                        ("part capacity (live refresh)", "/dashboard/part/capacity")):
+        _heartbeat(cells)
+        _measure(label, lambda p=path: _ask(dashboard, p), repeat)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@
 The page is opened once; the resize and its confirmation are made through the
 Compute API while the browser watches: the page must show, without being
 reloaded, the migration's allocation on host1 next to the instance's on
-host2 and VERIFY_RESIZE, then the move gone and the server ACTIVE.
+host2 and VERIFY_RESIZE, then the move gone and the server ACTIVE. Then the
+browser follows host2's "Plan drain" link: the dry-run plan must name host1
+as the server's planned destination (the same plan as the Compute route's).
 
 A screenshot of each state is written to a temporary directory, or to the
 directory `STOWAGE_DASHBOARD_SCREENSHOTS` names -- which is how the ones in
@@ -135,8 +137,29 @@ def test_the_page_follows_a_resize_and_its_confirmation(cloud: Cloud, browser: o
     assert _text(driver, host1_vcpu).startswith("0 /")
     assert _mark(driver) == "same page"
     driver.save_screenshot(str(shots / "dashboard-confirmed.png"))  # type: ignore[attr-defined]
+
+    _plan_drain(cloud, driver, server_id, shots)
     assert {p.name for p in shots.glob("dashboard-*.png")} >= {
-        "dashboard-active.png", "dashboard-verify-resize.png", "dashboard-confirmed.png"}
+        "dashboard-active.png", "dashboard-verify-resize.png", "dashboard-confirmed.png",
+        "dashboard-drain-plan.png"}
+
+
+def _plan_drain(cloud: Cloud, driver: object, server_id: str, shots: Path) -> None:
+    """host2's "Plan drain" link opens its plan: the server would go live to host1."""
+    from selenium.webdriver.common.by import By
+
+    route = cloud.compute.get("/os-stowage-drain/host2").json()["drain"]
+    link = driver.find_element(  # type: ignore[attr-defined]
+        By.CSS_SELECTOR, 'article.host[data-host="host2"] a.plan-drain')
+    link.click()
+    row = f'tr.planned[data-server="{server_id}"]'
+    _wait_for(driver, row)
+    assert driver.current_url.endswith("/dashboard/drain/host2")  # type: ignore[attr-defined]
+    assert _text(driver, f"{row} td.destination") == "host1"
+    assert _text(driver, f"{row} td.action") == "live"
+    assert [s["destination"] for s in route["servers"]] == ["host1"]
+    assert "servers 1" in _text(driver, "#drain-totals")
+    driver.save_screenshot(str(shots / "dashboard-drain-plan.png"))  # type: ignore[attr-defined]
 
 
 def _mark(driver: object) -> object:

@@ -47,7 +47,7 @@ def test_api_clients_keep_the_json_browsers_get_the_page(cloud: Cloud) -> None:
     assert page.headers["content-type"].startswith("text/html")
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
     for section in ('id="hosts"', 'id="servers"', 'id="moves"', 'id="audit"',
-                    'data-placeholder="plan-drain"'):
+                    'id="plan-drain"', 'id="capacity"'):
         assert section in page.text
     script = httpx.get(cloud.live.url + "/dashboard/static/dashboard.js", timeout=30)
     assert script.status_code == 200 and "/dashboard/part/" in script.text

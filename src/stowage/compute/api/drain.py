@@ -18,17 +18,21 @@ and `os_compute_api:os-stowage-capacity`, admin only.
 
 from __future__ import annotations
 
+from typing import Any
+
 from stowage.compute import flavors
 from stowage.compute.api.common import API_PREFIX, as_bool, authorize, query_param
-from stowage.compute.drain.capacity import capacity
-from stowage.compute.drain.plan import plan_drain
+from stowage.compute.drain.capacity import CapacityReport, capacity
+from stowage.compute.drain.plan import DrainPlan, plan_drain
 from stowage.compute.scheduler.manager import Scheduler
+from stowage.context import RequestContext
+from stowage.db import Database
 from stowage.errors import NotFound
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
 from stowage.web.routing import Route
 
-__all__ = ["ROUTES", "DRAIN_POLICY", "CAPACITY_POLICY"]
+__all__ = ["ROUTES", "DRAIN_POLICY", "CAPACITY_POLICY", "drain_plan", "capacity_report"]
 
 DRAIN_POLICY = "os_compute_api:os-stowage-drain"
 CAPACITY_POLICY = "os_compute_api:os-stowage-capacity"
@@ -38,7 +42,7 @@ def show_drain(req: Request) -> Response:
     authorize(req, DRAIN_POLICY, {})
     host = req.params["host_name"]
     try:
-        plan = plan_drain(_scheduler(req), req.app.cells, host,
+        plan = drain_plan(req.app.plane, req.app.cells, host,
                           verbose=as_bool(query_param(req, "verbose") or False))
     except NotFound as exc:
         raise HTTPError(404, str(exc)) from None
@@ -47,22 +51,33 @@ def show_drain(req: Request) -> Response:
 
 def show_capacity(req: Request) -> Response:
     authorize(req, CAPACITY_POLICY, {})
-    wanted = query_param(req, "flavor")
-    with req.app.db.read() as conn:
-        found = flavors.list_flavors(conn, req.context,
-                                     flavors.ListQuery(is_public=None, sort_key="flavorid"))
-    snapshots = [flavors.snapshot(f) for f in found
-                 if wanted is None or wanted in (f.flavorid, f.name)]
-    plane = req.app.plane
-    assert plane is not None  # _scheduler said so
-    report = capacity(_scheduler(req), req.app.cells, snapshots, plane.placement)
+    report = capacity_report(req.app.plane, req.app.cells, req.app.db, req.context,
+                             query_param(req, "flavor"))
     return json_response({"capacity": report.view()})
 
 
-def _scheduler(req: Request) -> Scheduler:
+def drain_plan(plane: Any, cells: Any, host: str, verbose: bool = False) -> DrainPlan:
+    """The plan this route answers, for any caller in the process (the dashboard shows
+    the same one): NotFound for an unknown host, HTTPError 409 without a control plane."""
+    return plan_drain(_scheduler(plane), cells, host, verbose=verbose)
+
+
+def capacity_report(plane: Any, cells: Any, api_db: Database, context: RequestContext,
+                    wanted: str | None = None) -> CapacityReport:
+    """The capacity report this route answers (every flavor `context` may list, or the
+    one `wanted` names), for any caller in the process (the dashboard shows it too)."""
+    scheduler = _scheduler(plane)
+    with api_db.read() as conn:
+        found = flavors.list_flavors(conn, context,
+                                     flavors.ListQuery(is_public=None, sort_key="flavorid"))
+    snapshots = [flavors.snapshot(f) for f in found
+                 if wanted is None or wanted in (f.flavorid, f.name)]
+    return capacity(scheduler, cells, snapshots, plane.placement)
+
+
+def _scheduler(plane: Any) -> Scheduler:
     """This process's scheduler, or one made for the request (its constructor does no
     I/O) when the scheduler runs elsewhere: both read the same Placement and records."""
-    plane = req.app.plane
     if plane is None:
         raise HTTPError(409, "The compute control plane is not running in this process.")
     here: Scheduler | None = plane.scheduler

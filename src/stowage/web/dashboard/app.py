@@ -4,7 +4,11 @@
     GET  /dashboard/                the page
     GET  /dashboard/part/<section>  one section's HTML, for the live refresh
     GET  /dashboard/api/<section>   one section's data as JSON (hosts, servers:
-                                    page, per_page and filters; moves; audit)
+                                    page, per_page and filters; moves; audit;
+                                    capacity)
+    GET  /dashboard/drain/<host>    the host's dry-run drain plan (?verbose=1)
+    GET  /dashboard/drain?host=X    the same (the page's form), redirected there
+    GET  /dashboard/api/drain-plan/<host>   the plan as JSON
     GET  /dashboard/static/<file>   the script and the style sheet (package data)
     GET  /dashboard/login           the sign-in form (builtin-identity, keystone)
     POST /dashboard/login           password -> token -> cookie, CSRF-checked
@@ -34,6 +38,8 @@ from stowage.web.dashboard.hosts import host_page
 from stowage.web.dashboard.login import LoginFailed, token_for
 from stowage.web.dashboard.moves import moves_in_progress
 from stowage.web.dashboard.paging import BadQuery
+from stowage.web.dashboard.plans import CapacityView, NoPlan, plan_for
+from stowage.web.dashboard.render_plans import drain_href
 from stowage.web.dashboard.servers import server_page
 from stowage.web.dashboard.world import World
 from stowage.web.http import Request, Response, json_response
@@ -86,11 +92,14 @@ class DashboardApp:
     def __init__(self, world: World) -> None:
         self.world = world
         self.audit = AuditView(world)
+        self.capacity = CapacityView(world)
         self._data: dict[str, Callable[[Mapping[str, str]], dict[str, Any]]] = {
             "hosts": lambda q: host_page(world, q),
             "servers": lambda q: server_page(world, q),
             "moves": lambda q: moves_in_progress(world),
             "audit": lambda q: self.audit.fresh() if q.get("wait") else self.audit.latest(),
+            "capacity": lambda q: (self.capacity.fresh() if q.get("wait")
+                                   else self.capacity.latest()),
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -142,11 +151,42 @@ class DashboardApp:
         if path in ("/", PREFIX, PREFIX + "/"):
             return self._page(req, verdict, query)
         kind, _, name = path.removeprefix(PREFIX + "/").partition("/")
+        if kind == "drain" or (kind == "api" and name.startswith("drain-plan/")):
+            return self._drain(req, verdict, kind, name.removeprefix("drain-plan/"), query)
         if name in self._data and kind == "api":
             return json_response(self._data[name](query))
         if name in self._data and kind == "part":
             return _html(self._part(name, query))
         return json_response({"error": f"Nothing is served at {path}."}, 404)
+
+    def _drain(self, req: Request, verdict: access.Verdict, kind: str, host: str,
+               query: Mapping[str, str]) -> Response:
+        """A host's dry-run plan: the page, or its JSON twin (the Compute route's JSON)."""
+        if kind == "drain" and not host:
+            if not query.get("host", "").strip():
+                raise BadQuery("name the host to plan: /dashboard/drain/<host>")
+            return _redirect(drain_href(query["host"].strip()))
+        unknown = set(query) - {"verbose"}
+        if unknown:
+            raise BadQuery(f"unknown filter(s): {', '.join(sorted(unknown))}")
+        verbose = query.get("verbose", "") in ("1", "true", "yes")
+        try:
+            plan = plan_for(self.world, host, verbose)
+        except NoPlan as exc:
+            if kind == "api":
+                return json_response({"error": str(exc)}, exc.status)
+            return _html(render.message_page("No drain plan", str(exc)), exc.status)
+        if kind == "api":
+            return json_response({"drain": plan})
+        ctx = verdict.context
+        who = f"{ctx.user_id} (project {ctx.project_id})" if ctx else ""
+        return _html(render.drain_page(plan, who, self._csrf(req), verbose))
+
+    def _csrf(self, req: Request) -> str | None:
+        """The sign-out form's value (the cookie the page set), None under noauth2."""
+        if self.world.settings.api.auth_strategy == "noauth2":
+            return None
+        return access.cookies(req.headers).get(access.CSRF_COOKIE)
 
     def _part(self, name: str, query: Mapping[str, str]) -> str:
         data = self._data[name](query)

@@ -16,10 +16,12 @@ from typing import Any
 from urllib.parse import urlencode
 
 from stowage.web.dashboard.hosts import STATES
+from stowage.web.dashboard.render_plans import capacity, drain_body, drain_href, plan_form
 
-__all__ = ["page", "section", "SECTIONS", "login_page", "message_page"]
+__all__ = ["page", "section", "SECTIONS", "login_page", "message_page", "drain_page",
+           "capacity"]
 
-SECTIONS = ("audit", "moves", "hosts", "servers")
+SECTIONS = ("audit", "moves", "hosts", "servers", "capacity")
 
 
 def _e(value: object) -> str:
@@ -163,7 +165,9 @@ def _host(host: Mapping[str, Any]) -> str:
     return (f'<article class="host" data-host="{_e(host["host"])}"><header>'
             f'<b>{_e(host["host"])}</b> {"".join(badges)}<span class="where">zone '
             f'{_e(host["zone"])} &middot; cell {_e(host["cell"])} &middot; '
-            f'{_e(host["servers"])} server(s)</span></header>{tree}{sharing}</article>')
+            f'{_e(host["servers"])} server(s)</span><a class="plan-drain" '
+            f'href="{_e(drain_href(host["host"]))}">Plan drain</a></header>{tree}{sharing}'
+            '</article>')
 
 
 def _pager(name: str, data: Mapping[str, Any], query: Mapping[str, str]) -> str:
@@ -218,7 +222,8 @@ def servers(data: Mapping[str, Any], query: Mapping[str, str]) -> str:
 
 
 _TITLES = {"audit": "Accounting audit", "moves": "Moves in progress",
-           "hosts": "Hosts and their resource providers", "servers": "Servers"}
+           "hosts": "Hosts and their resource providers", "servers": "Servers",
+           "capacity": "Capacity: how many more of each flavor fit"}
 
 
 def section(name: str, html: str, query: Mapping[str, str]) -> str:
@@ -235,23 +240,33 @@ def _document(title: str, body: str) -> str:
             f"<body>{body}</body></html>")
 
 
-def page(parts: Mapping[str, str], who: str, csrf: str | None, refresh_ms: int) -> str:
-    """The whole page: a header, then each section already rendered."""
+def _header(who: str, csrf: str | None, live: bool = True) -> str:
     logout = (f'<form method="post" action="/dashboard/logout" class="logout">'
               f'<input type="hidden" name="csrf" value="{_e(csrf)}"><button>sign out</button>'
               f"</form>" if csrf else "")
-    header = (f'<header class="top"><h1>stowage</h1><span class="quiet">operators\' '
-              f'dashboard &middot; {_e(who)}</span><span id="live" class="live">live</span>'
-              f'<span id="refreshed" class="quiet"></span>{logout}</header>')
-    # PLAN DRAIN: the drain planner (issue 32 part 3, GET /compute/v2.1/os-stowage-drain/
-    # {host}) is linked from here once it lands; nothing reads it yet.
-    drain = ('<section id="plan-drain" class="placeholder" data-placeholder="plan-drain">'
-             '<h2>Plan drain</h2><p class="quiet">A dry-run drain planner for a host will be '
-             "linked here.</p></section>")
-    sections = "".join(parts[name] for name in SECTIONS)
-    main = f'<main data-refresh-ms="{refresh_ms}">{sections}{drain}</main>'
+    state = ('<span id="live" class="live">live</span><span id="refreshed" class="quiet">'
+              '</span>' if live else '<span class="quiet">a snapshot: not refreshed</span>')
+    return (f'<header class="top"><h1><a href="/">stowage</a></h1><span class="quiet">'
+            f'operators\' dashboard &middot; {_e(who)}</span>{state}{logout}</header>')
+
+
+def page(parts: Mapping[str, str], who: str, csrf: str | None, refresh_ms: int) -> str:
+    """The whole page: a header, then each section already rendered."""
+    drain = f'<section id="plan-drain"><h2>Plan drain</h2>{plan_form()}</section>'
+    sections = "".join(parts[name] for name in SECTIONS if name != "capacity")
+    main = (f'<main data-refresh-ms="{refresh_ms}">{sections}{drain}{parts["capacity"]}'
+            '</main>')
     script = '<script src="/dashboard/static/dashboard.js" defer></script>'
-    return _document("stowage dashboard", header + main + script)
+    return _document("stowage dashboard", _header(who, csrf) + main + script)
+
+
+def drain_page(plan: Mapping[str, Any], who: str, csrf: str | None, verbose: bool) -> str:
+    """A host's dry-run drain plan on a page of its own (not refreshed: a plan is a
+    snapshot, made again when the page is loaded again)."""
+    back = '<p><a href="/" id="back">&larr; back to the dashboard</a></p>'
+    main = f'<main class="plan">{back}{drain_body(plan, verbose)}</main>'
+    return _document(f"stowage: drain plan for {plan['host']}",
+                     _header(who, csrf, live=False) + main)
 
 
 def login_page(csrf: str, error: str = "", user: str = "", project: str = "admin") -> str:
