@@ -21,6 +21,7 @@ from stowage.service_users import ServiceUser, split
 __all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
            "DEFAULT_BODY_SIZES", "OSLO_MAX_REQUEST_BODY_SIZE", "IdentityAssignment",
            "IdentityProject", "IdentitySettings", "IdentityUser", "KeystoneAuthtokenSettings",
+           "MetricsSettings",
            "NetworkSettings", "PlacementSettings", "PolicySettings", "QuotaSettings", "Settings",
            "TRANSPORT_SCHEMES", "load"]
 
@@ -515,6 +516,39 @@ class KeystoneAuthtokenSettings:
         return self.www_authenticate_uri or self.auth_url or ""
 
 
+@dataclass(frozen=True)
+class MetricsSettings:
+    """`[metrics]`: who may scrape `GET /metrics`, and its scrape-time work (docs/operations.md)."""
+
+    # Networks (CIDR, e.g. "10.0.0.0/24", or single addresses) whose clients may scrape
+    # /metrics without a token, as Prometheus scrapes; every other client needs a token
+    # with the admin role. Empty (the default): a token always.
+    allow_unauthenticated_from: tuple[str, ...] = ()
+    # Seconds between two runs of the audit behind `stowage_audit_violations` (it reads
+    # every provider and server, so it runs in the background, started by a scrape);
+    # 0: no audit gauge.
+    audit_interval: float = 300.0
+    # HOST:PORT where `stowage conductor`, `scheduler` and `agent` serve their own
+    # /metrics (only to `allow_unauthenticated_from`'s networks: these processes have no
+    # token validation); empty (the default): they serve none.
+    worker_bind: str = ""
+
+    def __post_init__(self) -> None:
+        import ipaddress
+
+        for net in self.allow_unauthenticated_from:
+            try:
+                ipaddress.ip_network(net, strict=False)
+            except (TypeError, ValueError):
+                raise ValueError("[metrics] allow_unauthenticated_from takes networks like "
+                                 f"'10.0.0.0/24', not {net!r}") from None
+        interval = self.audit_interval
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval < 0:
+            raise ValueError(f"[metrics] audit_interval must be a number >= 0, not {interval!r}")
+        if self.worker_bind and not self.worker_bind.rpartition(":")[2].isdigit():
+            raise ValueError(f"[metrics] worker_bind must be HOST:PORT, not {self.worker_bind!r}")
+
+
 # The schemes `transport_url` may name (see stowage.messaging.get_transport).
 TRANSPORT_SCHEMES = ("local", "rabbit")
 
@@ -541,6 +575,7 @@ class Settings:
     identity: IdentitySettings = IdentitySettings()
     quota: QuotaSettings = QuotaSettings()
     keystone_authtoken: KeystoneAuthtokenSettings = KeystoneAuthtokenSettings()
+    metrics: MetricsSettings = MetricsSettings()
     # The service users of [placement], [network] and [nova] (stowage/service_users.py),
     # by table; a table absent here has none.
     service_users: Mapping[str, ServiceUser] = field(default_factory=dict)
@@ -715,6 +750,7 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         keystone_authtoken=_section(KeystoneAuthtokenSettings,
                                     raw.get("keystone_authtoken", {}), "[keystone_authtoken]"),
         service_users=users,
+        metrics=_section(MetricsSettings, raw.get("metrics", {}), "[metrics]"),
         **{k: v for k, v in top.items() if k not in _COMPUTE_FLAGS},
     )
 
