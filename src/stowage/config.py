@@ -74,6 +74,8 @@ class ApiSettings:
     # Per-service overrides, e.g. `[api.max_request_body_sizes] placement = 33554432`;
     # merged over DEFAULT_BODY_SIZES.
     max_request_body_sizes: Mapping[str, int] = field(default_factory=dict)
+    # Bytes an image upload (`PUT /v2/images/{id}/file`) may send: Glance's
+    # image_size_cap (1 TiB); counted as the data arrives, never held.
     image_size_cap: int = GLANCE_IMAGE_SIZE_CAP
     # Seconds a client may take to send a request's headers (from the
     # connection's start, or the next request's first byte): 408 and close
@@ -131,6 +133,10 @@ class PolicySettings:
 
 @dataclass(frozen=True)
 class CorsSettings:
+    # oslo.middleware's CORS options: the origins allowed to call the APIs from a
+    # browser (none: CORS off), the request headers they may send and the response
+    # headers they may read beside the simple ones, the methods, whether credentials
+    # (cookies, tokens) may go along, and seconds a preflight answer is cached.
     allowed_origin: tuple[str, ...] = ()
     allow_headers: tuple[str, ...] = ()
     expose_headers: tuple[str, ...] = ()
@@ -141,10 +147,13 @@ class CorsSettings:
 
 @dataclass(frozen=True)
 class PlacementSettings:
+    # Upstream's option: shuffle the allocation candidates (and sample them when
+    # max_allocation_candidates cuts them) instead of answering them in a stable order.
     randomize_allocation_candidates: bool = False
     # Upstream's max_allocation_candidates; -1 means no cap.
     max_allocation_candidates: int = -1
-    # Default consumer type for allocations written before 1.38.
+    # Upstream's placeholder project and user of consumers written before 1.8,
+    # which named neither.
     incomplete_consumer_project_id: str = "00000000-0000-0000-0000-000000000000"
     incomplete_consumer_user_id: str = "00000000-0000-0000-0000-000000000000"
 
@@ -166,6 +175,7 @@ class ComputeSettings:
     # The Network service's URL (without /v2.0) when it is not served by this process;
     # without either, servers can only be booted without networks.
     network_url: str | None = None
+    # Nova's option: a resize may pick the server's own host.
     allow_resize_to_same_host: bool = False
     # Where a new deployment's first cell, cell1, keeps its records (docs/cells.md):
     # "beside", in a SQLite file next to a SQLite API database's (stowage.db ->
@@ -192,6 +202,8 @@ class ComputeSettings:
     # tracker reports a host's providers in full again though its configuration did not
     # change (it reports at once when it did); 0: only on a change or SIGHUP.
     resource_provider_association_refresh: float = 300.0
+    # Seconds between two heartbeats of each service (Nova's report_interval), and
+    # after how many without one a service is down (service_down_time).
     report_interval: float = 10.0
     service_down_time: float = 60.0
     # "spread" prefers the emptiest host, "pack" the fullest (Nova's weight multipliers).
@@ -213,7 +225,10 @@ class ComputeSettings:
     # placement_aggregate_required_for_tenants: a project no aggregate names lands nowhere.
     limit_tenants_to_placement_aggregate: bool = False
     placement_aggregate_required_for_tenants: bool = False
+    # Nova's [scheduler] max_placement_results: the `limit` of the scheduler's
+    # GET /allocation_candidates.
     max_placement_results: int = 1000
+    # Nova's default_availability_zone: the zone of a host no aggregate puts in one.
     default_availability_zone: str = "nova"
     # TESTING ONLY: "operation:step:state" (e.g. "resize:resize_instance:done"); the
     # process exits at once, as kill -9 would, when the conductor's journal gets
@@ -296,6 +311,9 @@ class QuotaSettings:
     quota class (`PUT /os-quota-class-sets/default`) override these.
     """
 
+    # Each project's default limit of what the key names (-1: unlimited), Nova's option
+    # of the same name: servers, VCPUs, MB of RAM, metadata items, injected files,
+    # their bytes and path bytes, key pairs, server groups and members of one group.
     instances: int = 10
     cores: int = 20
     ram: int = 51200
@@ -329,8 +347,13 @@ def _is_hex(text: str) -> bool:
 class IdentityUser:
     """A user of the built-in identity service (domain Default); only its hash is kept."""
 
+    # The user's name (unique in domain Default).
     name: str
+    # The hash of `stowage manage identity hash-password`; or give `password` in
+    # the file instead: it is hashed when read and never kept.
     password_hash: str
+    # The user's id (default: made from the name), e-mail and description; a disabled
+    # user cannot log in.
     id: str | None = None
     email: str | None = None
     description: str = ""
@@ -341,6 +364,8 @@ class IdentityUser:
 
 @dataclass(frozen=True)
 class IdentityProject:
+    # The project's name (unique in domain Default), id (default: made from the name),
+    # description, and whether tokens may be scoped to it.
     name: str
     id: str | None = None
     description: str = ""
@@ -351,6 +376,8 @@ class IdentityProject:
 class IdentityAssignment:
     """`user` holds `role` on `project` (a name), or on the Default domain (`domain`)."""
 
+    # A user's name, the role's name (admin, member, reader, or any other), and the
+    # project's name that it holds the role on, or `domain = "default"` for the domain.
     user: str
     role: str
     project: str | None = None
@@ -369,6 +396,7 @@ class IdentitySettings:
     token_lifetime: int = 3600
     # Base URL the catalog names (e.g. "https://cloud.example"); default: the request's host.
     public_url: str | None = None
+    # The region the catalog's endpoints are listed in.
     region: str = "RegionOne"
     # Keystone's [security_compliance] lockout: after this many wrong passwords in a
     # row a user is refused for `lockout_duration` seconds (0, the default: never).
@@ -413,7 +441,10 @@ class KeystoneAuthtokenSettings:
     # Where the service logs in; the identity endpoint that validates tokens is then
     # found in the catalog (`interface`, `region_name`), as auth_token finds it.
     auth_url: str | None = None
+    # keystoneauth's plugin of the service's login; only `password` is supported.
     auth_type: str = "password"
+    # The service user's login (required with auth_strategy keystone): its name,
+    # password and project, and the domains of user and project by name.
     username: str | None = None
     password: str | None = None
     project_name: str | None = None
@@ -423,6 +454,8 @@ class KeystoneAuthtokenSettings:
     # when given, an id wins over the name.
     user_domain_id: str | None = None
     project_domain_id: str | None = None
+    # Which catalog endpoint of the identity service validates tokens: the region
+    # (default: any) and the interface.
     region_name: str | None = None
     interface: str = "internal"
     # Seconds a validated token is believed without asking Keystone again (never
@@ -555,7 +588,10 @@ TRANSPORT_SCHEMES = ("local", "rabbit")
 
 @dataclass(frozen=True)
 class Settings:
+    # The API database (SQLAlchemy URL): SQLite, PostgreSQL or MySQL (docs/cells.md for
+    # the cells' own databases).
     database: str = DEFAULT_DATABASE
+    # HOST:PORT `stowage serve` listens on.
     bind: str = "127.0.0.1:8780"
     # Nova's [DEFAULT] transport_url: how the conductor, scheduler and agents talk.
     # Empty (or local://) keeps them in this process; rabbit://user:pass@host:5672/vhost
@@ -565,6 +601,7 @@ class Settings:
     # Nova's [DEFAULT] control_exchange: the prefix of every queue and exchange name on
     # the broker, so that deployments (or test runs) sharing one broker stay apart.
     control_exchange: str = "stowage"
+    # The services `stowage serve` runs (one alone is served at `/`).
     services: tuple[str, ...] = ("placement", "compute", "image", "network")
     api: ApiSettings = ApiSettings()
     policy: PolicySettings = PolicySettings()

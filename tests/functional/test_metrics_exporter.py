@@ -14,7 +14,9 @@ state; the flavor and server counts are the API's.
 
 from __future__ import annotations
 
+import re
 import uuid as uuidlib
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +25,7 @@ from tests.functional.metrics_scrape import by_label, scrape, series, value
 from tests.functional.servers import boot, flavor, image, settle
 
 MIB = 1024 * 1024
+DOC = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 GIB = 1024 * MIB
 
 
@@ -127,3 +130,12 @@ def test_nova_gauges_are_the_compute_apis_numbers(cloud: Cloud) -> None:
         {f["name"] for f in flavors}
     assert value(samples, "openstack_nova_availability_zones") == 2
     assert value(samples, "stowage_cell_up", cell="cell1") == 1
+
+
+def test_every_exported_metric_is_documented(cloud: Cloud) -> None:
+    _world(cloud)
+    doc = DOC.read_text(encoding="utf-8")
+    names = {re.sub(r"_(bucket|sum|count|created)$", "", name)
+             for name, _ in scrape(cloud.compute, "../../metrics")}
+    assert "stowage_http_requests_total" in names
+    assert [name for name in sorted(names) if f"`{name}" not in doc] == []

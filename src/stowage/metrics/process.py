@@ -93,11 +93,22 @@ class _Req(Protocol):
     route: str
 
 
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_http: dict[tuple[str, str, str, int], tuple[Any, Any]] = {}
+
+
 def http_request(service: str, req: _Req, status: int, seconds: float) -> None:
-    """One request answered off a socket (`web.app.ServiceApp`)."""
-    route = req.route or "unmatched"
-    _child(HTTP_REQUESTS, service, route, req.method, str(status)).inc()
-    _child(HTTP_SECONDS, service, route, req.method).observe(seconds)
+    """One request answered off a socket (`web.app.ServiceApp`). A method no route knows
+    is counted as `other`, so that a client cannot make series up."""
+    method = req.method if req.method in _METHODS else "other"
+    key = (service, req.route, method, status)
+    pair = _http.get(key)
+    if pair is None:
+        route = req.route or "unmatched"
+        pair = _http[key] = (HTTP_REQUESTS.labels(service, route, method, str(status)),
+                             HTTP_SECONDS.labels(service, route, method))
+    pair[0].inc()
+    pair[1].observe(seconds)
 
 
 def candidates_answered(started: float, result: Any) -> None:
