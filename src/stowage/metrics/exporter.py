@@ -38,7 +38,7 @@ from stowage.compute import services as svc
 from stowage.context import RequestContext
 from stowage.db import Database
 from stowage.metrics.text import Family, label_text
-from stowage.placement.totals import provider_totals
+from stowage.placement.totals import ProviderTotal, provider_totals
 from stowage.timeutil import utcnow
 
 __all__ = ["nova_families", "placement_families"]
@@ -69,18 +69,27 @@ def placement_families(db: Database) -> Iterator[Family]:
         return
     up.add("", 1)
     yield up
-    fams = {name: Family(f"openstack_placement_resource_{name}", text)
-            for name, text in _RP_FIELDS}
-    labels: dict[tuple[str, str], str] = {}
+    yield from _provider_families(totals)
+
+
+def _provider_families(totals: list[ProviderTotal]) -> Iterator[Family]:
+    """The five per-(provider, class) families; each line written at once (the hot loop of
+    a large cloud's scrape: 1,000 hosts are ~15,000 of these lines)."""
+    fams = [Family(f"openstack_placement_resource_{name}", text) for name, text in _RP_FIELDS]
+    total, ratio, generation, reserved, usage = (f.lines for f in fams)
+    n_total, n_ratio, n_gen, n_reserved, n_usage = (f.name for f in fams)
     for row in totals:
-        key = (row.provider_name, row.resource_class)
-        text = labels.get(key) or labels.setdefault(key, label_text(_RP_LABELS, key))
-        fams["total"].add(text, row.total)
-        fams["allocation_ratio"].add(text, row.allocation_ratio)
-        fams["generation"].add(text, row.generation)
-        fams["reserved"].add(text, row.reserved)
-        fams["usage"].add(text, row.used)
-    yield from fams.values()
+        name = row.provider_name
+        if '"' in name or "\\" in name or "\n" in name:
+            labels = label_text(_RP_LABELS, (name, row.resource_class))
+        else:
+            labels = f'{{hostname="{name}",resourcetype="{row.resource_class}"}}'
+        total.append(f"{n_total}{labels} {row.total}\n")
+        ratio.append(f"{n_ratio}{labels} {row.allocation_ratio!r}\n")
+        generation.append(f"{n_gen}{labels} {row.generation}\n")
+        reserved.append(f"{n_reserved}{labels} {row.reserved}\n")
+        usage.append(f"{n_usage}{labels} {row.used}\n")
+    yield from fams
 
 
 _HV_LABELS = ("hostname", "availability_zone", "aggregates")
@@ -127,9 +136,9 @@ def nova_families(state: Any) -> Iterator[Family]:
     yield from _hypervisors(parts, zones, _aggregate_names(found))
 
 
-def _cell_read(conn: Any) -> tuple[list[svc.Service], list[svc.ComputeNode], dict[str, int],
-                                   int]:
-    return (svc.list_services(conn), svc.list_compute_nodes(conn), svc.workloads(conn),
+def _cell_read(conn: Any) -> tuple[list[counts.ServiceState], list[counts.NodeUsage],
+                                   dict[str, int], int]:
+    return (counts.service_states(conn), counts.node_usages(conn), svc.workloads(conn),
             counts.live_instances(conn))
 
 
@@ -145,26 +154,27 @@ def _flavor_families(found: list[flavors.Flavor]) -> Iterator[Family]:
     yield each
 
 
-def _zone(service: svc.Service, zones: dict[str, str], default: str) -> str:
+def _zone(service: counts.ServiceState, zones: dict[str, str], default: str) -> str:
     if service.binary != svc.COMPUTE:
         return svc.INTERNAL_ZONE
     return zones.get(service.host, default)
 
 
-def _zones(services: list[svc.Service], zones: dict[str, str], default: str) -> Family:
+def _zones(services: list[counts.ServiceState], zones: dict[str, str], default: str) -> Family:
     fam = Family("openstack_nova_availability_zones", "Availability zones of compute hosts.")
     fam.add("", len({_zone(s, zones, default) for s in services if s.binary == svc.COMPUTE}))
     return fam
 
 
-def _agent_state(services: list[svc.Service], zones: dict[str, str], default: str,
+def _agent_state(services: list[counts.ServiceState], zones: dict[str, str], default: str,
                  settings: Any) -> Family:
     fam = Family("openstack_nova_agent_state", "1 when the service is up, 0 when down.")
     now = utcnow()
     for s in services:
         values = (s.uuid, s.host, s.binary, "disabled" if s.disabled else "enabled",
                   _zone(s, zones, default), s.disabled_reason or "")
-        fam.add(label_text(_AGENT_LABELS, values), 1 if svc.is_up(s, settings, now) else 0)
+        up = svc.heard_from(s.forced_down, s.last_seen_up, settings, now)
+        fam.add(label_text(_AGENT_LABELS, values), 1 if up else 0)
     return fam
 
 
@@ -183,6 +193,7 @@ def _aggregate_names(found: list[aggs.Aggregate]) -> dict[str, str]:
 def _hypervisors(parts: list[Any], zones: dict[str, str],
                  names: dict[str, str]) -> Iterator[Family]:
     fams = [Family(f"openstack_nova_{name}", text) for name, text in _HV]
+    outs = [(f.name, f.lines) for f in fams]
     for services, nodes, loads, _ in parts:
         served = {s.host for s in services if s.binary == svc.COMPUTE}
         for n in nodes:
@@ -194,6 +205,6 @@ def _hypervisors(parts: list[Any], zones: dict[str, str],
                       n.memory_mb * MEGABYTE, n.memory_mb_used * MEGABYTE,
                       n.local_gb * GIGABYTE, n.local_gb_used * GIGABYTE,
                       (n.local_gb - n.local_gb_used) * GIGABYTE)
-            for fam, value in zip(fams, values, strict=True):
-                fam.add(labels, value)
+            for (name, lines), value in zip(outs, values, strict=True):
+                lines.append(f"{name}{labels} {value}\n")
     yield from fams

@@ -2,14 +2,15 @@
 
 `GET /resource_providers/{uuid}/inventories` and `.../usages` answer one
 provider each; a scrape of 1,000 hosts asks about all of them at once, so
-the same numbers are read here in two grouped queries instead of 2,000.
-A usage is reported for each class the provider has inventory of (0 when
-nothing is allocated), as `.../usages` reports it.
+the same numbers are read here in two grouped queries instead of 2,000, and
+handed back as plain tuples (a scrape reads thousands of them). A usage is
+reported for each class the provider has inventory of (0 when nothing is
+allocated), as `.../usages` reports it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -19,8 +20,7 @@ from stowage.placement import tables as t
 __all__ = ["ProviderTotal", "provider_totals"]
 
 
-@dataclass(frozen=True)
-class ProviderTotal:
+class ProviderTotal(NamedTuple):
     """One provider's inventory of one resource class, with what is allocated of it."""
 
     provider_uuid: str
@@ -41,7 +41,7 @@ def provider_totals(conn: Connection) -> list[ProviderTotal]:
     used = {(p, c): int(n) for p, c, n in conn.execute(
         sa.select(alloc.c.resource_provider_id, alloc.c.resource_class_id,
                   sa.func.sum(alloc.c.used))
-        .group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id))}
+        .group_by(alloc.c.resource_provider_id, alloc.c.resource_class_id)).all()}
     # SELECT rp.id, rp.uuid, rp.name, rp.generation, i.resource_class_id, rc.name, i.total,
     #        i.reserved, i.allocation_ratio
     #   FROM inventories i JOIN resource_providers rp ON rp.id = i.resource_provider_id
@@ -51,7 +51,7 @@ def provider_totals(conn: Connection) -> list[ProviderTotal]:
                   rc.c.name, inv.c.total, inv.c.reserved, inv.c.allocation_ratio)
         .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id)
                      .join(rc, rc.c.id == inv.c.resource_class_id))
-        .order_by(rp.c.name, rc.c.name))
+        .order_by(rp.c.name, rc.c.name)).all()
     return [ProviderTotal(uuid, name, gen, rc_name, total, reserved, float(ratio),
                           used.get((rp_id, rc_id), 0))
             for rp_id, uuid, name, gen, rc_id, rc_name, total, reserved, ratio in rows]
