@@ -123,7 +123,6 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool,
     from stowage.image.app import build_app as image_app
     from stowage.network.app import build_app as network_app
     from stowage.placement.app import build_app as placement_app
-    from stowage.web.app import PrefixDispatcher
 
     builders = {"placement": placement_app, "compute": compute_app, "image": image_app,
                 "network": network_app}
@@ -146,14 +145,16 @@ def build_asgi(settings: config.Settings, db: Database, at_root: bool,
                                                      apps.get("network"), cells)
     if "network" in apps:
         apps["network"].state.notify = _compute_notifier(settings, db, apps.get("compute"))
+    from stowage.metrics.endpoint import with_metrics
+
     if at_root and len(apps) == 1:
-        return next(iter(apps.values()))
+        return with_metrics(settings, apps)
     mounts: dict[str, Any] = {f"/{name}": app for name, app in apps.items()}
     if settings.api.auth_strategy != "keystone":
         # With Keystone, clients find every endpoint in Keystone's catalog: a stand-in
         # identity service here would only contradict it.
         mounts["/identity"] = _identity(settings, db)
-    return PrefixDispatcher(mounts, fallback=_root(list(mounts), _dashboard(
+    return with_metrics(settings, apps, mounts, fallback=_root(list(mounts), _dashboard(
         settings, db, apps, mounts.get("/identity"))))
 
 
@@ -475,9 +476,12 @@ def _serve(args: argparse.Namespace) -> int:
             "log_level": args.log_level, "placement_config": _placement_path(args)})
         from uvicorn.supervisors import Multiprocess
 
+        from stowage.metrics.workers import shared_directory
+
         workers = uvicorn.Config("stowage.cli:asgi_from_env", factory=True,
                                  workers=args.workers, **run)
-        Multiprocess(workers, sockets=[_listen(run["host"], run["port"])]).run()
+        with shared_directory():  # every worker's counters, summed by /metrics
+            Multiprocess(workers, sockets=[_listen(run["host"], run["port"])]).run()
         return 0
     # An explicit single service is a drop-in for the upstream one, at `/`.
     app = build_asgi(settings, db, at_root=bool(args.services), cells=cells)
@@ -550,6 +554,9 @@ def _worker(args: argparse.Namespace) -> int:
     if args.command == "agent" and not plane.configured_hosts():
         raise SystemExit("stowage agent: no hosts; give --host NAME, --sim-hosts N or "
                          "--hosts-file FILE")
+    from stowage.metrics.workers import serve_worker_metrics
+
+    serve_worker_metrics(settings.metrics)
     return run_until_signalled(plane, f"stowage {args.command}")
 
 

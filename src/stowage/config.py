@@ -21,6 +21,7 @@ from stowage.service_users import ServiceUser, split
 __all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
            "DEFAULT_BODY_SIZES", "OSLO_MAX_REQUEST_BODY_SIZE", "IdentityAssignment",
            "IdentityProject", "IdentitySettings", "IdentityUser", "KeystoneAuthtokenSettings",
+           "MetricsSettings",
            "NetworkSettings", "PlacementSettings", "PolicySettings", "QuotaSettings", "Settings",
            "TRANSPORT_SCHEMES", "load"]
 
@@ -73,6 +74,8 @@ class ApiSettings:
     # Per-service overrides, e.g. `[api.max_request_body_sizes] placement = 33554432`;
     # merged over DEFAULT_BODY_SIZES.
     max_request_body_sizes: Mapping[str, int] = field(default_factory=dict)
+    # Bytes an image upload (`PUT /v2/images/{id}/file`) may send: Glance's
+    # image_size_cap (1 TiB); counted as the data arrives, never held.
     image_size_cap: int = GLANCE_IMAGE_SIZE_CAP
     # Seconds a client may take to send a request's headers (from the
     # connection's start, or the next request's first byte): 408 and close
@@ -136,6 +139,10 @@ class PolicySettings:
 
 @dataclass(frozen=True)
 class CorsSettings:
+    # oslo.middleware's CORS options: the origins allowed to call the APIs from a
+    # browser (none: CORS off), the request headers they may send and the response
+    # headers they may read beside the simple ones, the methods, whether credentials
+    # (cookies, tokens) may go along, and seconds a preflight answer is cached.
     allowed_origin: tuple[str, ...] = ()
     allow_headers: tuple[str, ...] = ()
     expose_headers: tuple[str, ...] = ()
@@ -146,10 +153,13 @@ class CorsSettings:
 
 @dataclass(frozen=True)
 class PlacementSettings:
+    # Upstream's option: shuffle the allocation candidates (and sample them when
+    # max_allocation_candidates cuts them) instead of answering them in a stable order.
     randomize_allocation_candidates: bool = False
     # Upstream's max_allocation_candidates; -1 means no cap.
     max_allocation_candidates: int = -1
-    # Default consumer type for allocations written before 1.38.
+    # Upstream's placeholder project and user of consumers written before 1.8,
+    # which named neither.
     incomplete_consumer_project_id: str = "00000000-0000-0000-0000-000000000000"
     incomplete_consumer_user_id: str = "00000000-0000-0000-0000-000000000000"
 
@@ -171,6 +181,7 @@ class ComputeSettings:
     # The Network service's URL (without /v2.0) when it is not served by this process;
     # without either, servers can only be booted without networks.
     network_url: str | None = None
+    # Nova's option: a resize may pick the server's own host.
     allow_resize_to_same_host: bool = False
     # Where a new deployment's first cell, cell1, keeps its records (docs/cells.md):
     # "beside", in a SQLite file next to a SQLite API database's (stowage.db ->
@@ -197,6 +208,8 @@ class ComputeSettings:
     # tracker reports a host's providers in full again though its configuration did not
     # change (it reports at once when it did); 0: only on a change or SIGHUP.
     resource_provider_association_refresh: float = 300.0
+    # Seconds between two heartbeats of each service (Nova's report_interval), and
+    # after how many without one a service is down (service_down_time).
     report_interval: float = 10.0
     service_down_time: float = 60.0
     # "spread" prefers the emptiest host, "pack" the fullest (Nova's weight multipliers).
@@ -218,7 +231,10 @@ class ComputeSettings:
     # placement_aggregate_required_for_tenants: a project no aggregate names lands nowhere.
     limit_tenants_to_placement_aggregate: bool = False
     placement_aggregate_required_for_tenants: bool = False
+    # Nova's [scheduler] max_placement_results: the `limit` of the scheduler's
+    # GET /allocation_candidates.
     max_placement_results: int = 1000
+    # Nova's default_availability_zone: the zone of a host no aggregate puts in one.
     default_availability_zone: str = "nova"
     # TESTING ONLY: "operation:step:state" (e.g. "resize:resize_instance:done"); the
     # process exits at once, as kill -9 would, when the conductor's journal gets
@@ -301,6 +317,9 @@ class QuotaSettings:
     quota class (`PUT /os-quota-class-sets/default`) override these.
     """
 
+    # Each project's default limit of what the key names (-1: unlimited), Nova's option
+    # of the same name: servers, VCPUs, MB of RAM, metadata items, injected files,
+    # their bytes and path bytes, key pairs, server groups and members of one group.
     instances: int = 10
     cores: int = 20
     ram: int = 51200
@@ -334,8 +353,13 @@ def _is_hex(text: str) -> bool:
 class IdentityUser:
     """A user of the built-in identity service (domain Default); only its hash is kept."""
 
+    # The user's name (unique in domain Default).
     name: str
+    # The hash of `stowage manage identity hash-password`; or give `password` in
+    # the file instead: it is hashed when read and never kept.
     password_hash: str
+    # The user's id (default: made from the name), e-mail and description; a disabled
+    # user cannot log in.
     id: str | None = None
     email: str | None = None
     description: str = ""
@@ -346,6 +370,8 @@ class IdentityUser:
 
 @dataclass(frozen=True)
 class IdentityProject:
+    # The project's name (unique in domain Default), id (default: made from the name),
+    # description, and whether tokens may be scoped to it.
     name: str
     id: str | None = None
     description: str = ""
@@ -356,6 +382,8 @@ class IdentityProject:
 class IdentityAssignment:
     """`user` holds `role` on `project` (a name), or on the Default domain (`domain`)."""
 
+    # A user's name, the role's name (admin, member, reader, or any other), and the
+    # project's name that it holds the role on, or `domain = "default"` for the domain.
     user: str
     role: str
     project: str | None = None
@@ -374,6 +402,7 @@ class IdentitySettings:
     token_lifetime: int = 3600
     # Base URL the catalog names (e.g. "https://cloud.example"); default: the request's host.
     public_url: str | None = None
+    # The region the catalog's endpoints are listed in.
     region: str = "RegionOne"
     # Keystone's [security_compliance] lockout: after this many wrong passwords in a
     # row a user is refused for `lockout_duration` seconds (0, the default: never).
@@ -418,7 +447,10 @@ class KeystoneAuthtokenSettings:
     # Where the service logs in; the identity endpoint that validates tokens is then
     # found in the catalog (`interface`, `region_name`), as auth_token finds it.
     auth_url: str | None = None
+    # keystoneauth's plugin of the service's login; only `password` is supported.
     auth_type: str = "password"
+    # The service user's login (required with auth_strategy keystone): its name,
+    # password and project, and the domains of user and project by name.
     username: str | None = None
     password: str | None = None
     project_name: str | None = None
@@ -428,6 +460,8 @@ class KeystoneAuthtokenSettings:
     # when given, an id wins over the name.
     user_domain_id: str | None = None
     project_domain_id: str | None = None
+    # Which catalog endpoint of the identity service validates tokens: the region
+    # (default: any) and the interface.
     region_name: str | None = None
     interface: str = "internal"
     # Seconds a validated token is believed without asking Keystone again (never
@@ -521,13 +555,49 @@ class KeystoneAuthtokenSettings:
         return self.www_authenticate_uri or self.auth_url or ""
 
 
+@dataclass(frozen=True)
+class MetricsSettings:
+    """`[metrics]`: who may scrape `GET /metrics`, and its scrape-time work (docs/operations.md)."""
+
+    # Networks (CIDR, e.g. "10.0.0.0/24", or single addresses) whose clients may scrape
+    # /metrics without a token, as Prometheus scrapes; every other client needs a token
+    # with the admin role. Empty (the default): a token always.
+    allow_unauthenticated_from: tuple[str, ...] = ()
+    # Seconds between two runs of the audit behind `stowage_audit_violations` (it reads
+    # every provider and server, so it runs in the background, started by a scrape);
+    # 0: no audit gauge.
+    audit_interval: float = 300.0
+    # HOST:PORT where `stowage conductor`, `scheduler` and `agent` serve their own
+    # /metrics (only to `allow_unauthenticated_from`'s networks: these processes have no
+    # token validation); empty (the default): they serve none.
+    worker_bind: str = ""
+
+    def __post_init__(self) -> None:
+        import ipaddress
+
+        for net in self.allow_unauthenticated_from:
+            try:
+                ipaddress.ip_network(net, strict=False)
+            except (TypeError, ValueError):
+                raise ValueError("[metrics] allow_unauthenticated_from takes networks like "
+                                 f"'10.0.0.0/24', not {net!r}") from None
+        interval = self.audit_interval
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval < 0:
+            raise ValueError(f"[metrics] audit_interval must be a number >= 0, not {interval!r}")
+        if self.worker_bind and not self.worker_bind.rpartition(":")[2].isdigit():
+            raise ValueError(f"[metrics] worker_bind must be HOST:PORT, not {self.worker_bind!r}")
+
+
 # The schemes `transport_url` may name (see stowage.messaging.get_transport).
 TRANSPORT_SCHEMES = ("local", "rabbit")
 
 
 @dataclass(frozen=True)
 class Settings:
+    # The API database (SQLAlchemy URL): SQLite, PostgreSQL or MySQL (docs/cells.md for
+    # the cells' own databases).
     database: str = DEFAULT_DATABASE
+    # HOST:PORT `stowage serve` listens on.
     bind: str = "127.0.0.1:8780"
     # Nova's [DEFAULT] transport_url: how the conductor, scheduler and agents talk.
     # Empty (or local://) keeps them in this process; rabbit://user:pass@host:5672/vhost
@@ -537,6 +607,7 @@ class Settings:
     # Nova's [DEFAULT] control_exchange: the prefix of every queue and exchange name on
     # the broker, so that deployments (or test runs) sharing one broker stay apart.
     control_exchange: str = "stowage"
+    # The services `stowage serve` runs (one alone is served at `/`).
     services: tuple[str, ...] = ("placement", "compute", "image", "network")
     api: ApiSettings = ApiSettings()
     policy: PolicySettings = PolicySettings()
@@ -547,6 +618,7 @@ class Settings:
     identity: IdentitySettings = IdentitySettings()
     quota: QuotaSettings = QuotaSettings()
     keystone_authtoken: KeystoneAuthtokenSettings = KeystoneAuthtokenSettings()
+    metrics: MetricsSettings = MetricsSettings()
     # The service users of [placement], [network] and [nova] (stowage/service_users.py),
     # by table; a table absent here has none.
     service_users: Mapping[str, ServiceUser] = field(default_factory=dict)
@@ -721,6 +793,7 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         keystone_authtoken=_section(KeystoneAuthtokenSettings,
                                     raw.get("keystone_authtoken", {}), "[keystone_authtoken]"),
         service_users=users,
+        metrics=_section(MetricsSettings, raw.get("metrics", {}), "[metrics]"),
         **{k: v for k, v in top.items() if k not in _COMPUTE_FLAGS},
     )
 

@@ -57,6 +57,7 @@ from stowage.messaging.amqp_wire import (
     kombu_url,
     serve,
 )
+from stowage.metrics import process as metrics
 
 __all__ = ["AmqpTransport"]
 
@@ -254,6 +255,7 @@ class AmqpTransport:
                 raise MessagingTimeout(f"{target}.{method}: no answer in {timeout:g} s") from None
         finally:
             self.replies.forget(correlation_id)
+            metrics.rpc_call(target, method, deadline - timeout)
         return decode_reply(answer)
 
     def cast(self, target: str, method: str, /, **kwargs: Any) -> None:

@@ -34,6 +34,7 @@ from starlette.concurrency import run_in_threadpool
 
 from stowage.context import RequestContext
 from stowage.errors import DomainError
+from stowage.metrics import process as metrics
 from stowage.policy import PolicyNotAuthorized
 from stowage.web import microversion, requestlog
 from stowage.web.body import unstorable
@@ -147,6 +148,7 @@ class ServiceApp:
         requestlog.write(req.context.request_id, req.remote_addr, req.method,
                          f"{req.root_path}{req.path}{query}", resp.status, len(resp.body),
                          requestlog.microversion_of(resp.headers), time.monotonic() - started)
+        metrics.http_request(self.spec.service_type, req, resp.status, time.monotonic() - started)
         await send_response(send, resp)
 
     async def _answer(self, req: Request, receive: Receive) -> Response | None:
@@ -231,6 +233,7 @@ class ServiceApp:
                 req.version = self._negotiate(req)
             versioned = True
             route, params = self.spec.router.match(req.method, req.path)
+            req.route = route.path
             if route.min_version and not req.version.at_least(route.min_version):
                 raise HTTPError(404, "The resource could not be found.")
             req.params = params

@@ -42,6 +42,8 @@ class Request:
     authenticated: bool = False
     # The bytes an upload (`Route.upload`) sent: counted as they came, not kept.
     uploaded: int | None = None
+    # The matched route's template (`/servers/{server_id}`): what metrics label requests by.
+    route: str = ""
     _query: list[tuple[str, str]] | None = None
 
     @property

@@ -88,6 +88,7 @@ from stowage.db.engine import sides
 from stowage.db.retry import retryable
 from stowage.errors import NotFound
 from stowage.messaging import Transport
+from stowage.metrics import process as metrics
 from stowage.network.client import NetworkClient
 from stowage.placement.client import PlacementClient
 from stowage.timeutil import utcnow
@@ -167,6 +168,7 @@ class Conductor:
         once (`_resume`).
         """
         ops = self._ops(request_id)
+        run = metrics.operation_started(operation)
         # A fresh operation: the API wrote its `accepted` row, no other.
         journal = ops.journal(operation, instance_uuid, operation_uuid,
                               existing=(tasks.ACCEPTED,) if operation_uuid else ())
@@ -176,10 +178,12 @@ class Conductor:
                 journal.claim()
             work(ops, journal)
             journal.close()
+            metrics.operation_finished(run)
         except LeaseLost as lost:
             LOG.warning("%s of %s stopped: %s", operation, instance_uuid, lost)
             self.leases.drop(journal.uuid)
         except BaseException as exc:
+            metrics.operation_finished(run, exc)
             if not journal.claimed or journal.closed:
                 raise
             if retryable(exc):
@@ -446,6 +450,7 @@ class Conductor:
             return
         try:
             journal.close()
+            metrics.operation_recovered(op.operation)
         except LeaseLost as lost:
             LOG.warning("recovery of %s of %s not ended: %s", op.operation, op.instance_uuid,
                         lost)

@@ -50,6 +50,7 @@ from stowage.compute.conductor import leases as lease
 from stowage.compute.conductor.leases import Leases
 from stowage.db import Database
 from stowage.db.statements import Sql
+from stowage.metrics import process as metrics
 from stowage.timeutil import utcnow
 
 __all__ = ["Step", "StepFailed", "Journal", "Batch", "Events", "Interrupted", "CrashHook",
@@ -496,6 +497,7 @@ def undo(completed: Sequence[Step], journal: Journal) -> list[str]:
     errors: list[str] = []
     for step in reversed(completed):
         journal.guard()
+        metrics.rolled_back()
         try:
             step.rollback()
         except Exception as exc:

@@ -73,6 +73,7 @@ from stowage.config import ComputeSettings
 from stowage.db import Database
 from stowage.db.engine import sides
 from stowage.errors import NotFound
+from stowage.metrics import process as metrics
 from stowage.placement.client import MICROVERSION, Holding, PlacementConflict
 from stowage.timeutil import utcnow
 
@@ -289,10 +290,12 @@ class Scheduler:
             try:
                 prior = self._claim(uuid, req, ar)
             except PlacementConflict as exc:
+                metrics.claim("conflict")
                 rejection = Rejection(host.host, "Claim", exc.detail)
                 LOG.info("claim for %s lost a race: %s", uuid, rejection)
                 rejections.append(rejection)
                 continue
+            metrics.claim("claimed")
             host.consume(ar, req.pci_requests)
             if req.group is not None:
                 req.group.place(host.host)
@@ -302,6 +305,7 @@ class Scheduler:
             return [_selection(host, ar)] + [_selection(h, a) for h, a in alternates], prior
         LOG.info("No valid host for instance %s among %d candidate host(s): %s", uuid,
                  len(hosts), "; ".join(str(r) for r in rejections) or "none offered")
+        metrics.no_valid_host(rejections)
         raise NoValidHost(NOT_ENOUGH_HOSTS)
 
     def _alternates(self, rest: Sequence[WeighedHost]

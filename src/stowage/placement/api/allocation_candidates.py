@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+import time
 
+from stowage.metrics import process as metrics
 from stowage.placement.api.common import authorize, cache_headers
 from stowage.placement.candidates import query, render, search
 from stowage.web.http import Request, Response
@@ -22,6 +24,7 @@ def _names(req: query.CandidateRequest) -> tuple[set[str], set[str]]:
 
 def list_candidates(req: Request) -> Response:
     authorize(req, "placement:allocation_candidates:list")
+    started = time.monotonic()
     request = query.parse_request(req)
     settings = req.app.settings.placement
     # Poll and reloads are statements that need no common snapshot (cache.py).
@@ -31,6 +34,7 @@ def list_candidates(req: Request) -> Response:
     memo = req.app.candidates.memo
     result = search.search(snap, request, settings.max_allocation_candidates, rng, memo)
     body = render.render_json(snap, request, result, memo)
+    metrics.candidates_answered(started, result)
     return cache_headers(req, Response(200, body, [("content-type", "application/json")]))
 
 
