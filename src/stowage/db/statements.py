@@ -41,7 +41,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine.interfaces import DBAPICursor
 
-__all__ = ["Sql"]
+__all__ = ["Sql", "plain"]
 
 _PARAM = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _SQLITE_DATETIME = "%Y-%m-%d %H:%M:%S.%f"
@@ -196,6 +196,22 @@ class Sql:
             part = values[start:start + per]
             conn.exec_driver_sql(head + ", ".join([row] * len(part)) + tail,
                                  tuple(v for one in part for v in one))
+
+
+def plain(conn: Connection, sql: str) -> None:
+    """A statement with no parameters and no rows (SQLite's BEGIN, once per transaction),
+    on the cursor unless a listener watches: see the module's docstring."""
+    dispatch = conn.dispatch
+    if dispatch.before_cursor_execute or dispatch.after_cursor_execute:
+        conn.exec_driver_sql(sql)
+        return
+    cursor = conn.connection.cursor()
+    try:
+        cursor.execute(sql)
+    except Exception as exc:  # noqa: BLE001 - wrapped as SQLAlchemy wraps it
+        conn._handle_dbapi_exception(exc, sql, (), cursor, None)
+    finally:
+        cursor.close()
 
 
 def _watched(conn: Connection) -> bool:
