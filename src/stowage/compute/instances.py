@@ -271,9 +271,14 @@ def save_request_spec(conn: Connection, uuid: str, spec: Mapping[str, Any]) -> N
         conn.execute(rs.insert().values(instance_uuid=uuid, spec=dict(spec), created_at=now))
 
 
+# Read by every build and move (the conductor, the ports' groups): SQL text, typed as Core.
+_SPEC = Columns(t.request_specs, ("spec",))
+_GET_SPEC = Sql("SELECT spec FROM request_specs WHERE instance_uuid = :uuid")
+
+
 def request_spec(conn: Connection, uuid: str) -> dict[str, Any]:
-    rs = t.request_specs
-    spec = conn.execute(sa.select(rs.c.spec).where(rs.c.instance_uuid == uuid)).scalar()
+    row = _GET_SPEC.first(conn, uuid=uuid)
+    spec = None if row is None else _SPEC.load(conn, row)["spec"]
     if spec is None:
         raise NotFound(f"RequestSpec for instance {uuid} could not be found.")
     return dict(spec)

@@ -50,6 +50,8 @@ __all__ = ["ServerGroup", "POLICIES", "HARD_POLICIES", "create", "get", "list_gr
 
 _G = t.server_groups
 _M = t.server_group_members
+# Every build's and move's late check asks it; SQL text (most servers are in no group).
+_GROUP_OF = Sql("SELECT group_id FROM server_group_members WHERE instance_uuid = :uuid")
 _I = t.instances
 _MIG = t.migrations
 
@@ -293,8 +295,7 @@ def check_host(conn: Connection, instance_uuid: str, host: str, api_db: Database
     """
     with api_db.using(conn) as api:
         # Most servers are in no group: they need no write transaction of the API's.
-        if api.execute(sa.select(_M.c.group_id).where(
-                _M.c.instance_uuid == instance_uuid)).first() is None:
+        if _GROUP_OF.first(api, uuid=instance_uuid) is None:
             return
     with contextlib.ExitStack() as here:
         apart = held is not None and conn.engine is not api_db.engine

@@ -19,6 +19,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
+from stowage.db import statements
+
 __all__ = ["Database", "create_engine", "API", "CELL", "side", "sides", "LockOrderViolation"]
 
 _WRITE = "stowage_write"
@@ -49,7 +51,7 @@ def _sqlite_engine(url: sa.URL) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         write = conn.get_execution_options().get(_WRITE)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        statements.plain(conn, "BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
 

@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from stowage.compute import instances, states
 from stowage.compute.conductor import carry, ports
-from stowage.compute.conductor.common import Ops, being_deleted
-from stowage.compute.conductor.tasks import Interrupted, Journal
+from stowage.compute.conductor.common import ActionEvents, Ops, being_deleted
+from stowage.compute.conductor.tasks import Batch, Interrupted, Journal
 from stowage.compute.instances import UnexpectedTaskState
 from stowage.compute.states import TASK
 from stowage.errors import NotFound
@@ -57,7 +59,7 @@ def build_instances(ops: Ops, instance_uuids: list[str], journal: Journal,
     `selections`: a server carried here, its host and alternates chosen already."""
     if selections is not None:
         uuid = instance_uuids[0]
-        _build_one(ops, uuid, list(selections), journal, ports.load(ops, uuid))
+        _build_one(ops, uuid, list(selections), journal, ports.load(ops, uuid), last=True)
         return
     with ops.api_db.read() as conn:
         spec = instances.request_spec(conn, instance_uuids[0])
@@ -68,25 +70,63 @@ def build_instances(ops: Ops, instance_uuids: list[str], journal: Journal,
         if len(instance_uuids) == 1:
             requests = ports.requests_of(ops, server_ports[instance_uuids[0]])
             spec["port_requests"] = ports.spec_entries(requests)
-        journal.record("schedule", "executing")
-        with ops.event(instance_uuids[0], "conductor_schedule_and_build_instances"):
-            chosen = ops.scheduler.select_destinations(spec, instance_uuids, any_cell=True)
+        chosen = _schedule(ops, spec, instance_uuids, journal)
     except MessagingError as exc:
         for uuid in instance_uuids:
             _error_out(ops, uuid, exc)
             carry.bury(ops, uuid, journal)
         return
-    journal.record("schedule", "done")
-    for uuid, choices in zip(instance_uuids, chosen, strict=True):
+    for i, (uuid, choices) in enumerate(zip(instance_uuids, chosen, strict=True)):
         target = carry.target_of(ops, uuid, choices[0])
         if target is not None and carry.carry(ops, uuid, target, journal, list(choices)):
             continue  # built by the conductor of the host's cell
-        _build_one(ops, uuid, list(choices), journal, server_ports[uuid])
+        _build_one(ops, uuid, list(choices), journal, server_ports[uuid],
+                   last=i == len(instance_uuids) - 1)
+
+
+_SCHEDULE_EVENT = "conductor_schedule_and_build_instances"
+_SPAWN_EVENT = "compute__do_build_and_run_instance"
+
+
+@contextmanager
+def _records(ops: Ops, journal: Journal, uuid: str) -> Iterator[tuple[Batch, ActionEvents]]:
+    """One journal transaction with the records and action events of server `uuid`:
+    a build writes its journal rows, task states and events together, before and
+    after each thing it asks of the scheduler or an agent."""
+    events = ops.events(uuid)
+    with journal.batch() as batch:
+        yield batch, events
+    events.committed(batch.conn)
+
+
+def _event_failed(ops: Ops, uuid: str, event: str, exc: BaseException) -> None:
+    with ops.db.write() as conn:
+        ops.events(uuid).finish(conn, event, exc)
+
+
+def _schedule(ops: Ops, spec: dict[str, Any], uuids: list[str],
+              journal: Journal) -> list[list[dict[str, Any]]]:
+    """The scheduler's choices, journaled `executing` before and `done` after."""
+    with _records(ops, journal, uuids[0]) as (batch, events):
+        batch.record("schedule", "executing")
+        events.start(batch.conn, _SCHEDULE_EVENT, None)
+    try:
+        chosen: list[list[dict[str, Any]]] = ops.scheduler.select_destinations(
+            spec, uuids, any_cell=True)
+    except Exception as exc:
+        _event_failed(ops, uuids[0], _SCHEDULE_EVENT, exc)
+        raise
+    with _records(ops, journal, uuids[0]) as (batch, events):
+        events.finish(batch.conn, _SCHEDULE_EVENT)
+        batch.record("schedule", "done")
+    return chosen
 
 
 def _build_one(ops: Ops, uuid: str, choices: list[dict[str, Any]], journal: Journal,
-               server_ports: ports.ServerPorts) -> None:
-    last: Exception | None = None
+               server_ports: ports.ServerPorts, last: bool) -> None:
+    """Spawn on the first choice, else on each alternate; `last`: the build's last
+    server, whose success ends the operation in the same transaction."""
+    failure: Exception | None = None
     first = True
     while choices:
         choice = choices.pop(0)
@@ -94,11 +134,7 @@ def _build_one(ops: Ops, uuid: str, choices: list[dict[str, Any]], journal: Jour
             continue
         first = False
         try:
-            journal.record("spawn", "executing",
-                           json.dumps({"instance_uuid": uuid, "host": choice["host"]}))
-            _spawn_on(ops, uuid, choice, server_ports)
-            journal.record("spawn", "done")
-            ops.finish_action(uuid)
+            _spawn_on(ops, uuid, choice, server_ports, journal, last)
             return
         except (NotFound, UnexpectedTaskState):
             _deleted_meanwhile(ops, uuid, choice["host"])
@@ -110,43 +146,63 @@ def _build_one(ops: Ops, uuid: str, choices: list[dict[str, Any]], journal: Jour
             return
         except MessagingError as exc:
             LOG.info("build of %s on %s failed: %s", uuid, choice["host"], exc)
-            last = exc
+            failure = exc
             ops.placement.delete_allocations(uuid)
     reason = (f"Exceeded maximum number of retries. Exhausted all hosts available for "
               f"retrying build failures for instance {uuid}.")
     _error_out(ops, uuid, RemoteError("MaxRetriesExceeded",
-                                      reason + (f" Last error: {last}" if last else "")))
+                                      reason + (f" Last error: {failure}" if failure else "")))
 
 
-def _spawn_on(ops: Ops, uuid: str, choice: dict[str, Any],
-              server_ports: ports.ServerPorts) -> None:
+def _spawn_on(ops: Ops, uuid: str, choice: dict[str, Any], server_ports: ports.ServerPorts,
+              journal: Journal, last: bool) -> None:
     """Ports created, VFs claimed and guest spawned on the host, ports bound to it; a
-    failure leaves the host with nothing of the server (the caller reschedules)."""
+    failure leaves the host with nothing of the server (the caller reschedules).
+
+    `spawn executing`, the task state and the event's start commit together
+    before anything is asked of the host; the event's end, ACTIVE, `spawn
+    done` and the action's end (with `end`, for the last server) after.
+    """
     host = str(choice["host"])
     # The agent records the host once the server group's late check allows it.
-    inst = ops.update(uuid, expected_task_state=(TASK.SCHEDULING, TASK.SPAWNING),
-                      task_state=TASK.SPAWNING)
+    with _records(ops, journal, uuid) as (batch, events):
+        batch.record("spawn", "executing", json.dumps({"instance_uuid": uuid, "host": host}))
+        inst = instances.update(batch.conn, uuid,
+                                expected_task_state=(TASK.SCHEDULING, TASK.SPAWNING),
+                                task_state=TASK.SPAWNING)
+        events.start(batch.conn, _SPAWN_EVENT, host)
     spawned = False
     try:
-        ports.create(ops, server_ports, inst.project_id, ports.boot_groups(ops, uuid))
+        ports.create_at_boot(ops, server_ports, inst.project_id)
         group_map = ports.mapping(ops, server_ports.requests, choice, holder=uuid)
         vf_ports = ports.vf_ports(server_ports.requests, group_map)
-        with ops.event(uuid, "compute__do_build_and_run_instance", host):
-            pci = ops.call_agent(host, "build_and_run_instance", instance_uuid=uuid,
-                                 flavor=inst.flavor, **({"vf_ports": vf_ports} if vf_ports
-                                                        else {}))
-            spawned = True
-            ports.bind(ops, server_ports, host, group_map, pci or {},
-                       lambda: _deleting(ops, uuid))
-    except MessagingError:
+        pci = ops.call_agent(host, "build_and_run_instance", instance_uuid=uuid,
+                             flavor=inst.flavor, **({"vf_ports": vf_ports} if vf_ports else {}))
+        spawned = True
+        ports.bind(ops, server_ports, host, group_map, pci or {}, lambda: _deleting(ops, uuid))
+    except Exception as exc:
+        _event_failed(ops, uuid, _SPAWN_EVENT, exc)
+        if not isinstance(exc, MessagingError):
+            raise
         if spawned:  # the binding failed: the guest must not stay on this host
             ops.terminate_quietly(host, uuid)
         ops.update(uuid, expected_task_state=TASK.SPAWNING, host=None, node=None,
                    task_state=TASK.SCHEDULING)
         raise
-    ops.update(uuid, expected_task_state=TASK.SPAWNING, host=host, node=choice["node"],
-               vm_state=states.ACTIVE, task_state=None, power_state=states.RUNNING,
-               launched_at=utcnow())
+    try:
+        with _records(ops, journal, uuid) as (batch, events):
+            events.finish(batch.conn, _SPAWN_EVENT)
+            instances.save(batch.conn, uuid, expected_task_state=TASK.SPAWNING, host=host,
+                           node=choice["node"], vm_state=states.ACTIVE, task_state=None,
+                           power_state=states.RUNNING, launched_at=utcnow())
+            batch.record("spawn", "done")
+            events.finish_action(batch.conn)
+            if last:
+                batch.end()
+    except (NotFound, UnexpectedTaskState):  # deleted meanwhile: the spawn itself succeeded
+        with ops.db.write() as conn:
+            ops.events(uuid).finish(conn, _SPAWN_EVENT)
+        raise
 
 
 def _deleting(ops: Ops, uuid: str) -> bool:

@@ -46,6 +46,7 @@ well within a lease, as Nova's service-group heartbeats also assume.
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import logging
 import os
@@ -133,8 +134,10 @@ class Expired:
     dead: bool = False  # its owner's process is gone from this machine: no need to wait
 
 
+@functools.cache
 def _machine() -> str:
-    """This host and PID namespace: only where both match does a pid name the same process."""
+    """This host and PID namespace: only where both match does a pid name the same process.
+    (Once per process: the API names it in every operation it accepts.)"""
     try:
         namespace = os.stat("/proc/self/ns/pid").st_ino
     except OSError:

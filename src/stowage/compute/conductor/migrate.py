@@ -170,6 +170,8 @@ class ClaimDestination(Step):
     def before(self, conn: Connection) -> None:
         m = self.move
         m.stop_if_deleted(conn)
+        if m.server_ports is None:  # in this transaction: no read of its own
+            m.server_ports = ports.load_in(conn, m.instance.uuid)
         with m.ops.api_db.using(conn) as api:
             spec = instances.request_spec(api, m.instance.uuid)
         resize = m.migration.migration_type == "resize"

@@ -38,6 +38,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from stowage.compute import aggregates, instance_ports, instances, services
 from stowage.compute.conductor.common import Ops
 from stowage.compute.instance_ports import InstancePort
@@ -54,9 +56,9 @@ from stowage.errors import NotFound
 from stowage.messaging import RemoteError
 from stowage.network.client import NetworkClient, NetworkError
 
-__all__ = ["ServerPorts", "load", "create", "boot_groups", "requests_of", "mapping",
-           "vf_ports", "bind", "rebind", "release", "unbind_port", "require_network",
-           "spec_entries", "from_holding", "host_profile", "owner_on",
+__all__ = ["ServerPorts", "load", "load_in", "create", "create_at_boot", "boot_groups",
+           "requests_of", "mapping", "vf_ports", "bind", "rebind", "release", "unbind_port",
+           "require_network", "spec_entries", "from_holding", "host_profile", "owner_on",
            "NetworksWithQoSPolicyNotSupported", "PCI_KEYS"]
 
 # The group every project has; ports made without a group list are in it.
@@ -90,7 +92,12 @@ class ServerPorts:
 def load(ops: Ops, instance_uuid: str) -> ServerPorts:
     """The server's port rows, with the requests last recorded on them (no network call)."""
     with ops.db.read() as conn:
-        rows = instance_ports.of_instance(conn, instance_uuid)
+        return load_in(conn, instance_uuid)
+
+
+def load_in(conn: Connection, instance_uuid: str) -> ServerPorts:
+    """`load` in a transaction of the cell's database the caller has open."""
+    rows = instance_ports.of_instance(conn, instance_uuid)
     return ServerPorts(instance_uuid, rows,
                        [PortRequest.from_json(r.request) for r in rows if r.request])
 
@@ -163,6 +170,13 @@ def create(ops: Ops, ports: ServerPorts, project_id: str,
             with ops.db.write() as conn:
                 instance_ports.set_port(conn, row.id, str(port["id"]))
             row.port_id = str(port["id"])
+
+
+def create_at_boot(ops: Ops, ports: ServerPorts, project_id: str) -> None:
+    """`create` in the groups the server was booted with, read only when a port is
+    missing (most servers have none to create: no read of the request spec then)."""
+    if any(r.port_id is None for r in ports.rows):
+        create(ops, ports, project_id, boot_groups(ops, ports.instance_uuid))
 
 
 def boot_groups(ops: Ops, uuid: str) -> list[str] | None:
