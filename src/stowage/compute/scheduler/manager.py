@@ -57,10 +57,13 @@ from stowage.compute.scheduler.filters import Filter, Rejection, filters_for, ru
 from stowage.compute.scheduler.host_state import (
     HostState,
     NodeRecord,
+    Offer,
     amounts_of,
     build_host_states,
     candidate_roots,
+    offer_of,
 )
+from stowage.compute.scheduler.local_candidates import LocalCandidates
 from stowage.compute.scheduler.request import (
     GroupState,
     MoveSource,
@@ -82,6 +85,8 @@ LOG = logging.getLogger(__name__)
 NOT_ENOUGH_HOSTS = "There are not enough hosts available."
 # Rejections are kept for this many of the most recently scheduled instances.
 _KEEP_REJECTIONS = 1000
+# The microversion the scheduler reads candidates at (the client's).
+_MINOR = int(MICROVERSION.split(".")[1])
 Allocations = dict[str, dict[str, int]]
 
 
@@ -108,7 +113,8 @@ class Scheduler:
                  placement: SchedulerPlacement,
                  filters: Sequence[Filter] | None = None,
                  weighers: Sequence[Weigher] | None = None, *,
-                 cell_db: Database | None = None, cells: Cells | None = None) -> None:
+                 cell_db: Database | None = None, cells: Cells | None = None,
+                 read_in_process: bool = True) -> None:
         self.settings = settings
         # Aggregates, server groups and request specs live in the API database (unit
         # tests that never read give no database).
@@ -116,6 +122,9 @@ class Scheduler:
         # The deployment's cells, whose hosts are all candidates (None: `self.db`'s).
         self.cells = cells
         self.placement = placement
+        # Placement's candidates engine, when it runs in this process (and
+        # `read_in_process`): read directly rather than through its JSON answer.
+        self._local = (LocalCandidates.of(placement, _MINOR) if read_in_process else None)
         # None: the stack of `settings.enabled_filters`, read per request (checked now,
         # so that an unknown name stops the service from starting).
         self.filters = tuple(filters) if filters is not None else None
@@ -180,13 +189,22 @@ class Scheduler:
             in_tree = _destination_node(
                 req, self._nodes(req, lambda conn: node_reader.rows_of_host(conn, dest.host)))
         query = candidate_query(req, s.max_placement_results, in_tree, member_of)
-        candidates = answer.decode(self.placement.allocation_candidates_body(query))
-        if not candidates.get("allocation_requests"):
+        offer = self.offer(query)
+        if not offer.allocation_requests:
             LOG.info("Placement has no allocation candidates for %s", query)
             return []
-        roots = candidate_roots(candidates)
+        roots = candidate_roots(offer)
         nodes = self._nodes(req, lambda conn: node_reader.rows_by_uuid(conn, roots))
-        return build_host_states(nodes, candidates)
+        return build_host_states(nodes, offer)
+
+    def offer(self, query: Sequence[tuple[str, str]]) -> Offer:
+        """Placement's candidates for `query`: from its engine when it runs in this
+        process, else its API's answer, decoded."""
+        if self._local is not None:
+            found = self._local.offer(query)
+            if found is not None:
+                return found
+        return offer_of(answer.decode(self.placement.allocation_candidates_body(query)))
 
     def _member_dbs(self) -> list[Database]:
         """Where a group's members may run: every cell's database."""
@@ -270,8 +288,8 @@ class Scheduler:
         raise NoValidHost(NOT_ENOUGH_HOSTS)
 
     def _alternates(self, rest: Sequence[WeighedHost]
-                    ) -> list[tuple[HostState, dict[str, Any]]]:
-        found: list[tuple[HostState, dict[str, Any]]] = []
+                    ) -> list[tuple[HostState, Mapping[str, Any]]]:
+        found: list[tuple[HostState, Mapping[str, Any]]] = []
         for weighed in rest:
             if len(found) >= self.settings.max_attempts - 1:
                 break
