@@ -32,7 +32,7 @@ from stowage.compute import aggregates, services
 from stowage.config import ComputeSettings
 
 __all__ = ["NodeRecord", "Offer", "offer_of", "ProviderUsage", "HostState", "load_nodes",
-           "build_host_states", "amounts_of", "candidate_roots"]
+           "build_host_states", "amounts_of", "candidate_roots", "free_amounts"]
 
 LOG = logging.getLogger(__name__)
 Allocations = dict[str, dict[str, int]]
@@ -178,6 +178,21 @@ class ProviderUsage:
             self._free[rp] = lowered
 
 
+def free_amounts(hosts: Sequence[HostState], rc: str) -> list[float]:
+    """`float(host.free(rc))` of each host, the common case (a node alone in its tree,
+    with `rc`) read inline: the weighers ask it of every candidate, per class."""
+    found: list[float] = []
+    append = found.append
+    for host in hosts:
+        if len(host.tree) == 1:
+            have = host.usage.of(host.record.uuid).get(rc)
+            if have is not None:
+                append(float(have))
+                continue
+        append(float(host.free(rc)))
+    return found
+
+
 def amounts_of(allocation_request: Mapping[str, Any]) -> Allocations:
     """provider -> resource class -> amount of one allocation request."""
     return {rp: dict(a["resources"]) for rp, a in allocation_request["allocations"].items()}
@@ -212,6 +227,10 @@ class HostState:
 
     def free(self, rc: str) -> int:
         """Free amount of `rc` in the tree, else on the sharing providers it would use."""
+        if len(self.tree) == 1:  # the common case: the node alone, which has `rc`
+            have = self.usage.of(self.record.uuid).get(rc)
+            if have is not None:
+                return have
         in_tree = self.usage.free_in(self.tree, rc)
         if in_tree:
             return in_tree[0] if len(in_tree) == 1 else sum(in_tree)
@@ -270,20 +289,25 @@ def build_host_states(nodes: Mapping[str, NodeRecord],
     for ar in offer.allocation_requests:
         allocations = ar["allocations"]
         if len(allocations) == 1:  # the common case: one provider, its own root or not
-            rp = next(iter(allocations))
-            roots = {root} if (root := root_of.get(rp, rp)) in nodes else set()
+            for rp in allocations:
+                root = root_of.get(rp, rp)
+            if root not in nodes:
+                LOG.debug("allocation request %s names no compute node; skipped", ar)
+                continue
         else:
             roots = {root for rp in allocations if (root := root_of.get(rp, rp)) in nodes}
-        if len(roots) != 1:
-            LOG.debug("allocation request %s names no single compute node; skipped", ar)
-            continue
-        root = roots.pop()
+            if len(roots) != 1:
+                LOG.debug("allocation request %s names no single compute node; skipped", ar)
+                continue
+            root = roots.pop()
         state = states.get(root)
         if state is None:
             record = nodes[root]
+            tree = trees.get(root)
             state = states[root] = HostState(
-                record, usage, frozenset(trees.get(root, {root})),
+                record, usage, frozenset(tree) if tree else frozenset((root,)),
                 pci_free={alias: int(v.get("free", 0))
-                          for alias, v in record.pci_stats.items()})
+                          for alias, v in record.pci_stats.items()}
+                if record.pci_stats else {})
         state.allocation_requests.append(ar)
-    return sorted(states.values(), key=lambda s: (s.host, s.node))
+    return sorted(states.values(), key=lambda s: (s.record.host, s.record.node))

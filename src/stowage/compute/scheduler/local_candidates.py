@@ -14,8 +14,8 @@ replaces a provider's object exactly when it changes).
 A remote Placement (another process, a real cloud's, behind Keystone) is
 reached through the API as before; both ways give the scheduler the same
 `Offer`, so they choose the same hosts (tests/functional/test_scheduler_local.py).
-A query the engine refuses (an HTTP 400) is sent through the API, so that
-the error is the API's.
+A query the engine refuses (an unknown class or trait: the API's 400) is
+sent through the API, so that the error is the API's.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stowage.compute.scheduler.host_state import Offer
+from stowage.errors import DomainError
 from stowage.placement.candidates import direct
 from stowage.placement.candidates.snapshot import Provider
 from stowage.placement.candidates.views import allocation_requests
@@ -57,7 +58,7 @@ class LocalCandidates:
         """The offer for `params`; None when the engine refuses the query (ask the API)."""
         try:
             found = direct.find(self._state, params, self._minor)
-        except HTTPError:
+        except (HTTPError, DomainError):  # what the API answers with an error
             return None
         snap, result = found.snapshot, found.result
         providers = snap.providers

@@ -40,10 +40,11 @@ import contextlib
 import copy
 import datetime
 import gc
+import itertools
 import logging
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection
@@ -280,14 +281,14 @@ class Scheduler:
             if req.group is not None:
                 req.group.place(host.host)
             # A build's retries stay in the chosen host's cell: it is carried there once.
-            alternates = self._alternates([w for w in ordered[index + 1:]
-                                           if w.host.cell == host.cell])
+            alternates = self._alternates(w for w in itertools.islice(ordered, index + 1, None)
+                                          if w.host.record.cell == host.record.cell)
             return [_selection(host, ar)] + [_selection(h, a) for h, a in alternates], prior
         LOG.info("No valid host for instance %s among %d candidate host(s): %s", uuid,
                  len(hosts), "; ".join(str(r) for r in rejections) or "none offered")
         raise NoValidHost(NOT_ENOUGH_HOSTS)
 
-    def _alternates(self, rest: Sequence[WeighedHost]
+    def _alternates(self, rest: Iterable[WeighedHost]
                     ) -> list[tuple[HostState, Mapping[str, Any]]]:
         found: list[tuple[HostState, Mapping[str, Any]]] = []
         for weighed in rest:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from stowage.compute.scheduler.host_state import HostState
+from stowage.compute.scheduler.host_state import HostState, free_amounts
 from stowage.compute.scheduler.request import SchedulingRequest
 
 __all__ = ["Weigher", "WeighedHost", "weigh", "weighers_for", "ResourceWeigher",
@@ -46,7 +46,7 @@ class Weigher(Protocol):
     def raw(self, host: HostState, req: SchedulingRequest) -> float: ...
 
 
-@dataclass
+@dataclass(slots=True)
 class WeighedHost:
     host: HostState
     weight: float = 0.0
@@ -64,6 +64,10 @@ class ResourceWeigher:
 
     def raw(self, host: HostState, req: SchedulingRequest) -> float:
         return float(host.free(self.rc))
+
+    def raw_all(self, hosts: Sequence[HostState], req: SchedulingRequest) -> list[float]:
+        """`raw` of every host in one pass (1,000 candidates: one call, not 1,000)."""
+        return free_amounts(hosts, self.rc)
 
 
 class ServerGroupSoftAffinityWeigher:
@@ -105,6 +109,10 @@ class CrossCellWeigher:
 
     def __init__(self, multiplier: float = 1000000.0) -> None:
         self.multiplier = multiplier
+
+    def applies(self, req: SchedulingRequest) -> bool:
+        """False: not a cross-cell move, every host weighs 0: nothing to weigh."""
+        return req.cross_cell_from is not None
 
     def raw(self, host: HostState, req: SchedulingRequest) -> float:
         if req.cross_cell_from is None:
@@ -151,14 +159,18 @@ def weigh(hosts: Sequence[HostState], req: SchedulingRequest,
     for weigher in weighers:
         per_host = getattr(weigher, "multiplier_for", None)  # a multiplier per host
         applies = getattr(weigher, "applies", None)
-        raw = ([0.0] if per_host is None and applies is not None and not applies(req)
-               else [weigher.raw(w.host, req) for w in weighed])
-        if per_host is None and min(raw) == max(raw):
+        if applies is not None and not applies(req):
+            raw = [0.0]  # every host would weigh 0
+        elif (raw_all := getattr(weigher, "raw_all", None)) is not None:
+            raw = raw_all(hosts, req)
+        else:
+            raw = [weigher.raw(w.host, req) for w in weighed]
+        if min(raw) == max(raw):
             # All equal scale to 0: the weigher adds nothing (most requests have no
             # group); only its part is recorded, as below.
-            nothing = weigher.multiplier * 0.0
+            name, nothing = weigher.name, weigher.multiplier * 0.0
             for w in weighed:
-                w.parts[weigher.name] = nothing
+                w.parts[name] = nothing
             continue
         scaled = _normalized(raw)
         for w, value in zip(weighed, scaled, strict=True):
@@ -166,4 +178,4 @@ def weigh(hosts: Sequence[HostState], req: SchedulingRequest,
             contribution = multiplier * value
             w.parts[weigher.name] = contribution
             w.weight += contribution
-    return sorted(weighed, key=lambda w: (-w.weight, w.host.host, w.host.node))
+    return sorted(weighed, key=lambda w: (-w.weight, w.host.record.host, w.host.record.node))

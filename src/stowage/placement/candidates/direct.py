@@ -5,8 +5,9 @@ serve`). Over the API, the engine's candidates for one boot at 1,000 hosts
 are rendered to 2.6 MB of JSON that the scheduler decodes again, which was
 most of what a decision cost beyond the scheduler's own work. `find` runs
 the same steps as GET /allocation_candidates (api/allocation_candidates.py):
-the same query parsing and validation (a bad query raises the same
-`HTTPError`), the same snapshot, the same search and memo, the same
+the same query parsing and validation (a bad query raises what the API
+turns into its error: `HTTPError`, or `Invalid` for unknown names), the
+same snapshot, the same search and memo, the same
 `max_allocation_candidates` and randomisation; only the rendering is left
 out, and the caller reads the result instead. Policy is not checked: this
 is for a trusted caller of this process (the in-process API hands it an
