@@ -20,9 +20,10 @@ request's own claims, so a multi-instance spread really spreads.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from stowage.compute.scheduler.host_state import HostState, free_amounts
@@ -50,8 +51,16 @@ class Weigher(Protocol):
 class WeighedHost:
     host: HostState
     weight: float = 0.0
-    # weigher name -> contribution, for the operator's "why this order".
-    parts: dict[str, float] = field(default_factory=dict)
+    # Every weigher's contributions to the hosts of one weighing, shared by them,
+    # and this host's place in them (`parts`).
+    table: tuple[tuple[str, list[float]], ...] = ()
+    index: int = 0
+
+    @property
+    def parts(self) -> dict[str, float]:
+        """weigher name -> contribution, for the operator's "why this order" (built
+        when asked: a dict per host per decision was a tenth of the weighing)."""
+        return {name: column[self.index] for name, column in self.table}
 
 
 class ResourceWeigher:
@@ -152,30 +161,52 @@ def _normalized(values: list[float]) -> list[float]:
 
 def weigh(hosts: Sequence[HostState], req: SchedulingRequest,
           weighers: Sequence[Weigher]) -> list[WeighedHost]:
-    """Hosts best first: highest total weight, then host and node name."""
-    weighed = [WeighedHost(h) for h in hosts]
-    if not weighed:
+    """Hosts best first: highest total weight, then host and node name.
+
+    Column by column: each weigher's raw values, scaled, are one list over the
+    hosts, and the totals are summed list by list (in weigher order, as a
+    per-host sum would), so no per-host object is touched until the end.
+    """
+    count = len(hosts)
+    if not count:
         return []
+    totals = [0.0] * count
+    table: list[tuple[str, list[float]]] = []
     for weigher in weighers:
         per_host = getattr(weigher, "multiplier_for", None)  # a multiplier per host
         applies = getattr(weigher, "applies", None)
-        if applies is not None and not applies(req):
-            raw = [0.0]  # every host would weigh 0
-        elif (raw_all := getattr(weigher, "raw_all", None)) is not None:
-            raw = raw_all(hosts, req)
-        else:
-            raw = [weigher.raw(w.host, req) for w in weighed]
-        if min(raw) == max(raw):
+        raw: list[float] | None = None
+        if applies is None or applies(req):
+            raw_all = getattr(weigher, "raw_all", None)
+            raw = (raw_all(hosts, req) if raw_all is not None
+                   else [weigher.raw(h, req) for h in hosts])
+        if raw is None or min(raw) == max(raw):
             # All equal scale to 0: the weigher adds nothing (most requests have no
-            # group); only its part is recorded, as below.
-            name, nothing = weigher.name, weigher.multiplier * 0.0
-            for w in weighed:
-                w.parts[name] = nothing
+            # group); only its part is recorded.
+            table.append((weigher.name, [weigher.multiplier * 0.0] * count))
             continue
         scaled = _normalized(raw)
-        for w, value in zip(weighed, scaled, strict=True):
-            multiplier = weigher.multiplier if per_host is None else per_host(w.host)
-            contribution = multiplier * value
-            w.parts[weigher.name] = contribution
-            w.weight += contribution
-    return sorted(weighed, key=lambda w: (-w.weight, w.host.record.host, w.host.record.node))
+        if per_host is None:
+            multiplier = weigher.multiplier
+            column = [multiplier * value for value in scaled]
+        else:
+            column = [per_host(h) * value for h, value in zip(hosts, scaled, strict=True)]
+        totals = [total + part for total, part in zip(totals, column, strict=True)]
+        table.append((weigher.name, column))
+    shared = tuple(table)
+    return [WeighedHost(hosts[i], totals[i], shared, i) for i in _best_first(hosts, totals)]
+
+
+def _best_first(hosts: Sequence[HostState], totals: list[float]) -> list[int]:
+    """Indexes of `hosts` by total weight, highest first, ties by host and node name.
+
+    Two stable sorts, the second on the weight alone: the hosts usually come in
+    name order already (`build_host_states`), and then only the second runs.
+    """
+    order = list(range(len(hosts)))
+    names = [(h.record.host, h.record.node) for h in hosts]
+    if any(a > b for a, b in itertools.pairwise(names)):
+        order.sort(key=names.__getitem__)
+    lowest_first = [-total for total in totals]
+    order.sort(key=lowest_first.__getitem__)
+    return order
