@@ -3,17 +3,26 @@
     python bench/scheduler.py [--hosts 1000,10000] [--candidates 1000]
         [--repeats 15] [--targets stowage,nova] [--json FILE]
 
-One decision is one instance: from Placement's allocation candidates answer
-(the JSON bytes, parsed by the scheduler as it would parse the response) to
-the chosen host and its alternates. For each cloud size both schedulers get
-the same cloud -- N hosts, each a nova-compute service and one compute node,
-2% of them forced down and 3% disabled -- and the same answer: C candidates
-picked at random among the hosts, with the provider summaries (capacity,
-usage and ~70 traits each, as a real answer carries) Placement 1.36+ sends.
+One decision is one instance, from the scheduler's request to the chosen host
+and its alternates. stowage is measured two ways: `in-process`, the way
+`stowage serve` runs it (Placement in the same process: the decision
+includes Placement's candidates work, the snapshot refresh and the search,
+read as objects), and `JSON`, as against a remote Placement (from the
+answer's bytes, decoded by the scheduler). Nova gets the same answer's bytes.
+For each cloud size both schedulers get the same cloud -- N hosts, each a
+nova-compute service and one compute node, 2% of them forced down and 3%
+disabled -- and the same answer: Placement's first C candidates (by
+provider), with the provider summaries (capacity, usage and ~70 traits each,
+as a real answer carries) of microversion 1.39.
 
 - stowage: `Scheduler.select_destinations` in this process, on a SQLite
-  database; its Placement is a double that hands out the answer's bytes and
-  takes every claim (claims are not part of a decision).
+  database that also holds a real Placement (`placement.app.build_app`)
+  with one provider per host (inventories, ~70 traits, usage held by one
+  consumer per provider). The answer both sides get is that Placement's
+  answer to the scheduler's own query. In-process, the scheduler reads the
+  candidates engine; as JSON, its real `PlacementClient` over a transport
+  double hands out the answer's bytes. Either way claims are taken by a
+  double (claims are not part of a decision; bench/ops.py measures them).
 - Nova: `nova.scheduler.manager.SchedulerManager.select_destinations` with its
   `HostManager`, default filters and all weighers, driven by
   `bench/scheduler_nova.py` in the side venv `.venv-nova` (tests/nova/environment.py
@@ -23,10 +32,12 @@ usage and ~70 traits each, as a real answer carries) Placement 1.36+ sends.
 
 CPU is `time.process_time()` of the process around each decision, after two
 warm-up decisions; the median of `--repeats` is printed with the ratio, and
-stowage's breakdown (parse, reading the candidates' services and compute
-nodes, host states, filters, weighers). Each side checks its own selections:
-the chosen host is a candidate, up and enabled, and its allocation request
-one the answer offered (the bench's audit: nothing is claimed for real).
+stowage's breakdown (candidates: the engine's work in-process, the decoding
+as JSON; reading the candidates' services and compute nodes, host states,
+filters, weighers). The two ways of stowage must choose the same hosts.
+Each side checks its own selections: the chosen host is a candidate, up and
+enabled, and its allocation request one the answer offered (the bench's
+audit: nothing is claimed for real).
 """
 
 from __future__ import annotations
@@ -56,14 +67,14 @@ import sqlalchemy as sa  # noqa: E402
 from stowage.compute import tables as t  # noqa: E402
 from stowage.compute.scheduler import filters as sched_filters  # noqa: E402
 from stowage.compute.scheduler import node_reader  # noqa: E402
-from stowage.compute.scheduler.answer import decode as answer_decode  # noqa: E402
 from stowage.compute.scheduler.host_state import build_host_states, candidate_roots  # noqa: E402
 from stowage.compute.scheduler.manager import Scheduler  # noqa: E402
-from stowage.compute.scheduler.request import SchedulingRequest  # noqa: E402
+from stowage.compute.scheduler.request import SchedulingRequest, candidate_query  # noqa: E402
 from stowage.compute.scheduler.weighers import weigh, weighers_for  # noqa: E402
 from stowage.config import ComputeSettings  # noqa: E402
 from stowage.db import Database, schema  # noqa: E402
-from stowage.placement.client import PlacementClient  # noqa: E402
+from stowage.placement.app import build_app  # noqa: E402
+from stowage.placement.client import Holding, PlacementClient  # noqa: E402
 from stowage.timeutil import utcnow  # noqa: E402
 from stowage.web.service_client import Answer  # noqa: E402
 
@@ -94,24 +105,44 @@ def cloud(hosts: int, seed: int = 7) -> list[dict[str, Any]]:
     return found
 
 
-def answer(hosts: Sequence[dict[str, Any]], candidates: int, seed: int = 11) -> bytes:
-    """Placement's JSON answer for FLAVOR with `candidates` of the hosts (microversion 1.36)."""
-    rng = random.Random(seed)
-    chosen = rng.sample(list(hosts), min(candidates, len(hosts)))
-    wanted = {"VCPU": FLAVOR["vcpus"], "MEMORY_MB": FLAVOR["memory_mb"],
-              "DISK_GB": FLAVOR["root_gb"]}
-    requests, summaries = [], {}
-    for h in chosen:
-        requests.append({"allocations": {h["uuid"]: {"resources": dict(wanted)}},
-                         "mappings": {"": [h["uuid"]]}})
-        capacity = {"VCPU": h["vcpus"] * 16, "MEMORY_MB": int(h["memory_mb"] * 1.5),
-                    "DISK_GB": h["local_gb"]}
-        summaries[h["uuid"]] = {
-            "resources": {rc: {"capacity": capacity[rc], "used": h["used"][rc]}
-                          for rc in wanted},
-            "traits": TRAITS, "parent_provider_uuid": None, "root_provider_uuid": h["uuid"]}
-    return json.dumps({"allocation_requests": requests, "provider_summaries": summaries}
-                      ).encode()
+def placement(db: Database, hosts: Sequence[dict[str, Any]]) -> PlacementClient:
+    """A real Placement on `db` with one provider per host, through its API in-process."""
+    from stowage.config import Settings
+
+    client = PlacementClient.local(build_app(Settings(), db))
+    usage: dict[str, Holding] = {}
+    for h in hosts:
+        client.ensure_provider(h["uuid"], h["host"])
+        client.set_inventories(h["uuid"], {
+            "VCPU": {"total": h["vcpus"], "allocation_ratio": 16.0},
+            "MEMORY_MB": {"total": h["memory_mb"], "allocation_ratio": 1.5},
+            "DISK_GB": {"total": h["local_gb"], "allocation_ratio": 1.0}})
+        client.set_traits(h["uuid"], TRAITS)
+        usage[str(uuidlib.uuid5(uuidlib.NAMESPACE_OID, "used-" + h["uuid"]))] = Holding(
+            {h["uuid"]: {rc: n for rc, n in h["used"].items() if n}}, None, PROJECT, USER,
+            "INSTANCE")
+    items = list(usage.items())
+    for start in range(0, len(items), 1000):
+        client.write_many(dict(items[start:start + 1000]))
+    return client
+
+
+class NoClaims:
+    """The real Placement client for everything but claims, which it takes without
+    writing (claims are not part of a decision): every decision sees the same state."""
+
+    def __init__(self, real: PlacementClient) -> None:
+        self.real = real
+        self.claims = 0
+
+    def served_app(self) -> Any:
+        return self.real.served_app()
+
+    def allocation_candidates_body(self, params: Sequence[tuple[str, str]]) -> bytes:
+        return self.real.allocation_candidates_body(params)
+
+    def claim(self, *args: Any, **kw: Any) -> None:
+        self.claims += 1
 
 
 def populate(db: Database, hosts: Sequence[dict[str, Any]]) -> None:
@@ -182,44 +213,68 @@ def check(selections: list[list[dict[str, Any]]], hosts: Sequence[dict[str, Any]
         assert sel["allocation_request"]["allocations"] == offered[h["uuid"]]
 
 
-def breakdown(sched: Scheduler, placement: PlacementClient) -> dict[str, float]:
+def breakdown(sched: Scheduler, query: Sequence[tuple[str, str]]) -> dict[str, float]:
     """CPU ms of each stage of one decision, run one after the other as the manager does."""
     req = SchedulingRequest.from_spec(spec(str(uuidlib.uuid4())), [str(uuidlib.uuid4())])
-    parse, candidates = _cpu(lambda: answer_decode(placement.allocation_candidates_body([])))
-    roots = candidate_roots(candidates)
+    got, offer = _cpu(lambda: sched.offer(query))
+    roots = candidate_roots(offer)
     read, nodes = _cpu(lambda: sched._nodes(
         req, lambda conn: node_reader.rows_by_uuid(conn, roots)))
-    states_ms, states = _cpu(lambda: build_host_states(nodes, candidates))
+    states_ms, states = _cpu(lambda: build_host_states(nodes, offer))
     rejections: list[Any] = []
     filt, passed = _cpu(lambda: sched_filters.run_filters(
         states, req, rejections, sched_filters.filters_for(sched.settings.enabled_filters)))
     weigh_ms, _ = _cpu(lambda: weigh(passed, req, weighers_for(sched.settings.weigher)))
-    return {"parse": parse, "read services+nodes": read, "host states": states_ms,
+    return {"candidates": got, "read services+nodes": read, "host states": states_ms,
             "filters": filt, "weighers": weigh_ms}
 
 
-def run_stowage(hosts: list[dict[str, Any]], body: bytes, repeats: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        db = Database(f"sqlite:///{tmp}/bench.db")
-        schema.upgrade(db)
-        populate(db, hosts)
-        placement = PlacementClient(send=AnswerTransport(body))
-        # No heartbeat runs here: a long run (10,000 candidates on a busy machine) would
-        # outlive service_down_time and see every host go down (Nova's half does the same).
-        settings = dataclasses.replace(ComputeSettings(), service_down_time=86400.0)
-        sched = Scheduler(settings, db, placement)
-        samples = []
-        for i in range(repeats + 2):
-            instance = str(uuidlib.uuid4())
-            ms, selections = _cpu(lambda i=instance: sched.select_destinations(spec(i), [i]))
+def decisions(sched: Scheduler, hosts: list[dict[str, Any]], body: bytes | None,
+              repeats: int) -> tuple[list[float], list[list[dict[str, Any]]]]:
+    """CPU ms of `repeats` decisions after two warm-ups, each checked; the last selections."""
+    samples: list[float] = []
+    selections: list[list[dict[str, Any]]] = []
+    for i in range(repeats + 2):
+        instance = str(uuidlib.uuid4())
+        ms, selections = _cpu(lambda i=instance: sched.select_destinations(spec(i), [i]))
+        if body is not None:
             check(selections, hosts, body)
-            if i >= 2:
-                samples.append(ms)
-        parts = [breakdown(sched, placement) for _ in range(repeats)]
-        db.engine.dispose()
-    return {"median_ms": statistics.median(samples), "samples": samples,
-            "chosen": [s["host"] for s in selections[0]],
+        if i >= 2:
+            samples.append(ms)
+    return samples, selections
+
+
+def _figures(samples: list[float], selections: list[list[dict[str, Any]]],
+             parts: list[dict[str, float]]) -> dict[str, Any]:
+    return {"median_ms": statistics.median(samples), "min_ms": min(samples),
+            "samples": samples, "chosen": [s["host"] for s in selections[0]],
             "breakdown": {k: statistics.median(p[k] for p in parts) for k in parts[0]}}
+
+
+def run_stowage(db: Database, real: PlacementClient, hosts: list[dict[str, Any]],
+                candidates: int, repeats: int) -> tuple[dict[str, Any], bytes]:
+    """Both ways of stowage over the same Placement; and the JSON answer Nova is fed."""
+    # No heartbeat runs here: a long run (10,000 candidates on a busy machine) would
+    # outlive service_down_time and see every host go down (Nova's half does the same).
+    settings = dataclasses.replace(ComputeSettings(), service_down_time=86400.0,
+                                   max_placement_results=candidates)
+    local = NoClaims(real)
+    sched = Scheduler(settings, db, local)
+    assert sched._local is not None, "the bench's Placement is not read in-process"
+    instance = str(uuidlib.uuid4())
+    query = candidate_query(SchedulingRequest.from_spec(spec(instance), [instance]),
+                            candidates, None, [])
+    body = real.allocation_candidates_body(query)
+    over_json = Scheduler(settings, db, PlacementClient(send=AnswerTransport(body)),
+                          read_in_process=False)
+    found: dict[str, Any] = {}
+    for name, which in (("in-process", sched), ("JSON", over_json)):
+        samples, selections = decisions(which, hosts, body, repeats)
+        parts = [breakdown(which, query) for _ in range(repeats)]
+        found[name] = _figures(samples, selections, parts)
+    if found["in-process"]["chosen"] != found["JSON"]["chosen"]:
+        raise AssertionError(f"in-process and JSON chose differently: {found}")
+    return found, body
 
 
 def run_nova(hosts: list[dict[str, Any]], body: bytes, repeats: int) -> dict[str, Any]:
@@ -255,17 +310,23 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for n in (int(x) for x in args.hosts.split(",")):
         hosts = cloud(n)
-        for c in (int(x) for x in args.candidates.split(",")):
-            if c > n:
-                continue
-            body = answer(hosts, c)
-            row: dict[str, Any] = {"hosts": n, "candidates": c, "answer_bytes": len(body)}
-            if "stowage" in targets:
-                row["stowage"] = run_stowage(hosts, body, args.repeats)
-            if "nova" in targets:
-                row["nova"] = run_nova(hosts, body, args.repeats)
-            rows.append(row)
-            _print(row)
+        with tempfile.TemporaryDirectory() as tmp:
+            db = Database(f"sqlite:///{tmp}/bench.db")
+            schema.upgrade(db)
+            populate(db, hosts)
+            real = placement(db, hosts)
+            for c in (int(x) for x in args.candidates.split(",")):
+                if c > n:
+                    continue
+                stowage, body = run_stowage(db, real, hosts, c, args.repeats)
+                row: dict[str, Any] = {"hosts": n, "candidates": c, "answer_bytes": len(body)}
+                if "stowage" in targets:
+                    row["stowage"] = stowage
+                if "nova" in targets:
+                    row["nova"] = run_nova(hosts, body, args.repeats)
+                rows.append(row)
+                _print(row)
+            db.engine.dispose()
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0
@@ -277,16 +338,20 @@ def _print(row: dict[str, Any]) -> None:
             f"answer={row['answer_bytes'] / 1e6:.2f} MB")
     figures = []
     if s:
-        figures.append(f"stowage {s['median_ms']:.1f} ms")
+        figures += [f"stowage in-process {s['in-process']['median_ms']:.1f} ms",
+                    f"stowage JSON {s['JSON']['median_ms']:.1f} ms"]
     if nv:
         figures.append(f"nova {nv['median_ms']:.1f} ms")
     if s and nv:
-        figures.append(f"ratio nova/stowage {nv['median_ms'] / s['median_ms']:.1f}x")
+        figures.append(f"ratio nova/stowage in-process "
+                       f"{nv['median_ms'] / s['in-process']['median_ms']:.1f}x, "
+                       f"JSON {nv['median_ms'] / s['JSON']['median_ms']:.1f}x")
     print(f"{head}: " + ", ".join(figures) + "  (CPU per decision, median)")
     if s:
-        print("  stowage breakdown: " + ", ".join(
-            f"{k} {v:.2f}" for k, v in s["breakdown"].items()) + " ms")
-        print(f"  stowage chose {s['chosen'][0]}, alternates {s['chosen'][1:]}")
+        for way in ("in-process", "JSON"):
+            print(f"  stowage {way} (min {s[way]['min_ms']:.1f}) breakdown: " + ", ".join(
+                f"{k} {v:.2f}" for k, v in s[way]["breakdown"].items()) + " ms")
+        print(f"  stowage chose {s['JSON']['chosen'][0]}, alternates {s['JSON']['chosen'][1:]}")
     if nv:
         print("  nova breakdown: " + ", ".join(
             f"{k} {v:.2f}" for k, v in nv.get("breakdown", {}).items()) + " ms")

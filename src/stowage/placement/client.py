@@ -25,7 +25,14 @@ import httpx
 import orjson
 
 from stowage.web.http import Request
-from stowage.web.service_client import Answer, Send, close_send, in_process, over_http
+from stowage.web.service_client import (
+    Answer,
+    Send,
+    close_send,
+    in_process,
+    over_http,
+    served_app,
+)
 from stowage.web.service_clients import PLACEMENT, ServiceClients
 
 __all__ = ["PlacementClient", "PlacementError", "PlacementConflict", "LocalTransport",
@@ -117,6 +124,10 @@ class PlacementClient:
         """`auth` (if given) replaces the admin token, e.g. a builtin-identity service token."""
         return cls(httpx.Client(base_url=url.rstrip("/"), headers=_headers(), timeout=timeout,
                                 auth=auth))
+
+    def served_app(self) -> Any:
+        """The Placement app of this process that requests go to in-process, else None."""
+        return served_app(self._transport)
 
     def close(self) -> None:
         if self.http is not None:

@@ -25,7 +25,7 @@ import orjson
 
 from stowage.web.http import Request
 
-__all__ = ["Answer", "Send", "close_send", "over_http", "in_process", "rooted"]
+__all__ = ["Answer", "Send", "close_send", "over_http", "in_process", "rooted", "served_app"]
 
 
 @dataclass(frozen=True)
@@ -80,19 +80,34 @@ def rooted(send: Send, root: str) -> Send:
     return prefixed
 
 
-def in_process(app: Any, headers: Mapping[str, str], base_url: str) -> Send:
-    """The app's pipeline called directly: no HTTP message is built or parsed."""
-    base = {k.lower(): v for k, v in headers.items()}
-    with_body = {**base, "content-type": "application/json"}
+class _InProcessSend:
+    """A Send handing each request to an app of this process (`served`: that app, for a
+    caller that may read the service's state directly, e.g. the scheduler Placement's
+    candidates engine)."""
 
-    def send(method: str, path: str, content: bytes | None,
-             params: Sequence[tuple[str, str]] | None) -> Answer:
-        sent = dict(with_body if content is not None else base)
+    def __init__(self, app: Any, headers: Mapping[str, str], base_url: str) -> None:
+        self.served = app
+        self.base_url = base_url
+        self.base = {k.lower(): v for k, v in headers.items()}
+        self.with_body = {**self.base, "content-type": "application/json"}
+
+    def __call__(self, method: str, path: str, content: bytes | None,
+                 params: Sequence[tuple[str, str]] | None) -> Answer:
+        sent = dict(self.with_body if content is not None else self.base)
         if content is not None:
             sent["content-length"] = str(len(content))
         req = Request(method=method, path=path, body=content or b"", headers=sent,
                       query_string=urlencode(list(params), quote_via=quote) if params else "",
-                      base_url=base_url, app=app.state, trusted=True)
-        resp = app.respond(req)
+                      base_url=self.base_url, app=self.served.state, trusted=True)
+        resp = self.served.respond(req)
         return Answer(resp.status, resp.body)
-    return send
+
+
+def in_process(app: Any, headers: Mapping[str, str], base_url: str) -> Send:
+    """The app's pipeline called directly: no HTTP message is built or parsed."""
+    return _InProcessSend(app, headers, base_url)
+
+
+def served_app(send: Send) -> Any:
+    """The app an in-process Send hands its requests to; None for any other Send."""
+    return send.served if isinstance(send, _InProcessSend) else None

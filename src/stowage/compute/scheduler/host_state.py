@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,8 +31,8 @@ from sqlalchemy.engine import Connection
 from stowage.compute import aggregates, services
 from stowage.config import ComputeSettings
 
-__all__ = ["NodeRecord", "ProviderUsage", "HostState", "load_nodes", "build_host_states",
-           "amounts_of", "candidate_roots"]
+__all__ = ["NodeRecord", "Offer", "offer_of", "ProviderUsage", "HostState", "load_nodes",
+           "build_host_states", "amounts_of", "candidate_roots", "free_amounts"]
 
 LOG = logging.getLogger(__name__)
 Allocations = dict[str, dict[str, int]]
@@ -91,18 +91,45 @@ def load_nodes(conn: Connection, settings: ComputeSettings, now: datetime.dateti
     return nodes
 
 
+@dataclass(frozen=True)
+class Offer:
+    """Placement's candidates as the scheduler reads them, whichever way they came.
+
+    `allocation_requests` are in the API's shape (microversion 1.34+:
+    allocations by provider uuid, mappings) and are shared, never modified;
+    `free` is capacity - used per provider summarised and resource class;
+    `root_of` each summarised provider's root. The API's answer gives one
+    (`offer_of`); the candidates engine of this process another
+    (local_candidates.py), without JSON in between.
+    """
+
+    allocation_requests: Sequence[Mapping[str, Any]]
+    free: Mapping[str, Mapping[str, int]]
+    root_of: Mapping[str, str]
+
+
+def offer_of(answer: Mapping[str, Any]) -> Offer:
+    """The offer of a decoded GET /allocation_candidates answer."""
+    summaries: Mapping[str, Mapping[str, Any]] = answer.get("provider_summaries") or {}
+    return Offer(answer.get("allocation_requests") or [],
+                 {rp: {rc: int(v["capacity"]) - int(v["used"])
+                       for rc, v in (summary.get("resources") or {}).items()}
+                  for rp, summary in summaries.items()},
+                 {rp: str(s.get("root_provider_uuid") or rp) for rp, s in summaries.items()})
+
+
 class ProviderUsage:
     """Free amount per provider per resource class, from the provider summaries.
 
     Only the free amount (capacity - used) is kept, one int per provider and
-    class: the scheduler asks nothing else, and a claim lowers it.
+    class: the scheduler asks nothing else, and a claim lowers it. The
+    per-provider mappings may be shared with the offer (and, in-process, with
+    later decisions): `consume` replaces the one it changes rather than
+    writing into it.
     """
 
-    def __init__(self, summaries: Mapping[str, Mapping[str, Any]]) -> None:
-        self._free: dict[str, dict[str, int]] = {
-            rp: {rc: int(v["capacity"]) - int(v["used"])
-                 for rc, v in (summary.get("resources") or {}).items()}
-            for rp, summary in summaries.items()}
+    def __init__(self, free: Mapping[str, Mapping[str, int]]) -> None:
+        self._free: dict[str, Mapping[str, int]] = dict(free)
 
     def free(self, rp: str, rc: str) -> int | None:
         return self._free.get(rp, _NONE).get(rc)
@@ -111,6 +138,10 @@ class ProviderUsage:
         """Free amounts of `rc` on those of `rps` that have it (the weighers' hot path)."""
         free = self._free
         return [f for rp in rps if (f := free.get(rp, _NONE).get(rc)) is not None]
+
+    def of(self, rp: str) -> Mapping[str, int]:
+        """Free amount per resource class of `rp` (empty when not summarised)."""
+        return self._free.get(rp, _NONE)
 
     def shortfall(self, allocations: Allocations) -> str | None:
         """Why `allocations` no longer fit, or None when they do."""
@@ -140,9 +171,26 @@ class ProviderUsage:
             found = self._free.get(rp)
             if found is None:
                 continue
+            lowered = dict(found)
             for rc, amount in resources.items():
-                if rc in found:
-                    found[rc] -= amount
+                if rc in lowered:
+                    lowered[rc] -= amount
+            self._free[rp] = lowered
+
+
+def free_amounts(hosts: Sequence[HostState], rc: str) -> list[float]:
+    """`float(host.free(rc))` of each host, the common case (a node alone in its tree,
+    with `rc`) read inline: the weighers ask it of every candidate, per class."""
+    found: list[float] = []
+    append = found.append
+    for host in hosts:
+        if len(host.tree) == 1:
+            have = host.usage.of(host.record.uuid).get(rc)
+            if have is not None:
+                append(float(have))
+                continue
+        append(float(host.free(rc)))
+    return found
 
 
 def amounts_of(allocation_request: Mapping[str, Any]) -> Allocations:
@@ -158,7 +206,7 @@ class HostState:
     usage: ProviderUsage
     # Providers of the node's tree (the root is the node itself).
     tree: frozenset[str]
-    allocation_requests: list[dict[str, Any]] = field(default_factory=list)
+    allocation_requests: list[Mapping[str, Any]] = field(default_factory=list)
     pci_free: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -179,6 +227,10 @@ class HostState:
 
     def free(self, rc: str) -> int:
         """Free amount of `rc` in the tree, else on the sharing providers it would use."""
+        if len(self.tree) == 1:  # the common case: the node alone, which has `rc`
+            have = self.usage.of(self.record.uuid).get(rc)
+            if have is not None:
+                return have
         in_tree = self.usage.free_in(self.tree, rc)
         if in_tree:
             return in_tree[0] if len(in_tree) == 1 else sum(in_tree)
@@ -186,7 +238,7 @@ class HostState:
                   if rp not in self.tree}
         return sum(f for rp in shared if (f := self.usage.free(rp, rc)) is not None)
 
-    def fitting_request(self) -> dict[str, Any] | None:
+    def fitting_request(self) -> Mapping[str, Any] | None:
         """The first allocation request that still fits, after this request's earlier claims."""
         for ar in self.allocation_requests:
             if self.usage.fits(ar):
@@ -207,47 +259,55 @@ class HostState:
             self.pci_free[alias] = self.pci_free.get(alias, 0) - count
 
 
-def candidate_roots(candidates: Mapping[str, Any]) -> set[str]:
+def candidate_roots(offer: Offer | Mapping[str, Any]) -> set[str]:
     """The root providers the candidates name: the compute nodes a decision may read."""
-    summaries: Mapping[str, Mapping[str, Any]] = candidates.get("provider_summaries") or {}
-    roots = {str(s.get("root_provider_uuid") or rp) for rp, s in summaries.items()}
-    for ar in candidates.get("allocation_requests") or ():
-        roots.update(rp for rp in ar["allocations"] if rp not in summaries)
+    if not isinstance(offer, Offer):
+        offer = offer_of(offer)
+    root_of = offer.root_of
+    roots = set(root_of.values())
+    for ar in offer.allocation_requests:
+        roots.update(rp for rp in ar["allocations"] if rp not in root_of)
     return roots
 
 
 def build_host_states(nodes: Mapping[str, NodeRecord],
-                      candidates: Mapping[str, Any]) -> list[HostState]:
+                      offer: Offer | Mapping[str, Any]) -> list[HostState]:
     """One state per node that has at least one allocation request, in node-name order.
 
-    Linear in the candidates: each provider's root is looked up once, and `nodes` is
-    probed as the mapping it is (a set of it per allocation request made this
-    O(candidates x hosts)).
+    `offer` is an `Offer` or a decoded answer. Linear in the candidates: each
+    provider's root is looked up once, and `nodes` is probed as the mapping it
+    is (a set of it per allocation request made this O(candidates x hosts)).
     """
-    summaries: Mapping[str, Mapping[str, Any]] = candidates.get("provider_summaries") or {}
-    usage = ProviderUsage(summaries)
-    root_of = {rp: str(s.get("root_provider_uuid") or rp) for rp, s in summaries.items()}
+    if not isinstance(offer, Offer):
+        offer = offer_of(offer)
+    usage = ProviderUsage(offer.free)
+    root_of = offer.root_of
     trees: dict[str, set[str]] = {}
     for rp, root in root_of.items():
         trees.setdefault(root, set()).add(rp)
     states: dict[str, HostState] = {}
-    for ar in candidates.get("allocation_requests") or ():
+    for ar in offer.allocation_requests:
         allocations = ar["allocations"]
         if len(allocations) == 1:  # the common case: one provider, its own root or not
-            rp = next(iter(allocations))
-            roots = {root} if (root := root_of.get(rp, rp)) in nodes else set()
+            for rp in allocations:
+                root = root_of.get(rp, rp)
+            if root not in nodes:
+                LOG.debug("allocation request %s names no compute node; skipped", ar)
+                continue
         else:
             roots = {root for rp in allocations if (root := root_of.get(rp, rp)) in nodes}
-        if len(roots) != 1:
-            LOG.debug("allocation request %s names no single compute node; skipped", ar)
-            continue
-        root = roots.pop()
+            if len(roots) != 1:
+                LOG.debug("allocation request %s names no single compute node; skipped", ar)
+                continue
+            root = roots.pop()
         state = states.get(root)
         if state is None:
             record = nodes[root]
+            tree = trees.get(root)
             state = states[root] = HostState(
-                record, usage, frozenset(trees.get(root, {root})),
+                record, usage, frozenset(tree) if tree else frozenset((root,)),
                 pci_free={alias: int(v.get("free", 0))
-                          for alias, v in record.pci_stats.items()})
+                          for alias, v in record.pci_stats.items()}
+                if record.pci_stats else {})
         state.allocation_requests.append(ar)
-    return sorted(states.values(), key=lambda s: (s.host, s.node))
+    return sorted(states.values(), key=lambda s: (s.record.host, s.record.node))

@@ -40,10 +40,11 @@ import contextlib
 import copy
 import datetime
 import gc
+import itertools
 import logging
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -58,10 +59,13 @@ from stowage.compute.scheduler.filters import Filter, Rejection, filters_for, ru
 from stowage.compute.scheduler.host_state import (
     HostState,
     NodeRecord,
+    Offer,
     amounts_of,
     build_host_states,
     candidate_roots,
+    offer_of,
 )
+from stowage.compute.scheduler.local_candidates import LocalCandidates
 from stowage.compute.scheduler.request import (
     GroupState,
     MoveSource,
@@ -84,6 +88,8 @@ LOG = logging.getLogger(__name__)
 NOT_ENOUGH_HOSTS = "There are not enough hosts available."
 # Rejections are kept for this many of the most recently scheduled instances.
 _KEEP_REJECTIONS = 1000
+# The microversion the scheduler reads candidates at (the client's).
+_MINOR = int(MICROVERSION.split(".")[1])
 Allocations = dict[str, dict[str, int]]
 
 
@@ -110,7 +116,8 @@ class Scheduler:
                  placement: SchedulerPlacement,
                  filters: Sequence[Filter] | None = None,
                  weighers: Sequence[Weigher] | None = None, *,
-                 cell_db: Database | None = None, cells: Cells | None = None) -> None:
+                 cell_db: Database | None = None, cells: Cells | None = None,
+                 read_in_process: bool = True) -> None:
         self.settings = settings
         # Aggregates, server groups and request specs live in the API database (unit
         # tests that never read give no database).
@@ -118,6 +125,9 @@ class Scheduler:
         # The deployment's cells, whose hosts are all candidates (None: `self.db`'s).
         self.cells = cells
         self.placement = placement
+        # Placement's candidates engine, when it runs in this process (and
+        # `read_in_process`): read directly rather than through its JSON answer.
+        self._local = (LocalCandidates.of(placement, _MINOR) if read_in_process else None)
         # None: the stack of `settings.enabled_filters`, read per request (checked now,
         # so that an unknown name stops the service from starting).
         self.filters = tuple(filters) if filters is not None else None
@@ -193,11 +203,7 @@ class Scheduler:
             if adjust is not None:
                 adjust(req, hosts)
             rejections: list[Rejection] = []
-            passed = run_filters(hosts, req, rejections,
-                                 self.filters or filters_for(self.settings.enabled_filters))
-            stack = self.weighers or weighers_for(
-                self.settings.weigher, self.settings.cross_cell_move_weight_multiplier)
-            for weighed in weigh(passed, req, stack):
+            for weighed in self._ranked(hosts, req, rejections):
                 ar = weighed.host.fitting_request()
                 if ar is not None:
                     return Preview(req, hosts, rejections, weighed.host, ar)
@@ -216,13 +222,22 @@ class Scheduler:
             in_tree = _destination_node(
                 req, self._nodes(req, lambda conn: node_reader.rows_of_host(conn, dest.host)))
         query = candidate_query(req, s.max_placement_results, in_tree, member_of)
-        candidates = answer.decode(self.placement.allocation_candidates_body(query))
-        if not candidates.get("allocation_requests"):
+        offer = self.offer(query)
+        if not offer.allocation_requests:
             LOG.info("Placement has no allocation candidates for %s", query)
             return []
-        roots = candidate_roots(candidates)
+        roots = candidate_roots(offer)
         nodes = self._nodes(req, lambda conn: node_reader.rows_by_uuid(conn, roots))
-        return build_host_states(nodes, candidates)
+        return build_host_states(nodes, offer)
+
+    def offer(self, query: Sequence[tuple[str, str]]) -> Offer:
+        """Placement's candidates for `query`: from its engine when it runs in this
+        process, else its API's answer, decoded."""
+        if self._local is not None:
+            found = self._local.offer(query)
+            if found is not None:
+                return found
+        return offer_of(answer.decode(self.placement.allocation_candidates_body(query)))
 
     def _member_dbs(self) -> list[Database]:
         """Where a group's members may run: every cell's database."""
@@ -275,13 +290,19 @@ class Scheduler:
             return {host: cell.uuid for cell in members
                     for host in cell_records.hosts_of(conn, cell)}
 
-    def _schedule_one(self, uuid: str, req: SchedulingRequest, hosts: list[HostState],
-                      rejections: list[Rejection]) -> tuple[list[dict[str, Any]], Holding]:
+    def _ranked(self, hosts: list[HostState], req: SchedulingRequest,
+                rejections: list[Rejection]) -> list[WeighedHost]:
+        """The hosts that pass the filters, best first; one pipeline for a decision and
+        for a preview, so a drain plan picks what a move would."""
         passed = run_filters(hosts, req, rejections,
                              self.filters or filters_for(self.settings.enabled_filters))
         stack = self.weighers or weighers_for(self.settings.weigher,
                                               self.settings.cross_cell_move_weight_multiplier)
-        ordered = weigh(passed, req, stack)
+        return weigh(passed, req, stack)
+
+    def _schedule_one(self, uuid: str, req: SchedulingRequest, hosts: list[HostState],
+                      rejections: list[Rejection]) -> tuple[list[dict[str, Any]], Holding]:
+        ordered = self._ranked(hosts, req, rejections)
         for index, weighed in enumerate(ordered):
             host = weighed.host
             ar = host.fitting_request()
@@ -300,17 +321,17 @@ class Scheduler:
             if req.group is not None:
                 req.group.place(host.host)
             # A build's retries stay in the chosen host's cell: it is carried there once.
-            alternates = self._alternates([w for w in ordered[index + 1:]
-                                           if w.host.cell == host.cell])
+            alternates = self._alternates(w for w in itertools.islice(ordered, index + 1, None)
+                                          if w.host.record.cell == host.record.cell)
             return [_selection(host, ar)] + [_selection(h, a) for h, a in alternates], prior
         LOG.info("No valid host for instance %s among %d candidate host(s): %s", uuid,
                  len(hosts), "; ".join(str(r) for r in rejections) or "none offered")
         metrics.no_valid_host(rejections)
         raise NoValidHost(NOT_ENOUGH_HOSTS)
 
-    def _alternates(self, rest: Sequence[WeighedHost]
-                    ) -> list[tuple[HostState, dict[str, Any]]]:
-        found: list[tuple[HostState, dict[str, Any]]] = []
+    def _alternates(self, rest: Iterable[WeighedHost]
+                    ) -> list[tuple[HostState, Mapping[str, Any]]]:
+        found: list[tuple[HostState, Mapping[str, Any]]] = []
         for weighed in rest:
             if len(found) >= self.settings.max_attempts - 1:
                 break
@@ -426,7 +447,7 @@ class Preview:
     hosts: list[HostState]
     rejections: list[Rejection]
     host: HostState | None = None
-    allocation_request: dict[str, Any] | None = None
+    allocation_request: Mapping[str, Any] | None = None
 
 
 class MoveConflict(Exception):

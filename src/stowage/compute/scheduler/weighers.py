@@ -20,12 +20,13 @@ request's own claims, so a multi-instance spread really spreads.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
-from stowage.compute.scheduler.host_state import HostState
+from stowage.compute.scheduler.host_state import HostState, free_amounts
 from stowage.compute.scheduler.request import SchedulingRequest
 
 __all__ = ["Weigher", "WeighedHost", "weigh", "weighers_for", "ResourceWeigher",
@@ -46,12 +47,20 @@ class Weigher(Protocol):
     def raw(self, host: HostState, req: SchedulingRequest) -> float: ...
 
 
-@dataclass
+@dataclass(slots=True)
 class WeighedHost:
     host: HostState
     weight: float = 0.0
-    # weigher name -> contribution, for the operator's "why this order".
-    parts: dict[str, float] = field(default_factory=dict)
+    # Every weigher's contributions to the hosts of one weighing, shared by them,
+    # and this host's place in them (`parts`).
+    table: tuple[tuple[str, list[float]], ...] = ()
+    index: int = 0
+
+    @property
+    def parts(self) -> dict[str, float]:
+        """weigher name -> contribution, for the operator's "why this order" (built
+        when asked: a dict per host per decision was a tenth of the weighing)."""
+        return {name: column[self.index] for name, column in self.table}
 
 
 class ResourceWeigher:
@@ -64,6 +73,10 @@ class ResourceWeigher:
 
     def raw(self, host: HostState, req: SchedulingRequest) -> float:
         return float(host.free(self.rc))
+
+    def raw_all(self, hosts: Sequence[HostState], req: SchedulingRequest) -> list[float]:
+        """`raw` of every host in one pass (1,000 candidates: one call, not 1,000)."""
+        return free_amounts(hosts, self.rc)
 
 
 class ServerGroupSoftAffinityWeigher:
@@ -106,6 +119,10 @@ class CrossCellWeigher:
     def __init__(self, multiplier: float = 1000000.0) -> None:
         self.multiplier = multiplier
 
+    def applies(self, req: SchedulingRequest) -> bool:
+        """False: not a cross-cell move, every host weighs 0: nothing to weigh."""
+        return req.cross_cell_from is not None
+
     def raw(self, host: HostState, req: SchedulingRequest) -> float:
         if req.cross_cell_from is None:
             return 0.0
@@ -144,26 +161,52 @@ def _normalized(values: list[float]) -> list[float]:
 
 def weigh(hosts: Sequence[HostState], req: SchedulingRequest,
           weighers: Sequence[Weigher]) -> list[WeighedHost]:
-    """Hosts best first: highest total weight, then host and node name."""
-    weighed = [WeighedHost(h) for h in hosts]
-    if not weighed:
+    """Hosts best first: highest total weight, then host and node name.
+
+    Column by column: each weigher's raw values, scaled, are one list over the
+    hosts, and the totals are summed list by list (in weigher order, as a
+    per-host sum would), so no per-host object is touched until the end.
+    """
+    count = len(hosts)
+    if not count:
         return []
+    totals = [0.0] * count
+    table: list[tuple[str, list[float]]] = []
     for weigher in weighers:
         per_host = getattr(weigher, "multiplier_for", None)  # a multiplier per host
         applies = getattr(weigher, "applies", None)
-        raw = ([0.0] if per_host is None and applies is not None and not applies(req)
-               else [weigher.raw(w.host, req) for w in weighed])
-        if per_host is None and min(raw) == max(raw):
+        raw: list[float] | None = None
+        if applies is None or applies(req):
+            raw_all = getattr(weigher, "raw_all", None)
+            raw = (raw_all(hosts, req) if raw_all is not None
+                   else [weigher.raw(h, req) for h in hosts])
+        if raw is None or min(raw) == max(raw):
             # All equal scale to 0: the weigher adds nothing (most requests have no
-            # group); only its part is recorded, as below.
-            nothing = weigher.multiplier * 0.0
-            for w in weighed:
-                w.parts[weigher.name] = nothing
+            # group); only its part is recorded.
+            table.append((weigher.name, [weigher.multiplier * 0.0] * count))
             continue
         scaled = _normalized(raw)
-        for w, value in zip(weighed, scaled, strict=True):
-            multiplier = weigher.multiplier if per_host is None else per_host(w.host)
-            contribution = multiplier * value
-            w.parts[weigher.name] = contribution
-            w.weight += contribution
-    return sorted(weighed, key=lambda w: (-w.weight, w.host.host, w.host.node))
+        if per_host is None:
+            multiplier = weigher.multiplier
+            column = [multiplier * value for value in scaled]
+        else:
+            column = [per_host(h) * value for h, value in zip(hosts, scaled, strict=True)]
+        totals = [total + part for total, part in zip(totals, column, strict=True)]
+        table.append((weigher.name, column))
+    shared = tuple(table)
+    return [WeighedHost(hosts[i], totals[i], shared, i) for i in _best_first(hosts, totals)]
+
+
+def _best_first(hosts: Sequence[HostState], totals: list[float]) -> list[int]:
+    """Indexes of `hosts` by total weight, highest first, ties by host and node name.
+
+    Two stable sorts, the second on the weight alone: the hosts usually come in
+    name order already (`build_host_states`), and then only the second runs.
+    """
+    order = list(range(len(hosts)))
+    names = [(h.record.host, h.record.node) for h in hosts]
+    if any(a > b for a, b in itertools.pairwise(names)):
+        order.sort(key=names.__getitem__)
+    lowest_first = [-total for total in totals]
+    order.sort(key=lowest_first.__getitem__)
+    return order

@@ -385,14 +385,16 @@ def _assembled(snap: Snapshot, req: CandidateRequest, max_candidates: int,
 
 
 def search(snap: Snapshot, req: CandidateRequest, max_candidates: int = -1,
-           rng: random.Random | None = None, memo: Memo | None = None) -> SearchResult:
+           rng: random.Random | None = None, memo: Memo | None = None, *,
+           encoded: bool = True) -> SearchResult:
     """All candidates for `req` (randomly sampled/shuffled when `rng` is given).
 
     With a `memo`, and when the answer allows it, the result is the encoded
-    body only (`SearchResult.body`).
+    body only (`SearchResult.body`); `encoded=False` asks for the objects
+    always (a caller in this process that reads them, candidates/direct.py).
     """
     try:
-        if (memo is not None and rng is None and not snap.sharing
+        if (encoded and memo is not None and rng is None and not snap.sharing
                 and (req.minor >= 29 or not snap.has_trees)):
             return SearchResult(body=_assembled(snap, req, max_candidates, memo))
         cands, nested_aware = _collect(snap, req, max_candidates, rng, memo)
