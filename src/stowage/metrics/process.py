@@ -42,10 +42,11 @@ HTTP_SECONDS = Histogram(
     registry=REGISTRY)
 CANDIDATES_SECONDS = Histogram(
     "stowage_placement_allocation_candidates_duration_seconds",
-    "Time to search and render GET /allocation_candidates.", registry=REGISTRY)
+    "Time to search allocation candidates: GET /allocation_candidates (before its "
+    "JSON is rendered) and the in-process scheduler's reads.", registry=REGISTRY)
 CANDIDATES_RESULTS = Histogram(
     "stowage_placement_allocation_candidates_results",
-    "Allocation requests in each GET /allocation_candidates answer.",
+    "Allocation requests found for each search (API or in-process).",
     buckets=(0, 1, 5, 10, 50, 100, 500, 1000, 5000, 10000), registry=REGISTRY)
 CLAIMS = Counter(
     "stowage_scheduler_claims", "The scheduler's claims in Placement, by result: claimed, "

@@ -18,14 +18,13 @@ Nothing here writes: a claim still goes through the API's write path.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from stowage.placement.api.allocation_candidates import _names
-from stowage.placement.candidates import query, search
+from stowage.placement.api.allocation_candidates import searched
+from stowage.placement.candidates import query
 from stowage.placement.candidates.query import CandidateRequest
 from stowage.placement.candidates.search import SearchResult
 from stowage.placement.candidates.snapshot import Snapshot
@@ -57,10 +56,5 @@ def find(state: Any, params: Sequence[tuple[str, str]], minor: int) -> Found:
                   body=b"", base_url="http://placement.local", version=Version(1, minor),
                   app=state, trusted=True)
     request = query.parse_request(req)
-    settings = state.settings.placement
-    with state.db.read() as conn:
-        snap = state.candidates.view(conn, *_names(request))
-    rng = random.Random() if settings.randomize_allocation_candidates else None
-    result = search.search(snap, request, settings.max_allocation_candidates, rng,
-                           state.candidates.memo, encoded=False)
+    snap, result = searched(state, request, encoded=False)
     return Found(snap, request, result)
