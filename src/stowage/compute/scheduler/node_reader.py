@@ -47,7 +47,8 @@ _H, _M = t.aggregate_hosts, t.aggregate_metadata
 # Bound parameters per IN list: well under every backend's limit (SQLite's 32,766).
 _CHUNK = 1000
 # (uuid, host, node, pci_stats, service id, zone, disabled, disabled_reason,
-#  forced_down, last_seen_up); the service's columns are None when it has none.
+#  forced_down, last_seen_up); the service's columns are None when it has none;
+#  last_seen_up is a datetime, or on SQLite the text SQLAlchemy stored.
 Row = tuple[Any, ...]
 _SERVICE_COLUMNS = (_S.c.id, _S.c.availability_zone, _S.c.disabled, _S.c.disabled_reason,
                     _S.c.forced_down, _S.c.last_seen_up)
@@ -105,11 +106,9 @@ def _read(conn: Connection, key: str, keys: Sequence[str]) -> list[Row]:
     for start in range(0, len(keys), _CHUNK):
         chunk = keys[start:start + _CHUNK]
         sql = _joined_sql(conn.dialect, key, len(chunk))
-        found = _fetch(conn, sql, (services.COMPUTE, *chunk))
-        if found and isinstance(found[0][9], str):  # SQLite: the stored text
-            rows.extend((*r[:9], _seen(r[9])) for r in found)
-        else:
-            rows.extend(found)
+        # SQLite's last_seen_up stays its stored text: `NodeRecords` parses it only
+        # when it differs from the text it kept for that node.
+        rows.extend(_fetch(conn, sql, (services.COMPUTE, *chunk)))
     orphans = sorted({r[1] for r in rows if r[4] is None})
     if not orphans:
         return rows
@@ -160,6 +159,9 @@ class NodeRecords:
         # node uuid -> (row without last_seen_up, up, metadata, cell, record)
         self._known: dict[str, tuple[Row, bool, Mapping[str, frozenset[str]], str | None,
                                      NodeRecord]] = {}
+        # node uuid -> (last_seen_up as read, as a datetime): SQLite's text parsed once
+        # per heartbeat, not once per decision.
+        self._seen: dict[str, tuple[Any, datetime.datetime | None]] = {}
 
     def records(self, rows: Sequence[Row], settings: ComputeSettings, now: datetime.datetime,
                 metadata: Mapping[str, Mapping[str, frozenset[str]]],
@@ -173,7 +175,7 @@ class NodeRecords:
         window = datetime.timedelta(seconds=settings.service_down_time)
         earliest, latest = now - window, now + window
         with self._lock:
-            known = self._known
+            known, seen_of = self._known, self._seen
             for row in rows:
                 uuid, host = row[0], row[1]
                 if per_host:
@@ -185,6 +187,11 @@ class NodeRecords:
                     cell = cell_of  # type: ignore[assignment]
                 meta = metadata.get(host, self._EMPTY)
                 seen = row[9]
+                if seen.__class__ is str:
+                    parsed = seen_of.get(uuid)
+                    if parsed is None or parsed[0] != seen:
+                        parsed = seen_of[uuid] = (seen, _seen(seen))
+                    seen = parsed[1]
                 up = not row[8] and seen is not None and earliest <= seen <= latest
                 stable = row[:9]
                 kept = known.get(uuid)
