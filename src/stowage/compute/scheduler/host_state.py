@@ -288,9 +288,9 @@ def build_host_states(nodes: Mapping[str, NodeRecord],
     for rp, root in root_of.items():
         if rp != root:
             trees.setdefault(root, set()).add(rp)
-    for root, tree in trees.items():
+    for root, members in trees.items():
         if root in root_of:
-            tree.add(root)
+            members.add(root)
     states: dict[str, HostState] = {}
     for ar in offer.allocation_requests:
         allocations = ar["allocations"]

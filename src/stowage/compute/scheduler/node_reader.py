@@ -156,12 +156,12 @@ class NodeRecords:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # node uuid -> (row without last_seen_up, up, metadata, cell, record)
-        self._known: dict[str, tuple[Row, bool, Mapping[str, frozenset[str]], str | None,
+        # node uuid -> (row as read, last_seen_up as a datetime, up, metadata, cell, record).
+        # The whole row is compared (no slice per row), so a heartbeat rebuilds the node's
+        # record once; SQLite's last_seen_up text is parsed only then.
+        self._known: dict[str, tuple[Row, datetime.datetime | None, bool,
+                                     Mapping[str, frozenset[str]], str | None,
                                      NodeRecord]] = {}
-        # node uuid -> (last_seen_up as read, as a datetime): SQLite's text parsed once
-        # per heartbeat, not once per decision.
-        self._seen: dict[str, tuple[Any, datetime.datetime | None]] = {}
 
     def records(self, rows: Sequence[Row], settings: ComputeSettings, now: datetime.datetime,
                 metadata: Mapping[str, Mapping[str, frozenset[str]]],
@@ -171,11 +171,13 @@ class NodeRecords:
         default_zone = settings.default_availability_zone
         per_host = isinstance(cell_of, Mapping)
         found: dict[str, NodeRecord] = {}
-        # `services.heard_from` as a window around `now` (one compare per row, not a call).
+        # `services.heard_from` as a window around `now` (one compare per row, not a call):
+        # up/down is decided at every decision's `now`, from the row read just now.
         window = datetime.timedelta(seconds=settings.service_down_time)
         earliest, latest = now - window, now + window
+        empty = self._EMPTY
         with self._lock:
-            known, seen_of = self._known, self._seen
+            known = self._known
             for row in rows:
                 uuid, host = row[0], row[1]
                 if per_host:
@@ -185,22 +187,19 @@ class NodeRecords:
                     cell = cell_of[host]
                 else:
                     cell = cell_of  # type: ignore[assignment]
-                meta = metadata.get(host, self._EMPTY)
-                seen = row[9]
-                if seen.__class__ is str:
-                    parsed = seen_of.get(uuid)
-                    if parsed is None or parsed[0] != seen:
-                        parsed = seen_of[uuid] = (seen, _seen(seen))
-                    seen = parsed[1]
-                up = not row[8] and seen is not None and earliest <= seen <= latest
-                stable = row[:9]
+                meta = metadata.get(host, empty)
                 kept = known.get(uuid)
-                if (kept is not None and kept[0] == stable and kept[1] == up
-                        and kept[3] == cell and kept[2] == meta):
-                    found[uuid] = kept[4]
+                if kept is not None and kept[0] == row:
+                    seen = kept[1]
+                else:
+                    kept, seen = None, _seen(row[9])
+                up = not row[8] and seen is not None and earliest <= seen <= latest
+                if (kept is not None and kept[2] == up and kept[4] == cell
+                        and (kept[3] is meta or kept[3] == meta)):
+                    found[uuid] = kept[5]
                     continue
                 record = _record(row, up, default_zone, meta, cell)
-                known[uuid] = (stable, up, meta, cell, record)
+                known[uuid] = (row, seen, up, meta, cell, record)
                 found[uuid] = record
         return found
 
