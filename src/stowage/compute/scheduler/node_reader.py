@@ -47,7 +47,8 @@ _H, _M = t.aggregate_hosts, t.aggregate_metadata
 # Bound parameters per IN list: well under every backend's limit (SQLite's 32,766).
 _CHUNK = 1000
 # (uuid, host, node, pci_stats, service id, zone, disabled, disabled_reason,
-#  forced_down, last_seen_up); the service's columns are None when it has none.
+#  forced_down, last_seen_up); the service's columns are None when it has none;
+#  last_seen_up is a datetime, or on SQLite the text SQLAlchemy stored.
 Row = tuple[Any, ...]
 _SERVICE_COLUMNS = (_S.c.id, _S.c.availability_zone, _S.c.disabled, _S.c.disabled_reason,
                     _S.c.forced_down, _S.c.last_seen_up)
@@ -105,11 +106,9 @@ def _read(conn: Connection, key: str, keys: Sequence[str]) -> list[Row]:
     for start in range(0, len(keys), _CHUNK):
         chunk = keys[start:start + _CHUNK]
         sql = _joined_sql(conn.dialect, key, len(chunk))
-        found = _fetch(conn, sql, (services.COMPUTE, *chunk))
-        if found and isinstance(found[0][9], str):  # SQLite: the stored text
-            rows.extend((*r[:9], _seen(r[9])) for r in found)
-        else:
-            rows.extend(found)
+        # SQLite's last_seen_up stays its stored text: `NodeRecords` parses it only
+        # when it differs from the text it kept for that node.
+        rows.extend(_fetch(conn, sql, (services.COMPUTE, *chunk)))
     orphans = sorted({r[1] for r in rows if r[4] is None})
     if not orphans:
         return rows
@@ -157,8 +156,11 @@ class NodeRecords:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # node uuid -> (row without last_seen_up, up, metadata, cell, record)
-        self._known: dict[str, tuple[Row, bool, Mapping[str, frozenset[str]], str | None,
+        # node uuid -> (row as read, last_seen_up as a datetime, up, metadata, cell, record).
+        # The whole row is compared (no slice per row), so a heartbeat rebuilds the node's
+        # record once; SQLite's last_seen_up text is parsed only then.
+        self._known: dict[str, tuple[Row, datetime.datetime | None, bool,
+                                     Mapping[str, frozenset[str]], str | None,
                                      NodeRecord]] = {}
 
     def records(self, rows: Sequence[Row], settings: ComputeSettings, now: datetime.datetime,
@@ -169,9 +171,11 @@ class NodeRecords:
         default_zone = settings.default_availability_zone
         per_host = isinstance(cell_of, Mapping)
         found: dict[str, NodeRecord] = {}
-        # `services.heard_from` as a window around `now` (one compare per row, not a call).
+        # `services.heard_from` as a window around `now` (one compare per row, not a call):
+        # up/down is decided at every decision's `now`, from the row read just now.
         window = datetime.timedelta(seconds=settings.service_down_time)
         earliest, latest = now - window, now + window
+        empty = self._EMPTY
         with self._lock:
             known = self._known
             for row in rows:
@@ -183,17 +187,19 @@ class NodeRecords:
                     cell = cell_of[host]
                 else:
                     cell = cell_of  # type: ignore[assignment]
-                meta = metadata.get(host, self._EMPTY)
-                seen = row[9]
-                up = not row[8] and seen is not None and earliest <= seen <= latest
-                stable = row[:9]
+                meta = metadata.get(host, empty)
                 kept = known.get(uuid)
-                if (kept is not None and kept[0] == stable and kept[1] == up
-                        and kept[3] == cell and kept[2] == meta):
-                    found[uuid] = kept[4]
+                if kept is not None and kept[0] == row:
+                    seen = kept[1]
+                else:
+                    kept, seen = None, _seen(row[9])
+                up = not row[8] and seen is not None and earliest <= seen <= latest
+                if (kept is not None and kept[2] == up and kept[4] == cell
+                        and (kept[3] is meta or kept[3] == meta)):
+                    found[uuid] = kept[5]
                     continue
                 record = _record(row, up, default_zone, meta, cell)
-                known[uuid] = (stable, up, meta, cell, record)
+                known[uuid] = (row, seen, up, meta, cell, record)
                 found[uuid] = record
         return found
 
