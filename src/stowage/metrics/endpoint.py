@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +29,11 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.concurrency import run_in_threadpool
 
 from stowage.config import Settings
-from stowage.context import RequestContext
+from stowage.context import RequestContext, new_request_id
 from stowage.metrics import exporter, plane, process
 from stowage.metrics.text import Family, render
 from stowage.metrics.workers import MULTIPROC_ENV
+from stowage.web import requestlog
 from stowage.web.app import PrefixDispatcher, Receive, Scope, Send, send_response
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response
@@ -124,7 +126,18 @@ class MetricsApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        resp = await run_in_threadpool(self.respond, _request(scope))
+        started = time.monotonic()
+        req = _request(scope)
+        resp = await run_in_threadpool(self.respond, req)
+        # Logged as every other request is (`web.app.ServiceApp`): a scraper hammering
+        # /metrics, or refused by it, shows in the same log an operator already reads.
+        request_id = new_request_id()
+        resp.headers.append(("x-openstack-request-id", request_id))
+        query = f"?{req.query_string}" if req.query_string else ""
+        raw = scope.get("raw_path")  # what the client asked: `/metrics`, not `/metrics/`
+        path = raw.decode("latin-1") if raw else f"{scope.get('root_path', '')}{req.path}"
+        requestlog.write(request_id, req.remote_addr, req.method, f"{path}{query}",
+                         resp.status, len(resp.body), "-", time.monotonic() - started)
         await send_response(send, resp)
 
     def respond(self, req: Request) -> Response:
