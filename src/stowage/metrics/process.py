@@ -61,7 +61,8 @@ OPS_STARTED = Counter(
 OPS_FINISHED = Counter(
     "stowage_conductor_operations_finished", "Operations the conductor ran to their end, by "
     "type and outcome: succeeded, rolled_back (a step failed and the completed ones were "
-    "undone) or failed (raised out of the conductor).", ("operation", "outcome"),
+    "undone), failed (raised out of the conductor) or lease_lost (another conductor "
+    "holds its lease and carries it on; this one stopped).", ("operation", "outcome"),
     registry=REGISTRY)
 OPS_RECOVERED = Counter(
     "stowage_conductor_operations_recovered", "Operations a conductor finished or undid "
@@ -162,9 +163,13 @@ def rolled_back() -> None:
         run.undone = True
 
 
-def operation_finished(run: OperationRun, error: BaseException | None = None) -> None:
-    outcome = "rolled_back" if run.undone else ("failed" if error is not None
-                                                else "succeeded")
+def operation_finished(run: OperationRun, error: BaseException | None = None,
+                       outcome: str | None = None) -> None:
+    """The run ended: `outcome` when the caller knows it (`lease_lost`: another conductor
+    holds the operation's lease and finishes or undoes it), else from how it ended."""
+    if outcome is None:
+        outcome = "rolled_back" if run.undone else ("failed" if error is not None
+                                                    else "succeeded")
     _child(OPS_FINISHED, run.operation, outcome).inc()
     _child(OPS_SECONDS, run.operation, outcome).observe(time.monotonic() - run.started)
     if getattr(_local, "run", None) is run:
