@@ -24,8 +24,8 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 __all__ = ["REGISTRY", "OperationRun", "candidates_answered", "claim", "http_request",
-           "no_valid_host", "operation_finished", "operation_recovered", "operation_started",
-           "rolled_back", "rpc_call"]
+           "no_valid_host", "no_valid_host_early", "operation_finished", "operation_recovered",
+           "operation_started", "rolled_back", "rpc_call"]
 
 # This process's metrics (the default registry's process/platform collectors stay out:
 # under `--workers N` they would describe one worker only).
@@ -53,7 +53,8 @@ CLAIMS = Counter(
     ("result",), registry=REGISTRY)
 NO_VALID_HOST = Counter(
     "stowage_scheduler_no_valid_host", "Instances no host could take, by the filter that "
-    "eliminated the last host (`Placement` when no candidate was offered).",
+    "eliminated the last host (`Placement` when no candidate was offered), or why none "
+    "was looked at: ServerGroupNotFound, DestinationNotFound, TenantAggregateRequired.",
     ("filter",), registry=REGISTRY)
 OPS_STARTED = Counter(
     "stowage_conductor_operations_started", "Operations the conductor started, by type.",
@@ -135,6 +136,13 @@ def no_valid_host(rejections: Sequence[_Rejection]) -> None:
     """The scheduler gave up on an instance; the last rejection eliminated the last host."""
     name = rejections[-1].filter if rejections else "Placement"
     _child(NO_VALID_HOST, name).inc()
+
+
+def no_valid_host_early(reason: str) -> None:
+    """The scheduler gave up before filtering: `reason` says where (the request's group
+    is gone, its destination host is unknown, its project has no required aggregate).
+    One per request, as on the main path, which stops at the first instance refused."""
+    _child(NO_VALID_HOST, reason).inc()
 
 
 @dataclass
