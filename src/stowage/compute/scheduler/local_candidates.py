@@ -21,11 +21,13 @@ sent through the API, so that the error is the API's.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stowage.compute.scheduler.host_state import Offer
 from stowage.errors import DomainError
+from stowage.metrics import process as metrics
 from stowage.placement.candidates import direct
 from stowage.placement.candidates.snapshot import Provider
 from stowage.placement.candidates.views import allocation_requests
@@ -56,6 +58,7 @@ class LocalCandidates:
 
     def offer(self, params: Sequence[tuple[str, str]]) -> Offer | None:
         """The offer for `params`; None when the engine refuses the query (ask the API)."""
+        started = time.monotonic()
         try:
             found = direct.find(self._state, params, self._minor)
         except (HTTPError, DomainError):  # what the API answers with an error
@@ -73,6 +76,7 @@ class LocalCandidates:
                 hit = self._keep(provider)
             free[provider.uuid] = hit[1]
             root_of[provider.uuid] = providers[provider.root_id].uuid
+        metrics.candidates_answered(started, result)  # as the API's answer is counted
         return Offer(requests, free, root_of)
 
     def _keep(self, provider: Provider) -> tuple[Provider, Mapping[str, int]]:
