@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import socket
 import statistics
 import sys
@@ -96,15 +97,38 @@ def _boot(url: str, plane: object, count: int) -> None:
             left -= n
 
 
-def _scrape(client: httpx.Client) -> tuple[float, float, int]:
-    """(server CPU s, wall s, bytes) of one scrape."""
+class _Collections:
+    """Time the cyclic garbage collector took, per generation, since the last `take()`:
+    the suspect of a slow outlier scrape (a full collection walks every object of the
+    process, 1,000 hosts' and their servers' records included)."""
+
+    def __init__(self) -> None:
+        self.spent = [0.0, 0.0, 0.0]
+        self._start = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.spent[info["generation"]] += time.perf_counter() - self._start
+
+    def take(self) -> list[float]:
+        found, self.spent = self.spent, [0.0, 0.0, 0.0]
+        return found
+
+
+def _scrape(client: httpx.Client, collections: _Collections
+            ) -> tuple[float, float, int, list[float]]:
+    """(server CPU s, wall s, bytes, gc seconds per generation) of one scrape."""
+    collections.take()
     cpu, mine, wall = time.process_time(), time.thread_time(), time.perf_counter()
     resp = client.get("/metrics")
     wall = time.perf_counter() - wall
     mine = time.thread_time() - mine
     cpu = time.process_time() - cpu
     assert resp.status_code == 200, resp.text
-    return cpu - mine, wall, len(resp.content)
+    return cpu - mine, wall, len(resp.content), collections.take()
 
 
 def _cpu(func: Callable[[], Any], rounds: int) -> float:
@@ -159,8 +183,9 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
             with httpx.Client(base_url=url, headers={"x-auth-token": "admin"},
                               timeout=60) as client:
-                _scrape(client)
-                rows = [_scrape(client) for _ in range(args.scrapes)]
+                collections = _Collections()
+                _scrape(client, collections)
+                rows = [_scrape(client, collections) for _ in range(args.scrapes)]
                 text = client.get("/metrics").text
             parts = _parts(metrics_app, args.scrapes)
     series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))
@@ -170,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{rows[-1][2]:,} bytes, {series:,} series per scrape")
     print(f"server CPU per HTTP scrape: median {statistics.median(cpu):.1f} ms, "
           f"worst {cpu[-1]:.1f} ms; wall median {statistics.median(wall):.1f} ms")
+    worst = max(rows, key=lambda r: r[0])
+    print(f"worst scrape: CPU {worst[0] * 1000:.1f} ms, wall {worst[1] * 1000:.1f} ms, "
+          "gc per generation " + ", ".join(f"{g * 1000:.1f}" for g in worst[3]) + " ms; "
+          f"scrapes with a full (gen 2) collection: {sum(1 for r in rows if r[3][2])}"
+          f"/{len(rows)}")
     for name, ms in parts.items():
         print(f"  {name}: {ms:.1f} ms")
     return 0

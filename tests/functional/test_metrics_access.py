@@ -3,9 +3,13 @@
     noauth2            no token 401, a member's 403, admin 200
     builtin-identity   no token 401, alice (member of alpha) 403, admin (admin role) 200
     [metrics] allow_unauthenticated_from = ["127.0.0.1/32"]    no token 200
+
+Every scrape, answered or refused, is a line of the request log, as any other request is.
 """
 
 from __future__ import annotations
+
+import logging
 
 import httpx
 import pytest
@@ -46,3 +50,20 @@ def test_an_allowed_network_scrapes_without_a_token(backend: str) -> None:
         # Placement alone: its gauges, not Compute's.
         assert not any(name.startswith("openstack_nova_") for name, _ in samples)
         assert anonymous.get("/resource_providers").status_code == 401
+
+
+def test_scrapes_are_in_the_request_log(live_stowage: LiveServer,
+                                        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="stowage.web.requestlog"):
+        refused = httpx.get(f"{live_stowage.url}/metrics?x=1")
+        with api_client(live_stowage.url) as admin:
+            answered = admin.get("/metrics")
+    lines = [r.getMessage() for r in caplog.records if r.name == "stowage.web.requestlog"]
+    for resp, status in ((refused, 401), (answered, 200)):
+        assert resp.status_code == status
+        request_id = resp.headers["x-openstack-request-id"]
+        mine = [line for line in lines if line.startswith(f"[{request_id}] ")]
+        assert len(mine) == 1, lines
+        uri = "/metrics?x=1" if status == 401 else "/metrics"
+        assert f'"GET {uri}" status: {status} len: {len(resp.content)} ' \
+               "microversion: - time: " in mine[0]

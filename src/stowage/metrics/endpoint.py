@@ -16,8 +16,11 @@ and the queue depth when the control plane (or its RabbitMQ client) runs here.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import ipaddress
 import os
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +31,11 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.concurrency import run_in_threadpool
 
 from stowage.config import Settings
-from stowage.context import RequestContext
+from stowage.context import RequestContext, new_request_id
 from stowage.metrics import exporter, plane, process
 from stowage.metrics.text import Family, render
 from stowage.metrics.workers import MULTIPROC_ENV
+from stowage.web import requestlog
 from stowage.web.app import PrefixDispatcher, Receive, Scope, Send, send_response
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response
@@ -63,14 +67,39 @@ class Sources:
 
 def exposition(sources: Sources) -> bytes:
     """The whole answer: the process metrics (every worker's), then the gauges."""
-    path = os.environ.get(MULTIPROC_ENV)
-    if path:
-        registry = CollectorRegistry()
-        MultiProcessCollector(registry, path=path)  # type: ignore[no-untyped-call]
-        counters = generate_latest(registry)
-    else:
-        counters = generate_latest(process.REGISTRY)
-    return counters + render(sources.families()).encode()
+    with _collector_paused():
+        path = os.environ.get(MULTIPROC_ENV)
+        if path:
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry, path=path)  # type: ignore[no-untyped-call]
+            counters = generate_latest(registry)
+        else:
+            counters = generate_latest(process.REGISTRY)
+        return counters + render(sources.families()).encode()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while one answer is built.
+
+    Why: a scrape of 1,000 hosts allocates some 100,000 tuples, strings and
+    rows (25,000 series) that all die by reference count when it returns.
+    With the collector on they trip young collections that promote them, and
+    every so often the promotions trigger a full collection that walks every
+    object of the process: bench/metrics.py measured one such scrape at 226 ms
+    wall, 149 ms of it in that collection, against a 52 ms median. Paused,
+    they are freed before the collector sees them (no promotion, so fewer
+    full collections for everyone); cycles made meanwhile are collected once
+    it runs again. A thread that found it already off leaves it alone (the
+    scheduler pauses it the same way for a decision).
+    """
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 @dataclass
@@ -124,7 +153,18 @@ class MetricsApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        resp = await run_in_threadpool(self.respond, _request(scope))
+        started = time.monotonic()
+        req = _request(scope)
+        resp = await run_in_threadpool(self.respond, req)
+        # Logged as every other request is (`web.app.ServiceApp`): a scraper hammering
+        # /metrics, or refused by it, shows in the same log an operator already reads.
+        request_id = new_request_id()
+        resp.headers.append(("x-openstack-request-id", request_id))
+        query = f"?{req.query_string}" if req.query_string else ""
+        raw = scope.get("raw_path")  # what the client asked: `/metrics`, not `/metrics/`
+        path = raw.decode("latin-1") if raw else f"{scope.get('root_path', '')}{req.path}"
+        requestlog.write(request_id, req.remote_addr, req.method, f"{path}{query}",
+                         resp.status, len(resp.body), "-", time.monotonic() - started)
         await send_response(send, resp)
 
     def respond(self, req: Request) -> Response:

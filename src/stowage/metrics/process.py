@@ -24,8 +24,8 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 __all__ = ["REGISTRY", "OperationRun", "candidates_answered", "claim", "http_request",
-           "no_valid_host", "operation_finished", "operation_recovered", "operation_started",
-           "rolled_back", "rpc_call"]
+           "no_valid_host", "no_valid_host_early", "operation_finished", "operation_recovered",
+           "operation_started", "rolled_back", "rpc_call"]
 
 # This process's metrics (the default registry's process/platform collectors stay out:
 # under `--workers N` they would describe one worker only).
@@ -54,7 +54,8 @@ CLAIMS = Counter(
     ("result",), registry=REGISTRY)
 NO_VALID_HOST = Counter(
     "stowage_scheduler_no_valid_host", "Instances no host could take, by the filter that "
-    "eliminated the last host (`Placement` when no candidate was offered).",
+    "eliminated the last host (`Placement` when no candidate was offered), or why none "
+    "was looked at: ServerGroupNotFound, DestinationNotFound, TenantAggregateRequired.",
     ("filter",), registry=REGISTRY)
 OPS_STARTED = Counter(
     "stowage_conductor_operations_started", "Operations the conductor started, by type.",
@@ -62,7 +63,8 @@ OPS_STARTED = Counter(
 OPS_FINISHED = Counter(
     "stowage_conductor_operations_finished", "Operations the conductor ran to their end, by "
     "type and outcome: succeeded, rolled_back (a step failed and the completed ones were "
-    "undone) or failed (raised out of the conductor).", ("operation", "outcome"),
+    "undone), failed (raised out of the conductor) or lease_lost (another conductor "
+    "holds its lease and carries it on; this one stopped).", ("operation", "outcome"),
     registry=REGISTRY)
 OPS_RECOVERED = Counter(
     "stowage_conductor_operations_recovered", "Operations a conductor finished or undid "
@@ -137,6 +139,13 @@ def no_valid_host(rejections: Sequence[_Rejection]) -> None:
     _child(NO_VALID_HOST, name).inc()
 
 
+def no_valid_host_early(reason: str) -> None:
+    """The scheduler gave up before filtering: `reason` says where (the request's group
+    is gone, its destination host is unknown, its project has no required aggregate).
+    One per request, as on the main path, which stops at the first instance refused."""
+    _child(NO_VALID_HOST, reason).inc()
+
+
 @dataclass
 class OperationRun:
     """One run of an operation in this thread: whether anything was undone during it."""
@@ -163,9 +172,13 @@ def rolled_back() -> None:
         run.undone = True
 
 
-def operation_finished(run: OperationRun, error: BaseException | None = None) -> None:
-    outcome = "rolled_back" if run.undone else ("failed" if error is not None
-                                                else "succeeded")
+def operation_finished(run: OperationRun, error: BaseException | None = None,
+                       outcome: str | None = None) -> None:
+    """The run ended: `outcome` when the caller knows it (`lease_lost`: another conductor
+    holds the operation's lease and finishes or undoes it), else from how it ended."""
+    if outcome is None:
+        outcome = "rolled_back" if run.undone else ("failed" if error is not None
+                                                    else "succeeded")
     _child(OPS_FINISHED, run.operation, outcome).inc()
     _child(OPS_SECONDS, run.operation, outcome).observe(time.monotonic() - run.started)
     if getattr(_local, "run", None) is run:

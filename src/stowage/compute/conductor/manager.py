@@ -181,6 +181,7 @@ class Conductor:
             metrics.operation_finished(run)
         except LeaseLost as lost:
             LOG.warning("%s of %s stopped: %s", operation, instance_uuid, lost)
+            metrics.operation_finished(run, outcome="lease_lost")
             self.leases.drop(journal.uuid)
         except BaseException as exc:
             metrics.operation_finished(run, exc)

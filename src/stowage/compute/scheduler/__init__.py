@@ -13,6 +13,7 @@ __all__ = ["NoValidHost"]
 class NoValidHost(Exception):
     """Nova's wording: "No valid host was found. " followed by the reason."""
 
-    def __init__(self, reason: str = "") -> None:
+    def __init__(self, reason: str = "", eliminated_by: str = "Placement") -> None:
         super().__init__(f"No valid host was found. {reason}")
         self.reason = reason
+        self.eliminated_by = eliminated_by  # the metrics' `filter` label (metrics/process.py)

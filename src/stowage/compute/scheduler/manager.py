@@ -145,7 +145,12 @@ class Scheduler:
         """Per instance, in order: the claimed selection, then unclaimed alternates."""
         req = SchedulingRequest.from_spec(spec, instance_uuids)
         with _collector_paused():
-            return self.place(req, self._host_states(req))
+            try:
+                hosts = self._host_states(req)
+            except NoValidHost as early:  # counted here: a drain's preview is no refusal
+                metrics.no_valid_host_early(early.eliminated_by)
+                raise
+            return self.place(req, hosts)
 
     def place(self, req: SchedulingRequest, hosts: list[HostState]
               ) -> list[list[dict[str, Any]]]:
@@ -489,7 +494,8 @@ def _group_state(conn: Connection, req: SchedulingRequest, cell_dbs: Sequence[Da
     try:
         group = server_groups.get(conn, req.group_uuid, cell_db=cell_dbs)
     except NotFound:
-        raise NoValidHost(f"Instance group {req.group_uuid} could not be found.") from None
+        raise NoValidHost(f"Instance group {req.group_uuid} could not be found.",
+                          "ServerGroupNotFound") from None
     scheduling = set(req.instance_uuids)
     per_host = Counter(host for inst, host in
                        server_groups.member_hosts(conn, group.uuid, cell_dbs).items()
@@ -520,7 +526,7 @@ def _prefilters(conn: Connection, settings: ComputeSettings, req: SchedulingRequ
             found.append(mine)
         elif settings.placement_aggregate_required_for_tenants:
             LOG.info("project %s has no aggregate and one is required", req.project_id)
-            raise NoValidHost(NOT_ENOUGH_HOSTS)
+            raise NoValidHost(NOT_ENOUGH_HOSTS, "TenantAggregateRequired")
     return found
 
 
@@ -532,5 +538,6 @@ def _destination_node(req: SchedulingRequest, nodes: Mapping[str, NodeRecord]) -
     matching = sorted(n.uuid for n in nodes.values()
                       if n.host == dest.host and (dest.node is None or n.node == dest.node))
     if not matching:
-        raise NoValidHost(f"Compute host {dest.host} could not be found.")
+        raise NoValidHost(f"Compute host {dest.host} could not be found.",
+                          "DestinationNotFound")
     return matching[0] if len(matching) == 1 else None
