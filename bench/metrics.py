@@ -21,11 +21,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import socket
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,6 +33,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import move_counts  # noqa: E402
 import moves  # noqa: E402
 import servers  # noqa: E402
 
@@ -43,8 +42,6 @@ import servers  # noqa: E402
 def _app(db_url: str, hosts: int) -> Iterator[tuple[str, Any, Any]]:
     """The whole app on a uvicorn thread, periodic work and the audit gauge out of the way;
     yields its URL, its control plane and its `/metrics` app."""
-    import uvicorn
-
     from stowage import config
     from stowage.cli import build_asgi, plane_of
     from stowage.compute.cells import bootstrap
@@ -58,24 +55,14 @@ def _app(db_url: str, hosts: int) -> Iterator[tuple[str, Any, Any]]:
     schema.upgrade(db)
     cells = bootstrap(db)
     app = build_asgi(settings, db, at_root=False, cells=cells)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    plane = plane_of(app)
-    try:
-        yield f"http://127.0.0.1:{port}", plane, dict(app.mounts)["/metrics"]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        plane.stop()
-        cells.dispose()
-        db.dispose()
+    with move_counts.on_thread(app) as url:
+        plane = plane_of(app)
+        try:
+            yield url, plane, dict(app.mounts)["/metrics"]
+        finally:
+            plane.stop()
+            cells.dispose()
+            db.dispose()
 
 
 def _boot(url: str, plane: object, count: int) -> None:

@@ -141,8 +141,6 @@ def _app(db_url: str, hosts: int = 3, count: bool = True, report_interval: float
          ) -> Iterator[tuple[str, Any, _Listener]]:
     """The whole app on a uvicorn thread, periodic work out of the way (`ops.py` too:
     it times CPU, so it asks for no statement listener, `count=False`)."""
-    import uvicorn
-
     from stowage import config
     from stowage.cli import build_asgi, plane_of
     from stowage.compute.cells import bootstrap
@@ -160,7 +158,26 @@ def _app(db_url: str, hosts: int = 3, count: bool = True, report_interval: float
         listener.attach(engine)
     app = build_asgi(config.Settings(database=db_url, compute=quiet), db, at_root=False,
                      cells=cells)
-    with contextlib.closing(_socket()) as sock:
+    with on_thread(app) as url:
+        plane = plane_of(app)
+        try:
+            yield url, plane, listener
+        finally:
+            plane.stop()
+            cells.dispose()
+            db.dispose()
+
+
+@contextlib.contextmanager
+def on_thread(app: Any) -> Iterator[str]:
+    """`app` served by uvicorn on a thread of this process (loopback, a free port), as
+    the benches that time server CPU need it; yields its URL, stops it on exit."""
+    import socket
+
+    import uvicorn
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="warning", lifespan="off"))
@@ -168,23 +185,11 @@ def _app(db_url: str, hosts: int = 3, count: bool = True, report_interval: float
     thread.start()
     while not server.started:
         time.sleep(0.02)
-    plane = plane_of(app)
     try:
-        yield f"http://127.0.0.1:{port}", plane, listener
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=10)
-        plane.stop()
-        cells.dispose()
-        db.dispose()
-
-
-def _socket() -> Any:
-    import socket
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    return sock
 
 
 def _act(client: httpx.Client, plane: Any, server_id: str, body: Any, expect: int) -> None:
