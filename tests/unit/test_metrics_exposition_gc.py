@@ -1,5 +1,5 @@
 """A scrape builds its answer with the cyclic collector paused, and leaves it as it found it
-(why: `metrics.endpoint._collector_paused`; the figures: bench/metrics.py)."""
+(why: `stowage.collector`; the figures: bench/metrics.py)."""
 
 from __future__ import annotations
 

@@ -36,21 +36,20 @@ earlier instances are undone before `NoValidHost` is raised, so nothing leaks.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import datetime
-import gc
 import itertools
 import logging
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
+from stowage import collector
 from stowage.compute import aggregates, server_groups
 from stowage.compute import cells as cell_records
 from stowage.compute.cells import CellMapping, Cells
@@ -144,7 +143,7 @@ class Scheduler:
                             instance_uuids: list[str]) -> list[list[dict[str, Any]]]:
         """Per instance, in order: the claimed selection, then unclaimed alternates."""
         req = SchedulingRequest.from_spec(spec, instance_uuids)
-        with _collector_paused():
+        with collector.paused():
             try:
                 hosts = self._host_states(req)
             except NoValidHost as early:  # counted here: a drain's preview is no refusal
@@ -203,7 +202,7 @@ class Scheduler:
         409 to lose, since nothing is claimed).
         """
         req = SchedulingRequest.from_spec(spec, [instance_uuid])
-        with _collector_paused():
+        with collector.paused():
             hosts = self._host_states(req)
             if adjust is not None:
                 adjust(req, hosts)
@@ -418,29 +417,6 @@ class Scheduler:
                 self.placement.write_many(holdings)
             except Exception:
                 LOG.exception("could not undo the scheduler's claim for %s", uuid)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for one decision.
-
-    Why: a decision over 1,000 candidates allocates ~20,000 dicts and lists
-    (the decoded answer, the host states) that all die, by reference count,
-    when it returns. With the collector on, they trip dozens of collections
-    that promote them and now and then traverse every object of the process
-    (interleaved on a loaded machine: mean 41 ms per decision with it on, 28
-    paused; medians 30 and 27). Paused, they are
-    freed before the collector ever sees them; cycles made meanwhile are
-    collected once it runs again. It is off process-wide for these
-    milliseconds only; a thread that found it already off leaves it alone.
-    """
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 @dataclass
