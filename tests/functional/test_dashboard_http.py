@@ -224,6 +224,17 @@ def test_state_changes_need_a_post_with_the_form_value(cloud: Cloud) -> None:
     assert httpx.get(cloud.live.url + "/dashboard/logout", timeout=30).status_code == 405
 
 
+def test_a_sign_in_body_over_the_forms_size_is_refused_unread(cloud: Cloud) -> None:
+    """The sign-in form is read by the services' bounded reader: a body past its
+    16 KiB is a 413 that closes the connection, before any of it is looked at."""
+    big = {"username": "admin", "password": "x" * 20_000, "project": "admin", "csrf": "c"}
+    resp = httpx.post(cloud.live.url + "/dashboard/login", data=big, timeout=30)
+    assert resp.status_code == 413, resp.text
+    assert resp.headers["connection"] == "close"
+    assert "16384 bytes" in resp.json()["error"]
+    assert "set-cookie" not in resp.headers
+
+
 @pytest.fixture
 def identity_live(live_identity: LiveServer) -> LiveServer:
     return live_identity

@@ -43,6 +43,7 @@ from stowage.web.dashboard.render_plans import drain_href
 from stowage.web.dashboard.servers import server_page
 from stowage.web.dashboard.world import World
 from stowage.web.http import Request, Response, json_response
+from stowage.web.limits import BodyLimits, BodyRefused, ClientGone, read_body
 
 __all__ = ["DashboardApp", "PREFIX", "REFRESH_MS"]
 
@@ -93,6 +94,8 @@ class DashboardApp:
         self.world = world
         self.audit = AuditView(world)
         self.capacity = CapacityView(world)
+        # A sign-in form is small: the services' reader, held to the form's size.
+        self._form_limits = BodyLimits(_MAX_FORM, _MAX_FORM, world.settings.api.body_timeout)
         self._data: dict[str, Callable[[Mapping[str, str]], dict[str, Any]]] = {
             "hosts": lambda q: host_page(world, q),
             "servers": lambda q: server_page(world, q),
@@ -105,9 +108,16 @@ class DashboardApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.monotonic()
         req = _request(scope)
-        if req.method == "POST":
-            req.body = await _read_form(receive, req.headers)
-        resp = await run_in_threadpool(self._answer, req)
+        try:
+            if req.method == "POST":
+                req.body, _ = await read_body(receive, req.headers, self._form_limits)
+            resp = await run_in_threadpool(self._answer, req)
+        except ClientGone:
+            return
+        except BodyRefused as exc:
+            # The rest of the body stays unread: answer, then close the connection.
+            resp = json_response({"error": exc.detail}, exc.status,
+                                 headers=[("connection", "close")])
         request_id = new_request_id()
         resp.headers.append(("x-openstack-request-id", request_id))
         query = f"?{req.query_string}" if req.query_string else ""
@@ -271,22 +281,3 @@ def _request(scope: Scope) -> Request:
                    query_string=scope.get("query_string", b"").decode("latin-1"),
                    headers=headers, body=b"", base_url=f"{scheme}://{host}",
                    remote_addr=str(client[0]) if client else "-")
-
-
-async def _read_form(receive: Receive, headers: Mapping[str, str]) -> bytes:
-    """A sign-in form's body, at most `_MAX_FORM` bytes (the rest is not kept)."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size <= _MAX_FORM:
-            chunks.append(chunk)
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks) if size <= _MAX_FORM else b""
-
-
