@@ -200,6 +200,11 @@ def _router_for(conn: Connection, fip: FloatingIp, port_id: str, fixed: ipam.Fix
                     r.c.gw_network_id == fip.floating_network_id)
              .order_by(r.c.created_at, r.c.id).limit(1))
     found = conn.execute(query).scalar()
+    if found is not None:
+        # Share-lock the router, then look again: an interface or gateway removal that
+        # held it (its revision bump) has committed by now, and is seen.
+        conn.execute(sa.select(r.c.id).where(r.c.id == found).with_for_update(read=True))
+        found = conn.execute(query).scalar()
     if found is None:
         raise e.not_found("ExternalGatewayForFloatingIPNotFound", "External network "
                           f"{fip.floating_network_id} is not reachable from subnet "
