@@ -45,7 +45,8 @@ def _render(conn: Connection, req: Request,
     guard = common.guard(req)
     found = [f for f in found if guard.allows("get_floatingip", floating_ips.target(f))]
     attached = ports.of_ids(conn, [f.port_id for f in found if f.port_id])
-    return [views.floating_ip(f, attached.get(f.port_id or "")) for f in found]
+    return [guard.shown("get_floatingip", views.floating_ip(f, attached.get(f.port_id or "")),
+                        floating_ips.target(f)) for f in found]
 
 
 def _one(conn: Connection, req: Request, fip: floating_ips.FloatingIp) -> dict[str, Any]:

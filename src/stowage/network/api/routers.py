@@ -60,12 +60,17 @@ _INTERFACE = (Attr("subnet_id", uuid_value), Attr("port_id", uuid_value))
 _ROUTES = (Attr("routes", host_routes, required=True),)
 
 
+def _view(req: Request, router: routers.Router) -> dict[str, Any]:
+    """The router less the attributes a `get_router:<attribute>` rule hides."""
+    return common.guard(req).shown("get_router", views.router(router), routers.target(router))
+
+
 def list_routers(req: Request) -> Response:
     filters = common.query_filters(req, FILTERS)
     found = common.read(req, lambda conn: routers.list_routers(conn, req.context,
                                                                filters.get("id")))
     guard = common.guard(req)
-    seen = [views.router(r) for r in found if guard.allows("get_router", routers.target(r))]
+    seen = [_view(req, r) for r in found if guard.allows("get_router", routers.target(r))]
     return common.listing(req, seen, filters, "routers")
 
 
@@ -74,7 +79,7 @@ def show_router(req: Request) -> Response:
     found = common.read(req, lambda conn: routers.get(conn, req.context, router_id))
     if not common.guard(req).allows("get_router", routers.target(found)):
         raise routers.missing(router_id)
-    return json_response({"router": common.select_fields(views.router(found),
+    return json_response({"router": common.select_fields(_view(req, found),
                                                          common.fields_of(req))})
 
 
@@ -82,7 +87,7 @@ def create_router(req: Request) -> Response:
     settings = req.app.settings.network
     guard = common.guard(req)
     return common.created(req, "router", ATTRS, "create_router", lambda conn, values:
-                          views.router(routers.create(conn, guard, values, settings)))
+                          _view(req, routers.create(conn, guard, values, settings)))
 
 
 def update_router(req: Request) -> Response:
@@ -91,7 +96,7 @@ def update_router(req: Request) -> Response:
     settings = req.app.settings.network
     changed = common.write(req, lambda conn: routers.update(
         conn, common.guard(req), req.params["router_id"], values, expected, settings))
-    return json_response({"router": views.router(changed)})
+    return json_response({"router": _view(req, changed)})
 
 
 def delete_router(req: Request) -> Response:
@@ -142,7 +147,7 @@ def _change_routes(req: Request, adding: bool) -> Response:
     values = parse(req, "router", _ROUTES, create=True, action=action)
     changed = common.write(req, lambda conn: router_interfaces.change_routes(
         conn, common.guard(req), req.params["router_id"], values["routes"], adding))
-    return json_response({"router": views.router(changed)})
+    return json_response({"router": _view(req, changed)})
 
 
 def add_extraroutes(req: Request) -> Response:
