@@ -1,8 +1,9 @@
 """Network records: create (claiming a segment), read, list, update and delete.
 
-A network is deleted together with its subnets and the ports the service
-itself owns (`AUTO_DELETED_OWNERS`, e.g. DHCP ports); any other port on it
-makes the delete a 409 NetworkInUse and nothing changes.
+A network is deleted together with its subnets, the ports the service
+itself owns (`AUTO_DELETED_OWNERS`, e.g. DHCP ports) and its unassociated
+floating IPs; any other port on it makes the delete a 409 NetworkInUse and
+nothing changes.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ class Network:
     updated_at: datetime.datetime
     subnet_ids: list[str] = field(default_factory=list)
     status: str = "ACTIVE"
+    # Extension external-net: routers' gateways and floating IPs live here.
+    external: bool = False
 
 
 def missing(network_id: str) -> DomainError:
@@ -63,7 +66,8 @@ def missing(network_id: str) -> DomainError:
 def target(network: Network) -> dict[str, object]:
     """What the policy rules see of a network (see `policy.Guard`)."""
     return {"id": network.id, "project_id": network.project_id,
-            "tenant_id": network.project_id, "shared": network.shared}
+            "tenant_id": network.project_id, "shared": network.shared,
+            "router:external": network.external}
 
 
 def parent_target(conn: Connection, network_id: str) -> dict[str, object]:
@@ -100,14 +104,16 @@ def _networks(conn: Connection, where: sa.ColumnElement[bool]) -> list[Network]:
                     bool(r.shared), int(r.mtu),
                     Segment(r.network_type, r.physical_network, r.segmentation_id),
                     r.qos_policy_id, int(r.revision_number), r.created_at, r.updated_at,
-                    subnets[r.id]) for r in rows]
+                    subnets[r.id], external=bool(r.router_external)) for r in rows]
 
 
 def _visible(ctx: RequestContext) -> sa.ColumnElement[bool]:
     if ctx.is_admin:
         return sa.true()
-    # shared OR project_id = :project
-    return sa.or_(_N.c.shared.is_(True), _N.c.project_id == (ctx.project_id or ""))
+    # shared OR router_external OR project_id = :project (Neutron shows external networks
+    # to every project: its `get_network` rule has `rule:external`)
+    return sa.or_(_N.c.shared.is_(True), _N.c.router_external.is_(True),
+                  _N.c.project_id == (ctx.project_id or ""))
 
 
 def get(conn: Connection, ctx: RequestContext, network_id: str) -> Network:
@@ -189,7 +195,8 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
            "admin_state_up": values.get("admin_state_up", True),
            "shared": values.get("shared", False),
            "mtu": _mtu(values.get("mtu"), segment, settings),
-           "qos_policy_id": values.get("qos_policy_id"), "revision_number": 0,
+           "qos_policy_id": values.get("qos_policy_id"),
+           "router_external": values.get("router:external", False), "revision_number": 0,
            "created_at": now, "updated_at": now}
     _insert(conn, ctx, row, segment)
     return get(conn, ctx, row["id"])
@@ -226,6 +233,18 @@ def _check_unsharing(conn: Connection, network: Network) -> None:
                        f"network {network.id}. Multiple tenants are using it.")
 
 
+def _check_unexternal(conn: Connection, network: Network) -> None:
+    """Neutron keeps a network external while routers' gateways or floating IPs use it."""
+    p = t.ports
+    # SELECT id FROM ports WHERE network_id = :network AND device_owner IN (...) LIMIT 1
+    used = conn.execute(sa.select(p.c.id).where(
+        p.c.network_id == network.id,
+        p.c.device_owner.in_(["network:router_gateway", "network:floatingip"])).limit(1))
+    if used.first() is not None:
+        raise e.in_use("ExternalNetworkInUse", f"External network {network.id} cannot be "
+                       "updated to be made non-external, since it has existing gateway ports.")
+
+
 def update(conn: Connection, guard: Guard, network_id: str,
            values: Mapping[str, Any], expected: int | None,
            settings: NetworkSettings) -> Network:
@@ -236,8 +255,12 @@ def update(conn: Connection, guard: Guard, network_id: str,
         qos.check_usable(conn, ctx, values["qos_policy_id"])
     if values.get("shared") is False and network.shared:
         _check_unsharing(conn, network)
+    if values.get("router:external") is False and network.external:
+        _check_unexternal(conn, network)
     changes = {k: values[k] for k in ("name", "description", "admin_state_up", "shared",
                                       "qos_policy_id") if k in values}
+    if "router:external" in values:
+        changes["router_external"] = values["router:external"]
     if "mtu" in values:
         changes["mtu"] = _mtu(values["mtu"], network.segment, settings)
     if changes:
@@ -245,9 +268,22 @@ def update(conn: Connection, guard: Guard, network_id: str,
     return get(conn, ctx, network_id)
 
 
+def _delete_free_floating_ips(conn: Connection, network_id: str) -> None:
+    """Neutron deletes an external network's unassociated floating IPs with it (associated
+    ones keep their port, and the network in use)."""
+    f = t.floatingips
+    free = conn.execute(sa.select(f.c.id, f.c.floating_port_id).where(
+        f.c.floating_network_id == network_id, f.c.fixed_port_id.is_(None))).all()
+    if free:
+        conn.execute(f.delete().where(f.c.id.in_([r.id for r in free])))
+        conn.execute(t.ports.delete().where(
+            t.ports.c.id.in_([r.floating_port_id for r in free])))
+
+
 def delete(conn: Connection, guard: Guard, network_id: str,
            expected: int | None) -> None:
     _owned(conn, guard, network_id, "delete_network", expected)
+    _delete_free_floating_ips(conn, network_id)
     p = t.ports
     # SELECT id, device_owner FROM ports WHERE network_id = :network
     ports = conn.execute(sa.select(p.c.id, p.c.device_owner)
