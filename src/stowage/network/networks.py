@@ -54,6 +54,8 @@ class Network:
     updated_at: datetime.datetime
     subnet_ids: list[str] = field(default_factory=list)
     status: str = "ACTIVE"
+    # Extension external-net: routers' gateways and floating IPs live here.
+    external: bool = False
 
 
 def missing(network_id: str) -> DomainError:
@@ -63,7 +65,8 @@ def missing(network_id: str) -> DomainError:
 def target(network: Network) -> dict[str, object]:
     """What the policy rules see of a network (see `policy.Guard`)."""
     return {"id": network.id, "project_id": network.project_id,
-            "tenant_id": network.project_id, "shared": network.shared}
+            "tenant_id": network.project_id, "shared": network.shared,
+            "router:external": network.external}
 
 
 def parent_target(conn: Connection, network_id: str) -> dict[str, object]:
@@ -100,14 +103,16 @@ def _networks(conn: Connection, where: sa.ColumnElement[bool]) -> list[Network]:
                     bool(r.shared), int(r.mtu),
                     Segment(r.network_type, r.physical_network, r.segmentation_id),
                     r.qos_policy_id, int(r.revision_number), r.created_at, r.updated_at,
-                    subnets[r.id]) for r in rows]
+                    subnets[r.id], external=bool(r.router_external)) for r in rows]
 
 
 def _visible(ctx: RequestContext) -> sa.ColumnElement[bool]:
     if ctx.is_admin:
         return sa.true()
-    # shared OR project_id = :project
-    return sa.or_(_N.c.shared.is_(True), _N.c.project_id == (ctx.project_id or ""))
+    # shared OR router_external OR project_id = :project (Neutron shows external networks
+    # to every project: its `get_network` rule has `rule:external`)
+    return sa.or_(_N.c.shared.is_(True), _N.c.router_external.is_(True),
+                  _N.c.project_id == (ctx.project_id or ""))
 
 
 def get(conn: Connection, ctx: RequestContext, network_id: str) -> Network:
@@ -189,7 +194,8 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
            "admin_state_up": values.get("admin_state_up", True),
            "shared": values.get("shared", False),
            "mtu": _mtu(values.get("mtu"), segment, settings),
-           "qos_policy_id": values.get("qos_policy_id"), "revision_number": 0,
+           "qos_policy_id": values.get("qos_policy_id"),
+           "router_external": values.get("router:external", False), "revision_number": 0,
            "created_at": now, "updated_at": now}
     _insert(conn, ctx, row, segment)
     return get(conn, ctx, row["id"])
@@ -226,6 +232,18 @@ def _check_unsharing(conn: Connection, network: Network) -> None:
                        f"network {network.id}. Multiple tenants are using it.")
 
 
+def _check_unexternal(conn: Connection, network: Network) -> None:
+    """Neutron keeps a network external while routers' gateways or floating IPs use it."""
+    p = t.ports
+    # SELECT id FROM ports WHERE network_id = :network AND device_owner IN (...) LIMIT 1
+    used = conn.execute(sa.select(p.c.id).where(
+        p.c.network_id == network.id,
+        p.c.device_owner.in_(["network:router_gateway", "network:floatingip"])).limit(1))
+    if used.first() is not None:
+        raise e.in_use("ExternalNetworkInUse", f"External network {network.id} cannot be "
+                       "updated to be made non-external, since it has existing gateway ports.")
+
+
 def update(conn: Connection, guard: Guard, network_id: str,
            values: Mapping[str, Any], expected: int | None,
            settings: NetworkSettings) -> Network:
@@ -236,8 +254,12 @@ def update(conn: Connection, guard: Guard, network_id: str,
         qos.check_usable(conn, ctx, values["qos_policy_id"])
     if values.get("shared") is False and network.shared:
         _check_unsharing(conn, network)
+    if values.get("router:external") is False and network.external:
+        _check_unexternal(conn, network)
     changes = {k: values[k] for k in ("name", "description", "admin_state_up", "shared",
                                       "qos_policy_id") if k in values}
+    if "router:external" in values:
+        changes["router_external"] = values["router:external"]
     if "mtu" in values:
         changes["mtu"] = _mtu(values["mtu"], network.segment, settings)
     if changes:

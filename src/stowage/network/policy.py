@@ -4,8 +4,8 @@ later) for the resources stowage serves, and the one question domain code asks o
 With the defaults (`[policy] enforce_new_defaults = true`):
 
 - admins (`rule:admin_only`) see and change everything;
-- a project's **readers** see its networks, subnets, ports, security groups
-  and QoS policies; its **members** also create, change and delete them; a
+- a project's **readers** see its networks, subnets, ports, security groups,
+  routers, floating IPs and QoS policies; its **members** also create, change and delete them; a
   token with neither role, or without a project (system scope), may do
   none of it. Anybody with a role sees shared networks (and their subnets)
   and shared QoS policies;
@@ -90,13 +90,13 @@ def _admin_attrs(action: str, names: Iterable[str]) -> Rules:
 _PROVIDER = ("provider:network_type", "provider:physical_network", "provider:segmentation_id")
 _NETWORKS: Rules = {
     "create_network": (ADMIN_OR_MEMBER, _ANY),
-    **_admin_attrs("create_network", ("shared", *_PROVIDER)),
+    **_admin_attrs("create_network", ("shared", "router:external", *_PROVIDER)),
     "get_network": (f"{ADMIN_OR_READER} or rule:shared or rule:external or "
                     "rule:context_is_advsvc",
                     f"{_OWNER} or rule:shared or rule:external or rule:context_is_advsvc"),
     **_admin_attrs("get_network", _PROVIDER),
     "update_network": (ADMIN_OR_MEMBER, _OWNER),
-    **_admin_attrs("update_network", ("shared", *_PROVIDER)),
+    **_admin_attrs("update_network", ("shared", "router:external", *_PROVIDER)),
     "delete_network": (ADMIN_OR_MEMBER, _OWNER),
 }
 _SUBNETS: Rules = {
@@ -165,6 +165,30 @@ _QOS: Rules = {
     "delete_policy_minimum_bandwidth_rule": (ADMIN, _LEGACY_ADMIN),
 }
 
+# Routers and floating IPs (neutron/conf/policies/router.py, floatingip.py): a project's
+# members; choosing the gateway's or a floating IP's address, or SNAT, is admins' only.
+_GATEWAY = "external_gateway_info"
+_ROUTERS: Rules = {
+    **{name: (ADMIN_OR_MEMBER, _OWNER)
+       for name in ("create_router", f"create_router:{_GATEWAY}",
+                    f"create_router:{_GATEWAY}:network_id", "update_router",
+                    f"update_router:{_GATEWAY}", f"update_router:{_GATEWAY}:network_id",
+                    "delete_router", "add_router_interface", "remove_router_interface",
+                    "add_extraroutes", "remove_extraroutes")},
+    **_admin_attrs("create_router", (f"{_GATEWAY}:enable_snat",
+                                     f"{_GATEWAY}:external_fixed_ips")),
+    **_admin_attrs("update_router", (f"{_GATEWAY}:enable_snat",
+                                     f"{_GATEWAY}:external_fixed_ips")),
+    "get_router": (ADMIN_OR_READER, _OWNER),
+}
+_FLOATING_IPS: Rules = {
+    "create_floatingip": (ADMIN_OR_MEMBER, _ANY),
+    **_admin_attrs("create_floatingip", ("floating_ip_address",)),
+    "get_floatingip": (ADMIN_OR_READER, _OWNER),
+    "update_floatingip": (ADMIN_OR_MEMBER, _OWNER),
+    "delete_floatingip": (ADMIN_OR_MEMBER, _OWNER),
+}
+
 # Quotas (neutron/conf/policies/quotas.py): admins only. A project reads its own limits
 # without any rule, as Neutron's quotas controller skips `get_quota` for them
 # (network/quotas.py `authorize`).
@@ -172,7 +196,7 @@ _QUOTAS: Rules = {name: (ADMIN, _LEGACY_ADMIN)
                   for name in ("get_quota", "update_quota", "delete_quota")}
 
 NETWORK_RULES: Rules = {**_BASE, **_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS,
-                        **_QOS, **_QUOTAS}
+                        **_QOS, **_ROUTERS, **_FLOATING_IPS, **_QUOTAS}
 
 
 def enforcer(settings: PolicySettings) -> Enforcer:

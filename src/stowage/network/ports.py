@@ -50,13 +50,15 @@ from stowage.network.policy import Guard
 from stowage.network.segments import Segment
 from stowage.network.standard import lock, try_insert, utcnow
 
-__all__ = ["Port", "get", "list_ports", "create", "update", "delete", "locked",
-           "resource_requests", "missing", "target", "MAC_ATTEMPTS"]
+__all__ = ["Port", "get", "list_ports", "create", "create_owned", "update", "delete", "of_ids",
+           "locked", "resource_requests", "missing", "target", "MAC_ATTEMPTS", "L3_OWNERS"]
 
 # Neutron's mac_generation_retries.
 MAC_ATTEMPTS = 16
 _P = t.ports
 _N = t.networks
+# The ports routers and floating IPs own: not deleted through the port API (409), as Neutron.
+L3_OWNERS = ("network:router_interface", "network:router_gateway", "network:floatingip")
 _BINDING_KEYS = {"binding:host_id": "host", "binding:vnic_type": "vnic_type",
                  "binding:profile": "profile"}
 
@@ -149,6 +151,13 @@ def get(conn: Connection, ctx: RequestContext, port_id: str) -> Port:
     return found[0]
 
 
+def of_ids(conn: Connection, port_ids: Sequence[str]) -> dict[str, Port]:
+    """The ports of those ids, whoever may see them (a floating IP's `port_details`)."""
+    if not port_ids:
+        return {}
+    return {p.id: p for p in _ports(conn, _P.c.id.in_(list(port_ids)))}
+
+
 def list_ports(conn: Connection, ctx: RequestContext,
                narrow: Mapping[str, Sequence[str]] | None = None) -> list[Port]:
     """Visible ports; `narrow` maps id / network_id / device_id / device_owner /
@@ -210,6 +219,28 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
     if groups is not None or not str(row["device_owner"]).startswith("network:"):
         security_groups.set_port_groups(conn, row["id"], row["project_id"], groups)
     return get(conn, ctx, row["id"])
+
+
+def create_owned(conn: Connection, network_id: str, project_id: str, owner: str,
+                 device_id: str, fixed_ips: Sequence[Mapping[str, Any]] | None,
+                 base_mac: str, ip_version: int | None = None) -> str:
+    """A port the service makes for a router or a floating IP (no rules, no quota, no
+    security group, as Neutron's L3 plugin makes them); returns its id. With
+    `ip_version`, automatic addresses come from subnets of that version only."""
+    network = networks.hold(conn, network_id)
+    held = subnets.of_network(conn, network.id, hold=True)
+    if ip_version is not None:
+        held = [s for s in held if s.ip_version == ip_version]
+    now = utcnow()
+    port_id = str(uuid.uuid4())
+    row = {"id": port_id, "network_id": network.id, "project_id": project_id,
+           "name": "", "description": "", "admin_state_up": True, "device_id": device_id,
+           "device_owner": owner, "qos_policy_id": None, "revision_number": 0,
+           "created_at": now, "updated_at": now}
+    _insert(conn, row, None, base_mac)
+    bindings.add_active(conn, port_id, "", "normal", {}, network.segment)
+    ipam.allocate(conn, port_id, network.id, held, fixed_ips)
+    return port_id
 
 
 def locked(conn: Connection, guard: Guard, port_id: str, expected: int | None,
@@ -286,8 +317,25 @@ def update(conn: Connection, guard: Guard, port_id: str, values: Mapping[str, An
 def delete(conn: Connection, guard: Guard, port_id: str, expected: int | None) -> Port:
     """Delete the port; returns it as it was (its owner is told, see compute_events.py)."""
     port = locked(conn, guard, port_id, expected, "delete_port")
+    if port.device_owner in L3_OWNERS and _device_exists(conn, port):
+        raise e.in_use("ServicePortInUse", f"Port {port_id} cannot be deleted directly via "
+                       f"the port API: has device owner {port.device_owner}.")
+    # Neutron disassociates the port's floating IPs (the foreign key would only clear
+    # the port).
+    fip = t.floatingips
+    conn.execute(fip.update().where(fip.c.fixed_port_id == port_id).values(
+        fixed_port_id=None, fixed_ip_address=None, router_id=None,
+        revision_number=fip.c.revision_number + 1, updated_at=utcnow()))
     conn.execute(_P.delete().where(_P.c.id == port_id))
     return port
+
+
+def _device_exists(conn: Connection, port: Port) -> bool:
+    """Whether the router or floating IP a port says it belongs to exists (Neutron lets
+    a stray one be deleted)."""
+    table = t.floatingips if port.device_owner == "network:floatingip" else t.routers
+    found = conn.execute(sa.select(table.c.id).where(table.c.id == port.device_id))
+    return found.first() is not None
 
 
 def resource_requests(conn: Connection, ports: Sequence[Port],

@@ -7,8 +7,7 @@ resource, usage counted from the records, and the check every create makes.
 - Usage is counted, not tracked: a resource's records whose `project_id` is
   the project's. The `default` security group and the rules Neutron gives
   every group count like any other; making them is never refused (Neutron
-  checks only the records a request asks for). Routers and floating IPs have
-  limits but no records yet: their usage is 0.
+  checks only the records a request asks for).
 - `claim()` is the check of a create, inside its transaction: it locks the
   project's row in `network_quota_holds`, then counts. Two creators of one
   project are thus counted one after the other (READ COMMITTED on PostgreSQL
@@ -45,8 +44,8 @@ _Q = t.network_quotas
 _H = t.network_quota_holds
 # The table whose rows a resource's usage counts (None: no records yet).
 _COUNTED: dict[str, sa.Table | None] = {
-    "network": t.networks, "subnet": t.subnets, "port": t.ports, "router": None,
-    "floatingip": None, "security_group": t.security_groups,
+    "network": t.networks, "subnet": t.subnets, "port": t.ports, "router": t.routers,
+    "floatingip": t.floatingips, "security_group": t.security_groups,
     "security_group_rule": t.security_group_rules}
 
 

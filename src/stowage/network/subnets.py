@@ -27,7 +27,7 @@ from stowage.network import tables as t
 from stowage.network.policy import Guard
 from stowage.network.standard import lock, utcnow
 
-__all__ = ["Subnet", "get", "list_subnets", "of_network", "create", "update", "delete",
+__all__ = ["Subnet", "get", "get_any", "list_subnets", "of_network", "create", "update", "delete",
            "missing", "targets", "MAX_DNS_NAMESERVERS", "MAX_HOST_ROUTES"]
 
 # Neutron's max_dns_nameservers and max_subnet_host_routes defaults.
@@ -110,6 +110,12 @@ def get(conn: Connection, ctx: RequestContext, subnet_id: str) -> Subnet:
     if not found:
         raise missing(subnet_id)
     return found[0]
+
+
+def get_any(conn: Connection, subnet_id: str) -> Subnet | None:
+    """The subnet, whoever may see it (a router's view of its own interfaces)."""
+    found = _subnets(conn, _S.c.id == subnet_id)
+    return found[0] if found else None
 
 
 def list_subnets(conn: Connection, ctx: RequestContext,

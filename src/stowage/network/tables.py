@@ -42,7 +42,7 @@ from stowage.placement.tables import exact_string
 __all__ = ["metadata", "qos_policies", "qos_minimum_bandwidth_rules", "networks", "subnets",
            "ports", "port_bindings", "ip_allocations", "security_groups",
            "default_security_groups", "security_group_rules", "port_security_groups",
-           "network_quotas", "network_quota_holds"]
+           "network_quotas", "network_quota_holds", "routers", "floatingips"]
 
 metadata = sa.MetaData()
 
@@ -93,6 +93,9 @@ networks = sa.Table(
     sa.Column("segment_key", exact_string(128), nullable=True),
     sa.Column("qos_policy_id", exact_string(36), sa.ForeignKey("qos_policies.id"),
               nullable=True),
+    # Extension external-net: routers may have their gateway here, floating IPs come from it.
+    sa.Column("router_external", sa.Boolean, nullable=False, default=False,
+              server_default=sa.false()),
     *_standard(),
     sa.UniqueConstraint("segment_key", name="uniq_networks_segment_key"),
 )
@@ -214,4 +217,45 @@ network_quota_holds = sa.Table(
     sa.Column("project_id", exact_string(255), primary_key=True),
     # Bumped by every hold, so the UPDATE that takes the row lock always changes it.
     sa.Column("holds", sa.BigInteger, nullable=False),
+)
+
+routers = sa.Table(
+    "routers", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("name", exact_string(255), nullable=False),
+    sa.Column("description", sa.String(255), nullable=False),
+    sa.Column("admin_state_up", sa.Boolean, nullable=False),
+    # The gateway: a port (device_owner network:router_gateway) on an external network.
+    sa.Column("gw_port_id", exact_string(36), sa.ForeignKey("ports.id"), nullable=True),
+    sa.Column("gw_network_id", exact_string(36), nullable=True),
+    sa.Column("enable_snat", sa.Boolean, nullable=False),
+    # Extension extraroute: [{"destination", "nexthop"}].
+    sa.Column("routes", sa.JSON, nullable=False),
+    *_standard(),
+    sa.Index("ix_routers_project", "project_id"),
+)
+
+floatingips = sa.Table(
+    "floatingips", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("description", sa.String(255), nullable=False),
+    sa.Column("floating_network_id", exact_string(36), sa.ForeignKey("networks.id"),
+              nullable=False),
+    # The port holding the address (device_owner network:floatingip); deleted with it.
+    sa.Column("floating_port_id", exact_string(36),
+              sa.ForeignKey("ports.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("floating_ip_address", sa.String(64), nullable=False),
+    # The association: a fixed IP of a port, reached through router_id.
+    sa.Column("fixed_port_id", exact_string(36),
+              sa.ForeignKey("ports.id", ondelete="SET NULL"), nullable=True),
+    sa.Column("fixed_ip_address", sa.String(64), nullable=True),
+    sa.Column("router_id", exact_string(36), sa.ForeignKey("routers.id"), nullable=True),
+    *_standard(),
+    # One floating IP per fixed IP of a port, whoever associates at the same moment.
+    sa.UniqueConstraint("fixed_port_id", "fixed_ip_address",
+                        name="uniq_floatingips_fixed_port_ip"),
+    sa.Index("ix_floatingips_project", "project_id"),
+    sa.Index("ix_floatingips_router", "router_id"),
 )

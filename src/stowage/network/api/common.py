@@ -41,7 +41,7 @@ WRITE_ATTEMPTS = 4
 PAGING_PARAMS = frozenset({"fields", "limit", "marker", "page_reverse", "sort_key",
                            "sort_dir"})
 # The attributes Neutron converts to booleans (convert_to_boolean) when they filter.
-BOOLEAN_FILTERS = frozenset({"admin_state_up", "shared", "enable_dhcp"})
+BOOLEAN_FILTERS = frozenset({"admin_state_up", "shared", "enable_dhcp", "router:external"})
 SORT_DIRECTIONS = ("asc", "desc")
 
 

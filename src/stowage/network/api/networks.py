@@ -32,11 +32,13 @@ ATTRS = owned_attrs(
     Attr("provider:network_type", string(32)),
     Attr("provider:physical_network", lambda v: None if v is None else string(64)(v)),
     Attr("provider:segmentation_id", integer(nullable=True)),
+    Attr("router:external", boolean),
     *read_only("status", "subnets"),
 )
 FILTERS = ("id", "name", "description", "status", "admin_state_up", "shared", "mtu",
            "tenant_id", "project_id", "qos_policy_id", "revision_number",
-           "provider:network_type", "provider:physical_network", "provider:segmentation_id")
+           "provider:network_type", "provider:physical_network", "provider:segmentation_id",
+           "router:external")
 
 
 def list_networks(req: Request) -> Response:

@@ -24,6 +24,18 @@ EXTENSIONS: dict[str, tuple[str, str, str]] = {
                 "application", "2014-02-03T10:00:00-00:00"),
     "binding-extended": ("Port Bindings Extended", "Expose port bindings of a virtual port "
                          "to external application", "2017-07-17T10:00:00-00:00"),
+    "external-net": ("Neutron external network", "Adds external network attribute to "
+                     "network resource.", "2013-01-14T10:00:00-00:00"),
+    "ext-gw-mode": ("Neutron L3 Configurable external gateway mode", "Extension of the "
+                    "router abstraction for specifying whether SNAT should occur on the "
+                    "external gateway", "2013-03-28T10:00:00-00:00"),
+    "extraroute": ("Neutron Extra Route", "Extra routes configuration for L3 router",
+                   "2013-02-01T10:00:00-00:00"),
+    "extraroute-atomic": ("Atomically add/remove extra routes", "Edit extra routes of a "
+                          "router on server side by atomically adding/removing extra routes",
+                          "2019-07-10T10:00:00-00:00"),
+    "fip-port-details": ("Floating IP Port Details Extension", "Add port_details attribute "
+                         "to Floating IP resource", "2018-04-09T10:00:00-00:00"),
     "filter-validation": ("Filter parameters validation", "Provides validation on filter "
                           "parameters.", "2018-03-21T10:00:00-00:00"),
     "network-mtu": ("Network MTU", "Provides MTU attribute for a network resource.",
@@ -53,6 +65,9 @@ EXTENSIONS: dict[str, tuple[str, str, str]] = {
                       "usage statistics per project", "2017-02-10T10:00:00-00:00"),
     "quotas": ("Quota management support", "Expose functions for quotas management per "
                "project", "2012-07-29T10:00:00-00:00"),
+    "router": ("Neutron L3 Router", "Router abstraction for basic L3 forwarding between L2 "
+               "Neutron networks and access to external networks via a NAT gateway.",
+               "2012-07-20T10:00:00-00:00"),
     "revision-if-match": ("If-Match constraints based on revision_number", "Extension "
                           "indicating that If-Match based on revision_number is supported.",
                           "2016-12-11T00:00:00-00:00"),
@@ -75,6 +90,7 @@ RESOURCES = (("network", "networks"), ("subnet", "subnets"), ("port", "ports"),
              ("policy", "qos/policies"), ("rule_type", "qos/rule-types"),
              ("security_group", "security-groups"),
              ("security_group_rule", "security-group-rules"), ("quota", "quotas"),
+             ("router", "routers"), ("floatingip", "floatingips"),
              ("extension", "extensions"))
 
 

@@ -14,16 +14,18 @@ from typing import Any
 from stowage.network import ports
 from stowage.network.api.common import stamp
 from stowage.network.bindings import PortBinding
+from stowage.network.floating_ips import FloatingIp
 from stowage.network.networks import Network
 from stowage.network.policy import Guard
 from stowage.network.ports import Port
 from stowage.network.qos import RULE_TYPE, Policy, Rule
+from stowage.network.routers import Router
 from stowage.network.security_group_rules import Rule as GroupRule
 from stowage.network.security_groups import Group
 from stowage.network.subnets import Subnet
 
 __all__ = ["network", "subnet", "port", "binding", "qos_policy", "rule", "security_group",
-           "security_group_rule"]
+           "security_group_rule", "router", "floating_ip"]
 
 
 def _standard(record: Any) -> dict[str, Any]:
@@ -39,7 +41,7 @@ def network(n: Network, guard: Guard) -> dict[str, Any]:
             "provider:network_type": n.segment.network_type,
             "provider:physical_network": n.segment.physical_network,
             "provider:segmentation_id": n.segment.segmentation_id,
-            "qos_policy_id": n.qos_policy_id, **_standard(n)}
+            "qos_policy_id": n.qos_policy_id, "router:external": n.external, **_standard(n)}
     return guard.shown("get_network", view)
 
 
@@ -99,3 +101,29 @@ def security_group_rule(r: GroupRule) -> dict[str, Any]:
 def security_group(g: Group) -> dict[str, Any]:
     return {"id": g.id, "name": g.name,
             "security_group_rules": [security_group_rule(r) for r in g.rules], **_standard(g)}
+
+
+def router(r: Router) -> dict[str, Any]:
+    gateway = None
+    if r.gw_network_id is not None:
+        gateway = {"network_id": r.gw_network_id, "enable_snat": r.enable_snat,
+                   "external_fixed_ips": [{"subnet_id": ip.subnet_id,
+                                           "ip_address": ip.ip_address} for ip in r.gw_ips]}
+    return {"id": r.id, "name": r.name, "status": r.status,
+            "admin_state_up": r.admin_state_up, "external_gateway_info": gateway,
+            "routes": [dict(route) for route in r.routes], **_standard(r)}
+
+
+def _port_details(p: Port | None) -> dict[str, Any] | None:
+    if p is None:
+        return None
+    return {"name": p.name, "network_id": p.network_id, "mac_address": p.mac_address,
+            "admin_state_up": p.admin_state_up, "status": p.status, "device_id": p.device_id,
+            "device_owner": p.device_owner}
+
+
+def floating_ip(f: FloatingIp, attached: Port | None) -> dict[str, Any]:
+    return {"id": f.id, "floating_ip_address": f.floating_ip_address,
+            "floating_network_id": f.floating_network_id, "router_id": f.router_id,
+            "port_id": f.port_id, "fixed_ip_address": f.fixed_ip_address, "status": f.status,
+            "port_details": _port_details(attached), **_standard(f)}

@@ -1,0 +1,100 @@
+"""`/v2.0/floatingips`: list, create, show, update (associate, disassociate, describe),
+delete, with `port_details` (extension `fip-port-details`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from stowage.network import floating_ips, ports
+from stowage.network.api import common, views
+from stowage.network.api.attributes import (
+    DESCRIPTION,
+    Attr,
+    ip_address,
+    ip_address_or_none,
+    owned_attrs,
+    parse,
+    read_only,
+    uuid_or_none,
+    uuid_value,
+)
+from stowage.web.http import Request, Response, empty_response, json_response
+from stowage.web.routing import Route
+
+__all__ = ["ROUTES"]
+
+ATTRS = owned_attrs(
+    DESCRIPTION,
+    Attr("floating_network_id", uuid_value, put=False, required=True),
+    Attr("floating_ip_address", ip_address, put=False),
+    Attr("subnet_id", uuid_or_none, put=False),
+    Attr("port_id", uuid_or_none),
+    Attr("fixed_ip_address", ip_address_or_none),
+    *read_only("status", "router_id", "port_details"),
+)
+FILTERS = ("id", "description", "floating_network_id", "floating_ip_address", "port_id",
+           "fixed_ip_address", "router_id", "status", "tenant_id", "project_id",
+           "revision_number")
+
+
+def _render(conn: Connection, req: Request,
+            found: Sequence[floating_ips.FloatingIp]) -> list[dict[str, Any]]:
+    guard = common.guard(req)
+    found = [f for f in found if guard.allows("get_floatingip", floating_ips.target(f))]
+    attached = ports.of_ids(conn, [f.port_id for f in found if f.port_id])
+    return [views.floating_ip(f, attached.get(f.port_id or "")) for f in found]
+
+
+def _one(conn: Connection, req: Request, fip: floating_ips.FloatingIp) -> dict[str, Any]:
+    shown = _render(conn, req, [fip])
+    if not shown:
+        raise floating_ips.missing(fip.id)
+    return shown[0]
+
+
+def list_floating_ips(req: Request) -> Response:
+    filters = common.query_filters(req, FILTERS)
+    shown = common.read(req, lambda conn: _render(
+        conn, req, floating_ips.list_floating_ips(conn, req.context)))
+    return common.listing(req, shown, filters, "floatingips")
+
+
+def show_floating_ip(req: Request) -> Response:
+    view = common.read(req, lambda conn: _one(
+        conn, req, floating_ips.get(conn, req.context, req.params["floatingip_id"])))
+    return json_response({"floatingip": common.select_fields(view, common.fields_of(req))})
+
+
+def create_floating_ip(req: Request) -> Response:
+    settings = req.app.settings.network
+    guard = common.guard(req)
+    return common.created(req, "floatingip", ATTRS, "create_floatingip", lambda conn, values:
+                          _one(conn, req, floating_ips.create(conn, guard, values, settings)))
+
+
+def update_floating_ip(req: Request) -> Response:
+    values = parse(req, "floatingip", ATTRS, create=False, action="update_floatingip")
+    expected = common.expected_revision(req)
+    view = common.write(req, lambda conn: _one(conn, req, floating_ips.update(
+        conn, common.guard(req), req.params["floatingip_id"], values, expected)))
+    return json_response({"floatingip": view})
+
+
+def delete_floating_ip(req: Request) -> Response:
+    expected = common.expected_revision(req)
+    common.write(req, lambda conn: floating_ips.delete(
+        conn, common.guard(req), req.params["floatingip_id"], expected))
+    return empty_response(204)
+
+
+_ONE = "/v2.0/floatingips/{floatingip_id}"
+ROUTES = [
+    Route("GET", "/v2.0/floatingips", list_floating_ips),
+    Route("POST", "/v2.0/floatingips", create_floating_ip, json_body=True),
+    Route("GET", _ONE, show_floating_ip),
+    Route("PUT", _ONE, update_floating_ip, json_body=True),
+    Route("DELETE", _ONE, delete_floating_ip),
+]
