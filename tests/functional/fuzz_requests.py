@@ -357,6 +357,53 @@ _BINDING = {"port_id": ("port.compute", "port.plain", "uuid.new"),
 _RULE = {"policy_id": _QOS, "rule_id": ("rule.egress", "rule.ingress", "uuid.new")}
 _SG = ("sg.web", "sg.default", "uuid.new")
 _SG_RULE = ("sgrule.web", "uuid.new")
+_ROUTER = ("router.1", "router.bare", "uuid.new")
+_ROUTER_FREE = ("router.bare", "router.1", "uuid.new")
+_FIP = ("fip.1", "uuid.new")
+_ROUTE = {"destination": "192.0.2.0/24", "nexthop": "10.0.2.50"}
+# Routers and floating IPs (extensions router, ext-gw-mode, extraroute(-atomic), external-net).
+_L3: dict[str, Spec] = {
+    "POST /v2.0/routers": Spec(caller="member", bodies=[
+        {"router": {"name": "fz-new", "description": "fuzzed", "admin_state_up": True,
+                    "external_gateway_info": {"network_id": Ref("net.public")},
+                    "project_id": Ref("project")}},
+        {"router": {"name": "fz-new", "external_gateway_info": {
+            "network_id": Ref("net.public"), "enable_snat": False,
+            "external_fixed_ips": [{"subnet_id": Ref("subnet.public")}]}}},
+        {"routers": [{"name": "fz-bulk-1"}, {"router": {"name": "fz-bulk-2"}}]}]),
+    "PUT /v2.0/routers/{router_id}": Spec({"router_id": _ROUTER}, caller="member", bodies=[
+        {"router": {"name": "fz-renamed", "description": "d", "admin_state_up": False,
+                    "routes": [_ROUTE]}},
+        {"router": {"external_gateway_info": None, "routes": []}},
+        {"router": {"external_gateway_info": {"network_id": Ref("net.public")}}}],
+        if_match=True),
+    "DELETE /v2.0/routers/{router_id}": Spec({"router_id": _ROUTER_FREE}, caller="member",
+                                             if_match=True),
+    "PUT /v2.0/routers/{router_id}/add_router_interface": Spec(
+        {"router_id": _ROUTER_FREE}, caller="member", bodies=[
+            {"subnet_id": Ref("subnet.tenant")}, {"port_id": Ref("port.plain")}]),
+    "PUT /v2.0/routers/{router_id}/remove_router_interface": Spec(
+        {"router_id": _ROUTER}, caller="member", bodies=[
+            {"subnet_id": Ref("subnet.tenant")}, {"port_id": Ref("port.plain")}]),
+    "PUT /v2.0/routers/{router_id}/add_extraroutes": Spec(
+        {"router_id": _ROUTER}, caller="member", bodies=[{"router": {"routes": [_ROUTE]}}]),
+    "PUT /v2.0/routers/{router_id}/remove_extraroutes": Spec(
+        {"router_id": _ROUTER}, caller="member", bodies=[{"router": {"routes": [_ROUTE]}}]),
+    "POST /v2.0/floatingips": Spec(caller="member", bodies=[
+        {"floatingip": {"floating_network_id": Ref("net.public"), "description": "fuzzed",
+                        "port_id": Ref("port.tenant"), "project_id": Ref("project")}},
+        {"floatingip": {"floating_network_id": Ref("net.public"),
+                        "subnet_id": Ref("subnet.public"),
+                        "floating_ip_address": "172.24.4.99"}},
+        {"floatingips": [{"floating_network_id": Ref("net.public")}]}]),
+    "PUT /v2.0/floatingips/{floatingip_id}": Spec({"floatingip_id": _FIP}, caller="member",
+                                                  if_match=True, bodies=[
+        {"floatingip": {"port_id": Ref("port.tenant"), "fixed_ip_address": "10.0.2.20",
+                        "description": "d"}},
+        {"floatingip": {"port_id": None}}]),
+    "DELETE /v2.0/floatingips/{floatingip_id}": Spec({"floatingip_id": _FIP},
+                                                     caller="member", if_match=True),
+}
 _PROVIDER = {"provider:network_type": "vlan", "provider:physical_network": Ref("physnet"),
              "provider:segmentation_id": 100}
 _NETWORK: dict[str, Spec] = {
@@ -371,12 +418,14 @@ _NETWORK: dict[str, Spec] = {
         {"network": {"name": "fz-new", "provider:network_type": "vxlan",
                      "provider:segmentation_id": 5000}},
         {"network": {"name": "fz-new", "mtu": 1400}},
+        {"network": {"name": "fz-new", "router:external": True}},
         # Neutron's bulk create: both item forms, one transaction.
         {"networks": [{"name": "fz-bulk-1"}, {"network": {"name": "fz-bulk-2"}}]}]),
     "PUT /v2.0/networks/{network_id}": Spec({"network_id": _NET}, [
         {"network": {"name": "fz-renamed", "description": "d", "admin_state_up": False,
                      "mtu": 1400, "qos_policy_id": Ref("qos.policy")}},
-        {"network": {"shared": False, "qos_policy_id": None, **_PROVIDER}}], if_match=True),
+        {"network": {"shared": False, "qos_policy_id": None, **_PROVIDER}},
+        {"network": {"router:external": False}}], if_match=True),
     "DELETE /v2.0/networks/{network_id}": Spec({"network_id": _NET_FREE}, caller="member",
                                                if_match=True),
     "POST /v2.0/subnets": Spec(caller="member", bodies=[
@@ -485,6 +534,7 @@ _NETWORK: dict[str, Spec] = {
         {"quota": {"network": 1, "check_limit": True}},
         {"quota": {"port": 7, "force": True}}]),
     "DELETE /v2.0/quotas/{project_id}": Spec({"project_id": ("project", "uuid.new")}),
+    **_L3,
 }
 
 SPECS: dict[tuple[str, str, str], Spec] = {

@@ -273,6 +273,30 @@ class World:
         ok(admin.post(f"/v2.0/ports/{port}/bindings", json={"binding": {
             "host": refs["host.2"], "profile": {"allocation": refs["rp.host2"]}}}))
         self._seed_security_groups(member)
+        self._seed_l3(admin, member)
+
+    def _seed_l3(self, admin: httpx.Client, member: httpx.Client) -> None:
+        """An external network, a router from it to the tenant subnet, a bare router, a
+        port on the tenant subnet and a floating IP associated with it."""
+        refs = self.refs
+        refs["net.public"] = ok(admin.post("/v2.0/networks", json={"network": {
+            "name": "fz-public", "router:external": True}}))["network"]["id"]
+        refs["subnet.public"] = ok(admin.post("/v2.0/subnets", json={"subnet": {
+            "network_id": refs["net.public"], "ip_version": 4,
+            "cidr": "172.24.4.0/24"}}))["subnet"]["id"]
+        refs["router.1"] = ok(member.post("/v2.0/routers", json={"router": {
+            "name": "fz-router", "external_gateway_info": {
+                "network_id": refs["net.public"]}}}))["router"]["id"]
+        ok(member.put(f"/v2.0/routers/{refs['router.1']}/add_router_interface",
+                      json={"subnet_id": refs["subnet.tenant"]}))
+        refs["router.bare"] = ok(member.post("/v2.0/routers", json={"router": {
+            "name": "fz-bare"}}))["router"]["id"]
+        refs["port.tenant"] = ok(member.post("/v2.0/ports", json={"port": {
+            "name": "fz-tenant", "network_id": refs["net.tenant"], "fixed_ips": [
+                {"subnet_id": refs["subnet.tenant"], "ip_address": "10.0.2.20"}]}}))["port"]["id"]
+        refs["fip.1"] = ok(member.post("/v2.0/floatingips", json={"floatingip": {
+            "floating_network_id": refs["net.public"],
+            "port_id": refs["port.tenant"]}}))["floatingip"]["id"]
 
     def _seed_security_groups(self, member: httpx.Client) -> None:
         refs = self.refs
@@ -291,7 +315,9 @@ class World:
                            ("subnet.provider", "subnets"), ("subnet.tenant", "subnets"),
                            ("port.plain", "ports"), ("port.compute", "ports"),
                            ("qos.policy", "qos/policies"), ("qos.other", "qos/policies"),
-                           ("sg.web", "security-groups"), ("sg.default", "security-groups")):
+                           ("sg.web", "security-groups"), ("sg.default", "security-groups"),
+                           ("router.1", "routers"), ("router.bare", "routers"),
+                           ("fip.1", "floatingips")):
             found = ok(network.get(f"/v2.0/{path}/{self.refs[name]}"))
             revision = next(iter(found.values()))["revision_number"]
             self.refs[f"rev.{name}"] = f"revision_number={revision}"

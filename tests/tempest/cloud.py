@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -35,6 +36,7 @@ __all__ = ["Account", "Cloud", "IDENTITY_ADMIN", "running_cloud"]
 
 PASSWORD = "tempest-secret"
 NETWORK = "tempest-net"
+PUBLIC_NETWORK = "tempest-public"
 HOSTS = 4
 
 
@@ -78,6 +80,8 @@ class Cloud:
     max_microversion: str = "2.1"
     # What the network service says it serves; Tempest skips tests of the others.
     network_extensions: list[str] = field(default_factory=list)
+    # Tempest's [network] public_network_id: the external network floating IPs come from.
+    public_network_id: str = ""
 
     def admin_client(self) -> httpx.Client:
         """A client holding a token of the first admin account."""
@@ -137,14 +141,28 @@ def _seed_flavors(client: httpx.Client, url: str) -> list[str]:
     return made
 
 
-def _seed_network(client: httpx.Client, url: str) -> None:
-    """Tempest's `fixed_network_name`: a shared network every project's servers boot on."""
-    net = client.post(f"{url}/network/v2.0/networks", json={"network": {
-        "name": NETWORK, "shared": True}})
-    net.raise_for_status()
-    sub = client.post(f"{url}/network/v2.0/subnets", json={"subnet": {
-        "network_id": net.json()["network"]["id"], "cidr": "10.10.0.0/16", "ip_version": 4}})
-    sub.raise_for_status()
+def _seed_network(client: httpx.Client, url: str) -> str:
+    """Tempest's `fixed_network_name`: a shared network every project's servers boot on;
+    and `public_network_id` (returned): an external network `PUBLIC_NETWORK`, with a
+    router from it to the shared network's subnet, as a cloud with floating IPs has."""
+    api = f"{url}/network/v2.0"
+
+    def made(path: str, body: dict[str, Any], method: str = "POST") -> dict[str, Any]:
+        resp = client.request(method, f"{api}/{path}", json=body)
+        resp.raise_for_status()
+        return dict(resp.json())
+
+    net = made("networks", {"network": {"name": NETWORK, "shared": True}})["network"]
+    sub = made("subnets", {"subnet": {"network_id": net["id"], "cidr": "10.10.0.0/16",
+                                      "ip_version": 4}})["subnet"]
+    public = made("networks", {"network": {"name": PUBLIC_NETWORK,
+                                           "router:external": True}})["network"]
+    made("subnets", {"subnet": {"network_id": public["id"], "cidr": "172.24.4.0/24",
+                                "ip_version": 4}})
+    router = made("routers", {"router": {"name": "tempest-router", "external_gateway_info": {
+        "network_id": public["id"]}}})["router"]
+    made(f"routers/{router['id']}/add_router_interface", {"subnet_id": sub["id"]}, "PUT")
+    return str(public["id"])
 
 
 @contextmanager
@@ -163,7 +181,7 @@ def running_cloud(workdir: Path, workers: int) -> Iterator[Cloud]:
                                          key=lambda v: tuple(map(int, v.split("."))))
             cloud.images = _seed_images(client, cloud.url)
             cloud.flavors = _seed_flavors(client, cloud.url)
-            _seed_network(client, cloud.url)
+            cloud.public_network_id = _seed_network(client, cloud.url)
             cloud.network_extensions = sorted(
                 e["alias"] for e in client.get(f"{cloud.url}/network/v2.0/extensions"
                                                ).json()["extensions"])

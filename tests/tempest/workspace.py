@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from stowage.config import ComputeSettings
-from tests.tempest.cloud import IDENTITY_ADMIN, NETWORK, PASSWORD, Cloud
+from tests.tempest.cloud import IDENTITY_ADMIN, NETWORK, PASSWORD, PUBLIC_NETWORK, Cloud
 
 __all__ = ["prepare"]
 
@@ -82,8 +82,10 @@ def tempest_conf(cloud: Cloud, workdir: Path) -> str:
                     "min_compute_nodes": 2, "min_microversion": "2.1",
                     "max_microversion": cloud.max_microversion, "region": "RegionOne",
                     "shelved_offload_time": 0, "fixed_network_name": NETWORK},
+        "network": {"public_network_id": cloud.public_network_id,
+                    "floating_network_name": PUBLIC_NETWORK},
         "network-feature-enabled": {"api_extensions": ",".join(cloud.network_extensions),
-                                    "floating_ips": False, "port_security": False,
+                                    "floating_ips": True, "port_security": False,
                                     "ipv6": False},
         "compute-feature-enabled": {
             **COMPUTE_FEATURES,
