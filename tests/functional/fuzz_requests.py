@@ -314,7 +314,7 @@ _COMPUTE: dict[str, Spec] = {
     "POST /v2.1/os-floating-ips": Spec(caller="member", bodies=[
         {"pool": "fz-public"}, {"pool": None}, {}]),
     "DELETE /v2.1/os-floating-ips/{floating_ip_id}": Spec(
-        {"floating_ip_id": ("uuid.new",)}, caller="member"),
+        {"floating_ip_id": ("fip.1", "uuid.new")}, caller="member"),
     # nova-network's writes: 410 whatever is sent.
     "POST /v2.1/os-networks": Spec(bodies=[{"network": {"label": "fz-new"}}]),
     "POST /v2.1/os-networks/add": Spec(bodies=[{"id": Ref("net.tenant")}]),
@@ -582,10 +582,10 @@ _ACTION_BODIES: dict[str, list[Any]] = {
     "addSecurityGroup": [{"addSecurityGroup": {"name": "fz-web"}},
                          {"addSecurityGroup": {"name": Ref("sg.web")}}],
     "removeSecurityGroup": [{"removeSecurityGroup": {"name": "default"}}],
-    "addFloatingIp": [{"addFloatingIp": {"address": "172.24.5.10"}},
-                      {"addFloatingIp": {"address": "172.24.5.10",
+    "addFloatingIp": [{"addFloatingIp": {"address": Ref("fip.1.address")}},
+                      {"addFloatingIp": {"address": Ref("fip.1.address"),
                                          "fixed_address": "10.0.0.3"}}],
-    "removeFloatingIp": [{"removeFloatingIp": {"address": "172.24.5.10"}}],
+    "removeFloatingIp": [{"removeFloatingIp": {"address": Ref("fip.1.address")}}],
 }
 ACTIONS = {name: Spec(_ACTION_SERVERS, bodies) for name, bodies in _ACTION_BODIES.items()}
 
