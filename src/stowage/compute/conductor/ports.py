@@ -343,7 +343,11 @@ def _remember_vif(ops: Ops, network: NetworkClient, instance_uuid: str,
     net = network.show_network(str(port["network_id"])) or {}
     ips = [{"address": ip["ip_address"], "version": ipaddress.ip_address(ip["ip_address"]).version}
            for ip in port.get("fixed_ips") or ()]
-    floating = floating_of_ports(network, [str(port["id"])]).get(str(port["id"]), {})
+    try:
+        floating = floating_of_ports(network, [str(port["id"])]).get(str(port["id"]), {})
+    except NetworkError as exc:  # the binding stands; network-changed repairs the cache
+        LOG.warning("floating IPs of port %s not read: %s", port["id"], exc)
+        floating = {}
     vif = with_floating({"network_id": port["network_id"], "network": net.get("name", ""),
                          "mac": port.get("mac_address"), "ips": ips}, floating)
     with ops.db.write() as conn:
