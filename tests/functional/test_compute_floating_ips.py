@@ -77,6 +77,9 @@ def test_allocate_show_list_release(cloud: Cloud, member: httpx.Client,
     _, ext = _routed(network)
     assert _ok(member.get("/os-floating-ip-pools")) == {
         "floating_ip_pools": [{"name": "public"}]}
+    # Every project lists external networks, as Neutron answers Nova with its token.
+    assert {"id": ext["id"], "cidr": "None", "label": "public"} in _ok(
+        member.get("/os-tenant-networks"))["networks"]
     fip = _ok(member.post(FIPS, json={"pool": "public"}))["floating_ip"]
     assert fip == {"id": fip["id"], "ip": fip["ip"], "pool": "public", "fixed_ip": None,
                    "instance_id": None}
