@@ -43,10 +43,12 @@ def test_extensions_list_what_is_served(network: httpx.Client) -> None:
     assert {"provider", "binding", "binding-extended", "qos", "qos-bw-minimum-ingress",
             "port-resource-request", "port-resource-request-groups",
             "standard-attr-description", "revision-if-match", "security-group"} <= aliases
-    assert not aliases & {"router", "external-net", "dhcp_agent_scheduler"}
+    assert {"router", "external-net", "ext-gw-mode", "extraroute", "fip-port-details"} \
+        <= aliases
+    assert not aliases & {"dhcp_agent_scheduler", "l3-ha", "dvr", "l3-flavors"}
     one = network.get("/v2.0/extensions/binding-extended").json()["extension"]
     assert one["name"] == "Port Bindings Extended"
-    nw.neutron_error(network.get("/v2.0/extensions/router"), 404, "HTTPNotFound")
+    nw.neutron_error(network.get("/v2.0/extensions/l3-ha"), 404, "HTTPNotFound")
 
 
 def test_network_lifecycle(network: httpx.Client) -> None:
@@ -371,7 +373,7 @@ def test_unsharing_a_network_other_projects_use(live_stowage: LiveServer,
 
 
 def test_unknown_paths_and_methods(network: httpx.Client) -> None:
-    nw.neutron_error(network.get("/v2.0/routers"), 404, "HTTPNotFound")
+    nw.neutron_error(network.get("/v2.0/trunks"), 404, "HTTPNotFound")
     nw.neutron_error(network.patch("/v2.0/networks", json={}), 405, "HTTPMethodNotAllowed")
 
 

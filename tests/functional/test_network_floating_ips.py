@@ -150,3 +150,18 @@ def test_two_creators_of_the_last_address(network: httpx.Client,
     owners = [p["device_owner"] for p in network.get(
         "/v2.0/ports", params={"network_id": net["id"]}).json()["ports"]]
     assert owners == ["network:floatingip"]
+
+
+def test_deleting_the_external_network_deletes_free_floating_ips(network: httpx.Client) -> None:
+    ext, _, port = _routed(network)
+    free = nw.made(_fip(network, ext["id"]), "floatingip")
+    bound = nw.made(_fip(network, ext["id"], port_id=port["id"]), "floatingip")
+    # the router's gateway and the associated floating IP keep the network in use
+    nw.neutron_error(network.delete(f"/v2.0/networks/{ext['id']}"), 409, "NetworkInUse")
+    assert nw.ids(network.get("/v2.0/floatingips"), "floatingips") == [free["id"], bound["id"]]
+    network.put(f"/v2.0/floatingips/{bound['id']}", json={"floatingip": {"port_id": None}})
+    routers = network.get("/v2.0/routers").json()["routers"]
+    network.put(f"/v2.0/routers/{routers[0]['id']}", json={"router": {
+        "external_gateway_info": None}})
+    assert network.delete(f"/v2.0/networks/{ext['id']}").status_code == 204
+    assert network.get("/v2.0/floatingips").json()["floatingips"] == []

@@ -155,8 +155,9 @@ def _seed_network(client: httpx.Client, url: str) -> str:
     net = made("networks", {"network": {"name": NETWORK, "shared": True}})["network"]
     sub = made("subnets", {"subnet": {"network_id": net["id"], "cidr": "10.10.0.0/16",
                                       "ip_version": 4}})["subnet"]
-    public = made("networks", {"network": {"name": PUBLIC_NETWORK,
-                                           "router:external": True}})["network"]
+    # In a project of its own: no project's server create finds two networks to choose from.
+    public = made("networks", {"network": {"name": PUBLIC_NETWORK, "router:external": True,
+                                           "project_id": "tempest-external"}})["network"]
     made("subnets", {"subnet": {"network_id": public["id"], "cidr": "172.24.4.0/24",
                                 "ip_version": 4}})
     router = made("routers", {"router": {"name": "tempest-router", "external_gateway_info": {

@@ -1,8 +1,9 @@
 """Network records: create (claiming a segment), read, list, update and delete.
 
-A network is deleted together with its subnets and the ports the service
-itself owns (`AUTO_DELETED_OWNERS`, e.g. DHCP ports); any other port on it
-makes the delete a 409 NetworkInUse and nothing changes.
+A network is deleted together with its subnets, the ports the service
+itself owns (`AUTO_DELETED_OWNERS`, e.g. DHCP ports) and its unassociated
+floating IPs; any other port on it makes the delete a 409 NetworkInUse and
+nothing changes.
 """
 
 from __future__ import annotations
@@ -267,9 +268,22 @@ def update(conn: Connection, guard: Guard, network_id: str,
     return get(conn, ctx, network_id)
 
 
+def _delete_free_floating_ips(conn: Connection, network_id: str) -> None:
+    """Neutron deletes an external network's unassociated floating IPs with it (associated
+    ones keep their port, and the network in use)."""
+    f = t.floatingips
+    free = conn.execute(sa.select(f.c.id, f.c.floating_port_id).where(
+        f.c.floating_network_id == network_id, f.c.fixed_port_id.is_(None))).all()
+    if free:
+        conn.execute(f.delete().where(f.c.id.in_([r.id for r in free])))
+        conn.execute(t.ports.delete().where(
+            t.ports.c.id.in_([r.floating_port_id for r in free])))
+
+
 def delete(conn: Connection, guard: Guard, network_id: str,
            expected: int | None) -> None:
     _owned(conn, guard, network_id, "delete_network", expected)
+    _delete_free_floating_ips(conn, network_id)
     p = t.ports
     # SELECT id, device_owner FROM ports WHERE network_id = :network
     ports = conn.execute(sa.select(p.c.id, p.c.device_owner)

@@ -5,7 +5,8 @@ with `security_groups` (its groups must be its project's); the network's own
 ports (`device_owner` network:*) are in none.
 
 A port's `status` is derived: ACTIVE when it is administratively up and its
-active binding is bound, DOWN otherwise. Every write locks in one order —
+active binding is bound (a router's ports need no binding), DOWN otherwise;
+a floating IP's port is N/A, as in Neutron. Every write locks in one order —
 the network (shared), the network's subnets (shared, when addresses
 change), then the port (its revision bump) — so that concurrent writers of
 ports, subnets and networks never wait on each other in a circle.
@@ -88,7 +89,12 @@ class Port:
 
     @property
     def status(self) -> str:
-        return "ACTIVE" if self.admin_state_up and self.binding.bound else "DOWN"
+        # A router's ports are up at once (no L3 agent to wait for); a floating IP's port
+        # is never bound, and Neutron shows it N/A.
+        if self.device_owner == "network:floatingip":
+            return "N/A"
+        routed = self.device_owner in L3_OWNERS
+        return "ACTIVE" if self.admin_state_up and (routed or self.binding.bound) else "DOWN"
 
     @property
     def effective_qos_policy_id(self) -> str | None:
