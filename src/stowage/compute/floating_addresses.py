@@ -22,7 +22,7 @@ import logging
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from stowage.compute import instance_ports
+from stowage.compute import instance_ports, instances
 from stowage.db import Database
 from stowage.network.client import NetworkClient, NetworkError
 
@@ -63,17 +63,20 @@ def with_floating(vif: Mapping[str, Any], floating: Mapping[str, Sequence[str]]
 
 
 def refresh(db: Database, network: NetworkClient, instance_uuid: str) -> None:
-    """Rewrite the floating addresses of every port of the server whose vif is cached."""
-    with db.read() as conn:
-        rows = instance_ports.of_instance(conn, instance_uuid)
-    port_ids = [r.port_id for r in rows if r.port_id and r.vif is not None]
-    floating = floating_of_ports(network, port_ids)
+    """Rewrite the floating addresses of every port of the server whose vif is cached.
+
+    The server's row is held while the Network service is asked, so two refreshes
+    of one server run one after the other and the later answer is the one kept."""
     with db.write() as conn:
-        for row in instance_ports.of_instance(conn, instance_uuid):
-            if row.port_id in port_ids and row.vif is not None:
-                fresh = with_floating(row.vif, floating.get(row.port_id, {}))
-                if fresh != row.vif:
-                    instance_ports.set_vif(conn, instance_uuid, row.port_id, fresh)
+        instances.lock(conn, instance_uuid)
+        rows = [r for r in instance_ports.of_instance(conn, instance_uuid)
+                if r.port_id and r.vif is not None]
+        floating = floating_of_ports(network, [str(r.port_id) for r in rows])
+        for row in rows:
+            assert row.port_id is not None and row.vif is not None
+            fresh = with_floating(row.vif, floating.get(row.port_id, {}))
+            if fresh != row.vif:
+                instance_ports.set_vif(conn, instance_uuid, row.port_id, fresh)
 
 
 def refresh_quietly(db: Database, network: NetworkClient, instance_uuid: str) -> None:
