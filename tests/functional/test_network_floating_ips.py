@@ -165,3 +165,27 @@ def test_deleting_the_external_network_deletes_free_floating_ips(network: httpx.
         "external_gateway_info": None}})
     assert network.delete(f"/v2.0/networks/{ext['id']}").status_code == 204
     assert network.get("/v2.0/floatingips").json()["floatingips"] == []
+
+
+def test_two_floating_ips_for_one_fixed_ip_at_once(network: httpx.Client,
+                                                   live_stowage: LiveServer) -> None:
+    ext, _, port = _routed(network)
+    fips = [nw.made(_fip(network, ext["id"]), "floatingip") for _ in range(2)]
+    barrier = threading.Barrier(2)
+    results: list[int] = []
+
+    def associate(fip_id: str) -> None:
+        with api_client(f"{live_stowage.url}/network") as client:
+            barrier.wait()
+            results.append(client.put(f"/v2.0/floatingips/{fip_id}", json={
+                "floatingip": {"port_id": port["id"]}}).status_code)
+
+    threads = [threading.Thread(target=associate, args=(f["id"],)) for f in fips]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == [200, 409]
+    bound = [f for f in network.get("/v2.0/floatingips").json()["floatingips"]
+             if f["port_id"] == port["id"]]
+    assert len(bound) == 1

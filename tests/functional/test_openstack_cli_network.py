@@ -108,3 +108,32 @@ def test_network_and_subnet_commands(server: LiveServer) -> None:
     osc(server, "subnet", "delete", "v6", json_out=False)
     osc(server, "network", "delete", "tenant2", json_out=False)
     assert osc(server, "network", "list") == []
+
+
+def test_router_and_floating_ip(server: LiveServer) -> None:
+    """The tutorial's network part: an external network, a router to it, a floating IP."""
+    public = osc(server, "network", "create", "public0", "--external")
+    assert public["router:external"] is True
+    osc(server, "subnet", "create", "public0-sub", "--network", "public0",
+        "--subnet-range", "172.24.8.0/24")
+    osc(server, "network", "create", "private0")
+    osc(server, "subnet", "create", "private0-sub", "--network", "private0",
+        "--subnet-range", "10.0.8.0/24")
+    router = osc(server, "router", "create", "router0")
+    osc(server, "router", "set", "router0", "--external-gateway", "public0",
+        json_out=False)
+    osc(server, "router", "add", "subnet", "router0", "private0-sub", json_out=False)
+    shown = osc(server, "router", "show", "router0")
+    assert shown["id"] == router["id"]
+    assert shown["external_gateway_info"]["network_id"] == public["id"]
+    port = osc(server, "port", "create", "vm0-port", "--network", "private0")
+    fip = osc(server, "floating", "ip", "create", "public0", "--port", "vm0-port")
+    assert (fip["port_id"], fip["fixed_ip_address"], fip["router_id"]) == \
+        (port["id"], "10.0.8.2", router["id"])
+    listed = osc(server, "floating", "ip", "list")
+    assert [f["Floating IP Address"] for f in listed] == [fip["floating_ip_address"]]
+    osc(server, "floating", "ip", "unset", "--port", fip["id"], json_out=False)
+    osc(server, "floating", "ip", "delete", fip["id"], json_out=False)
+    osc(server, "router", "remove", "subnet", "router0", "private0-sub", json_out=False)
+    osc(server, "router", "delete", "router0", json_out=False)
+    assert osc(server, "router", "list") == []
