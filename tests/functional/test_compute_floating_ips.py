@@ -4,7 +4,9 @@ removeFloatingIp actions, and the floating addresses a server shows."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -218,3 +220,26 @@ def test_release_and_network_side_changes_reach_the_server(
     assert _floating(cloud, vm) == [address]
     assert network.delete(f"/v2.0/floatingips/{native['id']}").status_code == 204
     assert _floating(cloud, vm) == []
+
+
+def test_two_floating_ips_for_one_fixed_ip_at_once(cloud: Cloud, member: httpx.Client,
+                                                   network: httpx.Client) -> None:
+    """Two addFloatingIp of different floating IPs to the server's one fixed IP at once:
+    one is associated, the other is 400, and the server shows the winner only."""
+    net_host(cloud, "host1")
+    net, _ = _routed(network)
+    vm = _boot(cloud, member, net["id"], "vm")
+    fips = [_ok(member.post(FIPS, json={"pool": "public"}))["floating_ip"] for _ in range(2)]
+    barrier = threading.Barrier(2)
+
+    def add(fip: dict[str, Any]) -> int:
+        with cloud.client("demo:p1", version="2.35", roles=MEMBER) as client:
+            barrier.wait()
+            return _action(client, vm, {"addFloatingIp": {"address": fip["ip"]}}).status_code
+    with ThreadPoolExecutor(2) as pool:
+        statuses = list(pool.map(add, fips))
+    assert sorted(statuses) == [202, 400]
+    winner = fips[statuses.index(202)]
+    assert _floating(cloud, vm) == [winner["ip"]]
+    shown = {f["id"]: f["instance_id"] for f in _ok(member.get(FIPS))["floating_ips"]}
+    assert shown == {winner["id"]: vm, fips[statuses.index(400)]["id"]: None}
