@@ -189,3 +189,20 @@ def test_two_floating_ips_for_one_fixed_ip_at_once(network: httpx.Client,
     bound = [f for f in network.get("/v2.0/floatingips").json()["floatingips"]
              if f["port_id"] == port["id"]]
     assert len(bound) == 1
+
+
+def test_association_refusals_in_neutrons_words(network: httpx.Client) -> None:
+    ext, _, port = _routed(network)
+    msg = nw.neutron_error(_fip(network, ext["id"], fixed_ip_address="10.0.0.2"), 400,
+                           "BadRequest")
+    assert msg == "Bad floatingip request: fixed_ip_address cannot be specified without a " \
+                  "port_id."
+    msg = nw.neutron_error(_fip(network, ext["id"], port_id=port["id"],
+                                fixed_ip_address="2001:db8::5"), 400, "BadRequest")
+    assert "since that is not an IPv4 address" in msg
+    v6_only = nw.network(network, "v6", **{"router:external": True})
+    nw.subnet(network, v6_only["id"], "2001:db8:1::/64")
+    msg = nw.neutron_error(_fip(network, v6_only["id"]), 400, "BadRequest")
+    assert msg == f"Bad floatingip request: Network {v6_only['id']} does not contain any " \
+                  "IPv4 subnet."
+    assert network.get("/v2.0/floatingips").json()["floatingips"] == []

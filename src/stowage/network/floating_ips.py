@@ -5,9 +5,10 @@ of a port.
 An association needs a router that has an interface on the fixed IP's
 subnet and its gateway on the floating IP's network (else 404
 ExternalGatewayForFloatingIPNotFound, as Neutron); the router becomes the
-floating IP's `router_id`. `floatingips (fixed_port_id, fixed_ip_address)` is
-unique, so a fixed IP has one floating IP even when two requests associate
-at once (409 FloatingIPPortAlreadyAssociated). Status is ACTIVE while
+floating IP's `router_id`. `floatingips (floating_network_id, fixed_port_id,
+fixed_ip_address)` is unique, so a fixed IP has one floating IP per external
+network even when two requests associate at once (409
+FloatingIPPortAlreadyAssociated). Status is ACTIVE while
 associated, DOWN otherwise. Deleting the associated port disassociates
 (ports.py); the quota is counted on `floatingips` rows.
 """
@@ -123,12 +124,17 @@ def _external_network(conn: Connection, network_id: str) -> None:
         raise networks.missing(network_id)
     if not found.router_external:
         raise _bad(f"Network {network_id} is not a valid external network")
+    s = t.subnets
+    if conn.execute(sa.select(s.c.id).where(s.c.network_id == network_id,
+                                            s.c.ip_version == 4).limit(1)).first() is None:
+        raise _bad(f"Network {network_id} does not contain any IPv4 subnet")
 
 
 def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
            settings: NetworkSettings) -> FloatingIp:
     ctx = guard.ctx
     project_id = values.get("project_id") or ctx.project_id or ""
+    _check_port_given(values)
     guard.check("create_floatingip", {**values, "project_id": project_id,
                                       "tenant_id": project_id}, list(values))
     quotas.claim(conn, project_id, "floatingip")
@@ -150,12 +156,24 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
         router_id=None, revision_number=0, created_at=now, updated_at=now))
     fip = get(conn, ctx, fip_id)
     if values.get("port_id"):
-        _associate(conn, ctx, fip, values["port_id"], values.get("fixed_ip_address"))
+        _associate(conn, ctx, fip, values["port_id"], values.get("fixed_ip_address"),
+                   creating=True)
     return get(conn, ctx, fip_id)
 
 
-def _fixed_ip(port: ports.Port, wanted: str | None) -> ipam.FixedIp:
+def _check_port_given(values: Mapping[str, Any]) -> None:
+    if values.get("fixed_ip_address") and not values.get("port_id"):
+        raise _bad("fixed_ip_address cannot be specified without a port_id")
+
+
+def _fixed_ip(port: ports.Port, wanted: str | None, fip_id: str | None) -> ipam.FixedIp:
     """The port's fixed IP the floating IP goes to: the one named, or its only IPv4 one."""
+    if wanted is not None and ipaddress.ip_address(wanted).version != 4:
+        if fip_id is None:
+            raise _bad(f"Cannot create floating IP and bind it to {wanted}, since that is "
+                       "not an IPv4 address")
+        raise _bad(f"Floating IP {fip_id} is associated with non-IPv4 address {wanted} and "
+                   "therefore cannot be bound")
     if wanted is not None:
         for ip in port.fixed_ips:
             if ipaddress.ip_address(ip.ip_address) == ipaddress.ip_address(wanted):
@@ -191,16 +209,24 @@ def _router_for(conn: Connection, fip: FloatingIp, port_id: str, fixed: ipam.Fix
 
 
 def _associate(conn: Connection, ctx: RequestContext, fip: FloatingIp, port_id: str,
-               wanted: str | None) -> None:
+               wanted: str | None, creating: bool = False) -> None:
     port = ports.get(conn, ctx, port_id)
     if port.project_id != fip.project_id and not ctx.is_admin:
-        raise _bad(f"Cannot process floating IP association with Port {port_id}, since that "
-                   "port is owned by a different tenant")
-    fixed = _fixed_ip(port, wanted)
+        if creating:
+            raise _bad(f"Cannot create floating IP and bind it to Port {port_id}, since "
+                       "that port is owned by a different tenant")
+        raise _bad(f"Port {port_id} is associated with a different tenant than Floating IP "
+                   f"{fip.id} and therefore cannot be bound")
+    fixed = _fixed_ip(port, wanted, None if creating else fip.id)
+    subnet = conn.execute(sa.select(t.subnets.c.gateway_ip)
+                          .where(t.subnets.c.id == fixed.subnet_id)).first()
+    if subnet is not None and not subnet.gateway_ip:
+        raise _bad(f"Cannot add floating IP to port on subnet {fixed.subnet_id} which has "
+                   "no gateway_ip")
     router_id = _router_for(conn, fip, port_id, fixed)
     taken = conn.execute(sa.select(_F.c.id).where(
         _F.c.fixed_port_id == port_id, _F.c.fixed_ip_address == fixed.ip_address,
-        _F.c.id != fip.id)).first()
+        _F.c.floating_network_id == fip.floating_network_id, _F.c.id != fip.id)).first()
     refusal = e.in_use("FloatingIPPortAlreadyAssociated", "Cannot associate floating IP "
                        f"{fip.floating_ip_address} ({fip.id}) with port {port_id} using "
                        f"fixed IP {fixed.ip_address}, as that fixed IP already has a floating "
@@ -234,6 +260,7 @@ def _locked(conn: Connection, guard: Guard, fip_id: str, expected: int | None,
 def update(conn: Connection, guard: Guard, fip_id: str, values: Mapping[str, Any],
            expected: int | None) -> FloatingIp:
     fip = _locked(conn, guard, fip_id, expected, "update_floatingip", values)
+    _check_port_given(values)
     if "description" in values:
         conn.execute(_F.update().where(_F.c.id == fip_id)
                      .values(description=values["description"]))

@@ -63,11 +63,11 @@ def _check_new_subnets(conn: Connection, router: Router,
 
 
 def _answer(router: Router, port: ports.Port) -> dict[str, Any]:
+    """Neutron's answer: the router, and the port with its owner and subnets."""
     subnet_ids = [ip.subnet_id for ip in port.fixed_ips]
-    return {"id": router.id, "tenant_id": router.project_id,
-            "project_id": router.project_id, "port_id": port.id,
-            "network_id": port.network_id, "subnet_id": subnet_ids[0] if subnet_ids else None,
-            "subnet_ids": subnet_ids}
+    return {"id": router.id, "tenant_id": port.project_id, "project_id": port.project_id,
+            "port_id": port.id, "network_id": port.network_id,
+            "subnet_id": subnet_ids[0] if subnet_ids else None, "subnet_ids": subnet_ids}
 
 
 def _by_subnet(conn: Connection, guard: Guard, router: Router, subnet_id: str,

@@ -253,8 +253,9 @@ floatingips = sa.Table(
     sa.Column("fixed_ip_address", sa.String(64), nullable=True),
     sa.Column("router_id", exact_string(36), sa.ForeignKey("routers.id"), nullable=True),
     *_standard(),
-    # One floating IP per fixed IP of a port, whoever associates at the same moment.
-    sa.UniqueConstraint("fixed_port_id", "fixed_ip_address",
+    # One floating IP per fixed IP of a port and external network, whoever associates at
+    # the same moment.
+    sa.UniqueConstraint("floating_network_id", "fixed_port_id", "fixed_ip_address",
                         name="uniq_floatingips_fixed_port_ip"),
     sa.Index("ix_floatingips_project", "project_id"),
     sa.Index("ix_floatingips_router", "router_id"),

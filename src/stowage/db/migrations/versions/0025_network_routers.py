@@ -2,8 +2,9 @@
 `routers` (gateway port and static routes) and `floatingips` (an address on an
 external network, optionally associated with a fixed IP of a port).
 
-`floatingips (fixed_port_id, fixed_ip_address)` is unique: one floating IP per
-fixed IP, whoever associates at the same moment. Deleting the associated port
+`floatingips (floating_network_id, fixed_port_id, fixed_ip_address)` is unique:
+one floating IP per fixed IP and external network, whoever associates at the
+same moment. Deleting the associated port
 clears the association (SET NULL); deleting the floating IP's own port deletes it.
 
 Revision ID: 0025
@@ -70,7 +71,7 @@ def upgrade() -> None:
         sa.Column("fixed_ip_address", sa.String(64), nullable=True),
         sa.Column("router_id", _exact(36), sa.ForeignKey("routers.id"), nullable=True),
         *_standard(),
-        sa.UniqueConstraint("fixed_port_id", "fixed_ip_address",
+        sa.UniqueConstraint("floating_network_id", "fixed_port_id", "fixed_ip_address",
                             name="uniq_floatingips_fixed_port_ip"),
     )
     op.create_index("ix_floatingips_project", "floatingips", ["project_id"])
