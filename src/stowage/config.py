@@ -181,6 +181,9 @@ class ComputeSettings:
     # The Network service's URL (without /v2.0) when it is not served by this process;
     # without either, servers can only be booted without networks.
     network_url: str | None = None
+    # Nova's [neutron] default_floating_pool: the external network (by name or id) a
+    # floating IP comes from when POST /os-floating-ips names no pool.
+    default_floating_pool: str = "nova"
     # Nova's option: a resize may pick the server's own host.
     allow_resize_to_same_host: bool = False
     # Where a new deployment's first cell, cell1, keeps its records (docs/cells.md):

@@ -310,6 +310,11 @@ _COMPUTE: dict[str, Spec] = {
                                  "group_id": Ref("sg.default")}}]),
     "DELETE /v2.1/os-security-group-rules/{rule_id}": Spec(
         {"rule_id": ("sgrule.web", "uuid.new")}, caller="member"),
+    # The floating-IP proxy (2.1-2.35): from the seeded world's pool, if it has one.
+    "POST /v2.1/os-floating-ips": Spec(caller="member", bodies=[
+        {"pool": "fz-public"}, {"pool": None}, {}]),
+    "DELETE /v2.1/os-floating-ips/{floating_ip_id}": Spec(
+        {"floating_ip_id": ("fip.1", "uuid.new")}, caller="member"),
     # nova-network's writes: 410 whatever is sent.
     "POST /v2.1/os-networks": Spec(bodies=[{"network": {"label": "fz-new"}}]),
     "POST /v2.1/os-networks/add": Spec(bodies=[{"id": Ref("net.tenant")}]),
@@ -577,6 +582,10 @@ _ACTION_BODIES: dict[str, list[Any]] = {
     "addSecurityGroup": [{"addSecurityGroup": {"name": "fz-web"}},
                          {"addSecurityGroup": {"name": Ref("sg.web")}}],
     "removeSecurityGroup": [{"removeSecurityGroup": {"name": "default"}}],
+    "addFloatingIp": [{"addFloatingIp": {"address": Ref("fip.1.address")}},
+                      {"addFloatingIp": {"address": Ref("fip.1.address"),
+                                         "fixed_address": "10.0.0.3"}}],
+    "removeFloatingIp": [{"removeFloatingIp": {"address": Ref("fip.1.address")}}],
 }
 ACTIONS = {name: Spec(_ACTION_SERVERS, bodies) for name, bodies in _ACTION_BODIES.items()}
 

@@ -294,9 +294,10 @@ class World:
         refs["port.tenant"] = ok(member.post("/v2.0/ports", json={"port": {
             "name": "fz-tenant", "network_id": refs["net.tenant"], "fixed_ips": [
                 {"subnet_id": refs["subnet.tenant"], "ip_address": "10.0.2.20"}]}}))["port"]["id"]
-        refs["fip.1"] = ok(member.post("/v2.0/floatingips", json={"floatingip": {
+        fip = ok(member.post("/v2.0/floatingips", json={"floatingip": {
             "floating_network_id": refs["net.public"],
-            "port_id": refs["port.tenant"]}}))["floatingip"]["id"]
+            "port_id": refs["port.tenant"]}}))["floatingip"]
+        refs["fip.1"], refs["fip.1.address"] = fip["id"], fip["floating_ip_address"]
 
     def _seed_security_groups(self, member: httpx.Client) -> None:
         refs = self.refs

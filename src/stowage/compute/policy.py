@@ -129,6 +129,16 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
        for name in ("os_compute_api:os-networks:list", "os_compute_api:os-networks:show",
                     "os_compute_api:os-tenant-networks:list",
                     "os_compute_api:os-tenant-networks:show")},
+    # The floating-IP proxies (floating_ips.py, server_floating_ips.py): readers see the
+    # project's floating IPs, members allocate, release, add and remove them; anybody
+    # lists the pools.
+    **{"os_compute_api:os-floating-ips:" + name: (PROJECT_READER_OR_ADMIN,
+                                                  LEGACY_ADMIN_OR_OWNER)
+       for name in ("list", "show")},
+    **{"os_compute_api:os-floating-ips:" + name: (PROJECT_MEMBER_OR_ADMIN,
+                                                  LEGACY_ADMIN_OR_OWNER)
+       for name in ("create", "delete", "add", "remove")},
+    "os_compute_api:os-floating-ip-pools": ("@", None),
     # Quotas, limits and usage (quota_sets.py, quota_classes.py, limits.py,
     # simple_tenant_usage.py): a project's readers see its own, admins change them.
     "os_compute_api:os-quota-sets:show": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),

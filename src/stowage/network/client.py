@@ -12,9 +12,11 @@ show and list ports, create a port on a network (Nova creates the port of a
 delete a port Nova created, the project's port quota (Nova's
 `validate_networks`), networks and subnets for the choice of a default
 network, the security groups behind Nova's os-security-groups proxy and a
-server's groups, and the multiple-bindings calls (`/ports/{id}/bindings`)
-a live migration makes. A non-2xx answer raises `NetworkError` with
-Neutron's error type (`PortNotFound`, ...); a 404 on a read is None.
+server's groups, the multiple-bindings calls (`/ports/{id}/bindings`)
+a live migration makes, and the floating IPs behind Nova's os-floating-ips
+proxy and a server's floating addresses (`/floatingips`). A non-2xx answer
+raises `NetworkError` with Neutron's error type (`PortNotFound`, ...); a 404 on
+a read is None.
 """
 
 from __future__ import annotations
@@ -156,6 +158,28 @@ class NetworkClient:
 
     def delete_security_group_rule(self, rule_id: str) -> None:
         self._send("DELETE", f"/security-group-rules/{rule_id}")
+
+    # --- floating IPs (router) ----------------------------------------------------------
+    def list_floatingips(self, **filters: str | Sequence[str]) -> list[dict[str, Any]]:
+        return list(self._send("GET", "/floatingips", params=_query(filters))
+                    .json()["floatingips"])
+
+    def show_floatingip(self, floatingip_id: str) -> dict[str, Any] | None:
+        answer = self._send("GET", f"/floatingips/{floatingip_id}", ok=(200, 404))
+        return None if answer.status == 404 else dict(answer.json()["floatingip"])
+
+    def create_floatingip(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self._send("POST", "/floatingips", {"floatingip": dict(values)})
+                    .json()["floatingip"])
+
+    def update_floatingip(self, floatingip_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        return dict(self._send("PUT", f"/floatingips/{floatingip_id}",
+                               {"floatingip": dict(values)}).json()["floatingip"])
+
+    def delete_floatingip(self, floatingip_id: str) -> bool:
+        """False when the floating IP was gone already."""
+        return self._send("DELETE", f"/floatingips/{floatingip_id}",
+                          ok=(204, 404)).status == 204
 
     # --- multiple port bindings (binding-extended) -----------------------------------
     def list_bindings(self, port_id: str) -> list[dict[str, Any]]:

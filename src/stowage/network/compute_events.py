@@ -3,7 +3,9 @@
 Neutron sends Nova `network-vif-deleted` (tag: the port id) when a port
 bound to a server is deleted, so that Nova detaches it and gives back what
 the port held of the server's allocation; without it the port's bandwidth
-would stay claimed for a port that no longer exists. The event goes to
+would stay claimed for a port that no longer exists. A floating IP that
+comes to or leaves a server's port is `network-changed` (tag: the port id),
+so that the server's cached addresses show it. The event goes to
 Compute's public `POST /os-server-external-events`, in-process when this
 process serves Compute too, else as `[nova]`'s service user (Neutron's
 table) to the catalog's compute endpoint, or at `[network] compute_url`
@@ -25,7 +27,7 @@ from stowage.web.service_client import Send, in_process, rooted
 from stowage.web.service_client import over_http as http_send
 from stowage.web.service_clients import COMPUTE, ServiceClients
 
-__all__ = ["Notify", "connect", "to_compute", "over_http", "vif_deleted"]
+__all__ = ["Notify", "connect", "to_compute", "over_http", "vif_deleted", "network_changed"]
 
 LOG = logging.getLogger(__name__)
 
@@ -76,3 +78,18 @@ def vif_deleted(device_owner: str, device_id: str, port_id: str) -> list[dict[st
     if not device_owner.startswith("compute:") or not device_id:
         return []
     return [{"name": "network-vif-deleted", "server_uuid": device_id, "tag": port_id}]
+
+
+def network_changed(ports: list[tuple[str | None, dict[str, Any] | None]]
+                    ) -> list[dict[str, Any]]:
+    """The events for floating IPs that changed on these ports ((port id, its
+    port_details) before and after): one per server (`compute:*`) port, once each."""
+    events: list[dict[str, Any]] = []
+    for port_id, details in ports:
+        if not port_id or not details:
+            continue
+        owner, device = str(details.get("device_owner") or ""), details.get("device_id")
+        event = {"name": "network-changed", "server_uuid": device, "tag": port_id}
+        if owner.startswith("compute:") and device and event not in events:
+            events.append(event)
+    return events

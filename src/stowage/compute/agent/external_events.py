@@ -6,9 +6,10 @@ instance's `host`), so the other host's copy is dropped here.
 
     volume-extended   a server booted from a volume sees its disk grow (nothing to
                       resize in a simulated guest); any other has no such volume
-    others            nothing here acts on them (no waiter for vif-plugged, no network
-                      cache to refresh, no accelerator to bind; a deleted port's detach
-                      and a power-update are the conductor's, journaled by the API): logged
+    others            nothing here acts on them (no waiter for vif-plugged; the API
+                      refreshes the network cache on network-changed; no accelerator
+                      to bind; a deleted port's detach and a power-update are the
+                      conductor's, journaled by the API): logged
 
 `volume-extended` is recorded on the action the API started, with the same
 request id (`compute_extend_volume`), Success or Error.

@@ -17,6 +17,7 @@ MODULES = ("root", "flavor_extra_specs", "flavor_access", "flavors", "server_gro
            "keypairs", "quota_sets", "quota_classes", "limits", "simple_tenant_usage",
            "aggregates", "availability_zones", "image_metadata", "images", "hosts",
            "usage_audit_log", "extensions", "security_groups", "networks",
+           "floating_ips",
            "server_external_events", "simulator_faults", "drain")
 
 

@@ -2,8 +2,8 @@
 serves them with Neutron (reads 2.1-2.35, 404 from 2.36).
 
     GET /os-networks[/{id}]          the networks the caller sees in the Network
-                                     service (their project's and shared ones; an
-                                     admin sees all): `id` and `label` (the name), the
+                                     service (their project's, shared and external
+                                     ones; an admin sees all): `id` and `label` (the name), the
                                      other nova-network fields null; admins get the
                                      admin fields too, null as well
     GET /os-tenant-networks[/{id}]   the same networks as {id, cidr: "None", label}
@@ -50,8 +50,10 @@ def tenant_network_view(net: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _visible(req: Request, net: Mapping[str, Any]) -> bool:
+    """What the user's token lists in Neutron: its project's, shared and external ones."""
     ctx = req.context
-    return bool(ctx.is_admin or net.get("shared") or net.get("project_id") == ctx.project_id)
+    return bool(ctx.is_admin or net.get("shared") or net.get("router:external")
+                or net.get("project_id") == ctx.project_id)
 
 
 def _networks(req: Request, rule: str) -> list[dict[str, Any]]:

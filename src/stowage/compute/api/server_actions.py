@@ -55,6 +55,7 @@ from stowage.compute.api import server_boot_extras as extras
 from stowage.compute.api import (
     server_deferred_delete,
     server_evacuate,
+    server_floating_ips,
     server_guest,
     server_guest_actions,
     server_live_migrate,
@@ -311,6 +312,7 @@ _ACTIONS: dict[str, Handler] = {
     **server_deferred_delete.ACTIONS,
     **server_guest.ACTIONS,
     **server_security_groups.ACTIONS,
+    **server_floating_ips.ACTIONS,
 }
 
 

@@ -5,7 +5,8 @@ the API answers for each event at once and hands the accepted ones to the
 agents, as Nova's API does:
 
     event                      from   what the server's host does
-    network-changed            2.1    nothing to refresh: server views read the ports each time
+    network-changed            2.1    the server's cached floating addresses are refreshed
+                                      (by the API, compute/floating_addresses.py)
     network-vif-plugged        2.1    nothing waits for it: logged
     network-vif-unplugged      2.1    the same
     network-vif-deleted (tag:  2.1    a port the server still has is detached: its share of the
@@ -44,6 +45,7 @@ from stowage.compute.api.common import (
 from stowage.compute.api.server_guest import agent_cast
 from stowage.compute.api.services import is_uuid
 from stowage.compute.conductor import power_update, tasks
+from stowage.compute.floating_addresses import refresh_quietly
 from stowage.compute.migrations import FINAL_STATUSES
 from stowage.compute.rpc import ConductorAPI
 from stowage.compute.states import TASK
@@ -139,7 +141,21 @@ def create_events(req: Request) -> Response:
     _dispatch(req, by_host, ctx.request_id)
     for one in journaled:
         _cast_journaled(req, *one)
+    _refresh_floating(req, events)
     return json_response({"events": events}, result)
+
+
+def _refresh_floating(req: Request, events: list[dict[str, Any]]) -> None:
+    """A port of the server changed (a floating IP came or went): its cached addresses
+    follow, as Nova's handling of network-changed refreshes its info cache."""
+    plane = req.app.plane
+    network = None if plane is None else plane.network
+    changed = {str(e["server_uuid"]) for e in events
+               if e["name"] == "network-changed" and e.get("code") == 200}
+    if network is None:
+        return
+    for uuid in sorted(changed):
+        refresh_quietly(req.app.server_db(uuid), network, uuid)
 
 
 def _take(req: Request, conn: Any, events: list[dict[str, Any]],

@@ -1,10 +1,11 @@
-"""GET /servers/{id}/ips[/{network_label}]: a server's fixed addresses by network name.
+"""GET /servers/{id}/ips[/{network_label}]: a server's addresses by network name.
 
     GET .../ips                 {"addresses": {label: [{"version", "addr"}, ...]}}
     GET .../ips/{label}         {label: [{"version", "addr"}, ...]}
 
 The same addresses as the server view's `addresses` (its ports' fixed IPs
-under their network's name, in the order the ports were requested), without
+under their network's name, in the order the ports were requested, then the
+floating IPs mapped to them), without
 the OS-EXT-IPS extras, as Nova's ips view. A label the server has no address
 on is 404 "Instance is not a member of specified network".
 """

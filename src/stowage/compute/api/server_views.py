@@ -19,7 +19,8 @@ What each microversion adds (2.1 is the base view):
 `addresses` lists each port's fixed IPs under its network's name, with
 `OS-EXT-IPS:type` "fixed" and `OS-EXT-IPS-MAC:mac_addr`, in the order of the
 server's `networks` (what compute recorded when it bound the port, as Nova's
-network info cache).
+network info cache), then the floating IPs mapped to them with type "floating"
+(compute/floating_addresses.py).
 
 Policy decisions that do not depend on the server are taken once per request
 (`Shown`), and the records a list needs (faults, host services, ports) are
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -199,15 +201,22 @@ def _zone(req: Request, instance: inst.Instance, extras: Extras) -> str:
 
 
 def addresses(ports: Sequence[instance_ports.InstancePort]) -> dict[str, list[dict[str, Any]]]:
-    """network name -> the fixed IPs of the server's ports on it, in request order."""
-    found: dict[str, list[dict[str, Any]]] = {}
+    """network name -> the fixed IPs of the server's ports on it, in request order, then
+    the floating IPs mapped to them (Nova's `get_networks_for_instance_from_nw_info`)."""
+    fixed: dict[str, list[dict[str, Any]]] = {}
+    floating: dict[str, list[dict[str, Any]]] = {}
     for port in ports:
         vif = port.vif or {}
+        label, mac = str(vif.get("network", "")), vif.get("mac")
         for ip in vif.get("ips") or ():
-            found.setdefault(str(vif.get("network", "")), []).append(
+            fixed.setdefault(label, []).append(
                 {"version": ip["version"], "addr": ip["address"], "OS-EXT-IPS:type": "fixed",
-                 "OS-EXT-IPS-MAC:mac_addr": vif.get("mac")})
-    return found
+                 "OS-EXT-IPS-MAC:mac_addr": mac})
+            for addr in ip.get("floating") or ():
+                floating.setdefault(label, []).append(
+                    {"version": ipaddress.ip_address(addr).version, "addr": addr,
+                     "OS-EXT-IPS:type": "floating", "OS-EXT-IPS-MAC:mac_addr": mac})
+    return {label: ips + floating.get(label, []) for label, ips in fixed.items()}
 
 
 def _extended(req: Request, instance: inst.Instance) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from sqlalchemy.engine import Connection
 
 from stowage.compute import aggregates, instance_ports, instances, services
 from stowage.compute.conductor.common import Ops
+from stowage.compute.floating_addresses import floating_of_ports, with_floating
 from stowage.compute.instance_ports import InstancePort
 from stowage.compute.port_requests import (
     VF_CLASS,
@@ -338,14 +339,21 @@ def _profile(port: Mapping[str, Any], request: PortRequest | None,
 
 def _remember_vif(ops: Ops, network: NetworkClient, instance_uuid: str,
                   port: Mapping[str, Any]) -> None:
-    """The server view's addresses of this port (Nova's info cache)."""
+    """The server view's addresses of this port, floating ones too (Nova's info cache);
+    the floating ones read with the server's row held, as floating_addresses.refresh."""
     net = network.show_network(str(port["network_id"])) or {}
     ips = [{"address": ip["ip_address"], "version": ipaddress.ip_address(ip["ip_address"]).version}
            for ip in port.get("fixed_ips") or ()]
     vif = {"network_id": port["network_id"], "network": net.get("name", ""),
            "mac": port.get("mac_address"), "ips": ips}
     with ops.db.write() as conn:
-        instance_ports.set_vif(conn, instance_uuid, str(port["id"]), vif)
+        instances.lock(conn, instance_uuid)
+        try:
+            floating = floating_of_ports(network, [str(port["id"])]).get(str(port["id"]), {})
+        except NetworkError as exc:  # the binding stands; network-changed repairs the cache
+            LOG.warning("floating IPs of port %s not read: %s", port["id"], exc)
+            floating = {}
+        instance_ports.set_vif(conn, instance_uuid, str(port["id"]), with_floating(vif, floating))
 
 
 def release(ops: Ops, ports: ServerPorts) -> None:

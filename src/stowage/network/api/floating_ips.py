@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.network import floating_ips, ports
+from stowage.network import compute_events, floating_ips, ports
 from stowage.network.api import common, views
 from stowage.network.api.attributes import (
     DESCRIPTION,
@@ -72,23 +72,49 @@ def show_floating_ip(req: Request) -> Response:
 def create_floating_ip(req: Request) -> Response:
     settings = req.app.settings.network
     guard = common.guard(req)
-    return common.created(req, "floatingip", ATTRS, "create_floatingip", lambda conn, values:
-                          _one(conn, req, floating_ips.create(conn, guard, values, settings)))
+    made: list[dict[str, Any]] = []  # (a retried attempt's too: the events are idempotent)
+
+    def make(conn: Connection, values: dict[str, Any]) -> dict[str, Any]:
+        made.append(_one(conn, req, floating_ips.create(conn, guard, values, settings)))
+        return made[-1]
+    resp = common.created(req, "floatingip", ATTRS, "create_floatingip", make)
+    _tell_compute(req, *made)
+    return resp
 
 
 def update_floating_ip(req: Request) -> Response:
     values = parse(req, "floatingip", ATTRS, create=False, action="update_floatingip")
     expected = common.expected_revision(req)
-    view = common.write(req, lambda conn: _one(conn, req, floating_ips.update(
-        conn, common.guard(req), req.params["floatingip_id"], values, expected)))
+    fip_id = req.params["floatingip_id"]
+
+    def work(conn: Connection) -> tuple[dict[str, Any], dict[str, Any]]:
+        before = _one(conn, req, floating_ips.get(conn, req.context, fip_id))
+        return before, _one(conn, req, floating_ips.update(
+            conn, common.guard(req), fip_id, values, expected))
+    before, view = common.write(req, work)
+    _tell_compute(req, before, view)
     return json_response({"floatingip": view})
 
 
 def delete_floating_ip(req: Request) -> Response:
     expected = common.expected_revision(req)
-    common.write(req, lambda conn: floating_ips.delete(
-        conn, common.guard(req), req.params["floatingip_id"], expected))
+    fip_id = req.params["floatingip_id"]
+
+    def work(conn: Connection) -> dict[str, Any]:
+        before = _one(conn, req, floating_ips.get(conn, req.context, fip_id))
+        floating_ips.delete(conn, common.guard(req), fip_id, expected)
+        return before
+    _tell_compute(req, common.write(req, work))
     return empty_response(204)
+
+
+def _tell_compute(req: Request, *views: dict[str, Any]) -> None:
+    """Neutron's nova notifier: network-changed for the servers whose port a floating
+    IP came to or left (compute_events.py), after the commit."""
+    events = compute_events.network_changed(
+        [(v.get("port_id"), v.get("port_details")) for v in views])
+    if events and req.app.notify is not None:
+        req.app.notify(events)
 
 
 _ONE = "/v2.0/floatingips/{floatingip_id}"
