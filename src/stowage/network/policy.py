@@ -40,7 +40,7 @@ from stowage.errors import DomainError, Forbidden
 from stowage.network import errors as e
 from stowage.policy import Enforcer
 
-__all__ = ["NETWORK_RULES", "Guard", "deny", "enforcer"]
+__all__ = ["NETWORK_RULES", "TAGGED_COLLECTIONS", "Guard", "deny", "enforcer"]
 
 ADMIN = "rule:admin_only"
 SERVICE = "rule:service_api"
@@ -171,8 +171,29 @@ _QOS: Rules = {
 _QUOTAS: Rules = {name: (ADMIN, _LEGACY_ADMIN)
                   for name in ("get_quota", "update_quota", "delete_quota")}
 
+# Tags (standard-attr-tag): `get_<collection>_tags` as reading the record,
+# `create_/update_/delete_<collection>_tags` as changing it (neutron/conf/policies/*.py);
+# routers, floating IPs and subnet pools, whose records other modules serve, have
+# Neutron's project reader / member defaults.
+TAGGED_COLLECTIONS = ("networks", "subnets", "ports", "security_groups", "routers",
+                      "floatingips", "subnetpools")
+_SERVED = {**_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS}
+
+
+def _tag_rules() -> Rules:
+    rules: Rules = {}
+    for collection in TAGGED_COLLECTIONS:
+        member = collection[:-1]
+        read = _SERVED.get(f"get_{member}", (ADMIN_OR_READER, _OWNER))
+        change = _SERVED.get(f"update_{member}", (ADMIN_OR_MEMBER, _OWNER))
+        rules[f"get_{collection}_tags"] = read
+        for verb in ("create", "update", "delete"):
+            rules[f"{verb}_{collection}_tags"] = change
+    return rules
+
+
 NETWORK_RULES: Rules = {**_BASE, **_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS,
-                        **_QOS, **_QUOTAS}
+                        **_QOS, **_QUOTAS, **_tag_rules()}
 
 
 def enforcer(settings: PolicySettings) -> Enforcer:

@@ -25,6 +25,12 @@ The constraints carry the rules that concurrent writers must not break:
 - A security group that a port uses (`port_security_groups`) cannot be
   deleted (RESTRICT); deleting one removes the rules naming it as their
   remote group (CASCADE), as in Neutron.
+- `network_tags (resource, resource_id, tag)` is the primary key: a tag once per
+  record (tags name their record by collection and id, so routers and floating IPs
+  can be tagged without a table of their own).
+- `port_address_pairs (port_id, ip_address, mac_address)` and
+  `port_dhcp_options (port_id, opt_name, ip_version)` are primary keys: a pair, an
+  option once per port; both go with their port (CASCADE).
 - `network_quotas (project_id, resource)` is the primary key: one limit per
   project and resource; `network_quota_holds.project_id` is the row every
   creator of a limited record locks before counting (see quotas.py).
@@ -42,7 +48,8 @@ from stowage.placement.tables import exact_string
 __all__ = ["metadata", "qos_policies", "qos_minimum_bandwidth_rules", "networks", "subnets",
            "ports", "port_bindings", "ip_allocations", "security_groups",
            "default_security_groups", "security_group_rules", "port_security_groups",
-           "network_quotas", "network_quota_holds"]
+           "network_quotas", "network_quota_holds", "network_tags", "port_address_pairs",
+           "port_dhcp_options"]
 
 metadata = sa.MetaData()
 
@@ -214,4 +221,31 @@ network_quota_holds = sa.Table(
     sa.Column("project_id", exact_string(255), primary_key=True),
     # Bumped by every hold, so the UPDATE that takes the row lock always changes it.
     sa.Column("holds", sa.BigInteger, nullable=False),
+)
+
+network_tags = sa.Table(
+    "network_tags", metadata,
+    # The collection's name in the API: networks, subnets, ports, security_groups, ...
+    sa.Column("resource", exact_string(32), primary_key=True),
+    sa.Column("resource_id", exact_string(36), primary_key=True),
+    sa.Column("tag", exact_string(255), primary_key=True),
+)
+
+port_address_pairs = sa.Table(
+    "port_address_pairs", metadata,
+    sa.Column("port_id", exact_string(36), sa.ForeignKey("ports.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("ip_address", exact_string(64), primary_key=True),
+    sa.Column("mac_address", exact_string(32), primary_key=True),
+    # The pair's place in the list the client sent: shown in that order.
+    sa.Column("position", sa.Integer, nullable=False),
+)
+
+port_dhcp_options = sa.Table(
+    "port_dhcp_options", metadata,
+    sa.Column("port_id", exact_string(36), sa.ForeignKey("ports.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("opt_name", exact_string(64), primary_key=True),
+    sa.Column("ip_version", sa.Integer, primary_key=True),
+    sa.Column("opt_value", sa.String(255), nullable=False),
 )

@@ -20,10 +20,16 @@ __all__ = ["ROUTES", "PUBLIC_PATHS", "EXTENSIONS", "extensions_for"]
 
 # alias -> (name, description, updated): one entry per extension, Neutron's wording.
 EXTENSIONS: dict[str, tuple[str, str, str]] = {
+    "allowed-address-pairs": ("Allowed Address Pairs", "Provides allowed address pairs",
+                              "2013-07-23T10:00:00-00:00"),
     "binding": ("Port Binding", "Expose port bindings of a virtual port to external "
                 "application", "2014-02-03T10:00:00-00:00"),
     "binding-extended": ("Port Bindings Extended", "Expose port bindings of a virtual port "
                          "to external application", "2017-07-17T10:00:00-00:00"),
+    "extra_dhcp_opt": ("Neutron Extra DHCP options", "Extra options configuration for DHCP. "
+                       "For example PXE boot options to DHCP clients can be specified (e.g. "
+                       "tftp-server, server-ip-address, bootfile-name)",
+                       "2013-03-17T12:00:00-00:00"),
     "filter-validation": ("Filter parameters validation", "Provides validation on filter "
                           "parameters.", "2018-03-21T10:00:00-00:00"),
     "network-mtu": ("Network MTU", "Provides MTU attribute for a network resource.",
@@ -66,6 +72,9 @@ EXTENSIONS: dict[str, tuple[str, str, str]] = {
     "standard-attr-revisions": ("Resource revision numbers", "This extension will display "
                                 "the revision number of neutron resources.",
                                 "2016-04-11T10:00:00-00:00"),
+    "standard-attr-tag": ("Tag support for resources with standard attribute: network, "
+                          "subnet, port, security_group", "Enables to set tag on resources "
+                          "with standard attribute.", "2017-01-01T00:00:00-00:00"),
     "standard-attr-timestamp": ("Resource timestamps", "Adds created_at and updated_at "
                                 "fields to all Neutron resources that have Neutron standard "
                                 "attributes.", "2016-09-12T10:00:00-00:00"),

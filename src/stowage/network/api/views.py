@@ -58,7 +58,8 @@ def port(p: Port, guard: Guard, resource_request: dict[str, Any] | None) -> dict
             "status": p.status, "device_id": p.device_id, "device_owner": p.device_owner,
             "fixed_ips": [{"subnet_id": ip.subnet_id, "ip_address": ip.ip_address}
                           for ip in p.fixed_ips],
-            "allowed_address_pairs": [], "extra_dhcp_opts": [],
+            "allowed_address_pairs": [dict(pair) for pair in p.address_pairs],
+            "extra_dhcp_opts": [dict(option) for option in p.dhcp_options],
             "security_groups": list(p.security_groups),
             "binding:vnic_type": p.binding.vnic_type, "binding:host_id": p.binding.host,
             "binding:profile": dict(p.binding.profile),
