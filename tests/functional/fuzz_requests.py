@@ -352,6 +352,20 @@ _BINDING = {"port_id": ("port.compute", "port.plain", "uuid.new"),
 _RULE = {"policy_id": _QOS, "rule_id": ("rule.egress", "rule.ingress", "uuid.new")}
 _SG = ("sg.web", "sg.default", "uuid.new")
 _SG_RULE = ("sgrule.web", "uuid.new")
+
+
+def _tag_specs(collection: str, ids: Sequence[str]) -> dict[str, Spec]:
+    """The five tag write routes of one collection (standard-attr-tag)."""
+    base = f"/v2.0/{collection}/{{id}}/tags"
+    one = {"id": ids, "tag": ("tag.1", "tag.new")}
+    bodies = [{"tags": [Ref("tag.1"), "fz-other"]}, {"tags": []}]
+    return {f"PUT {base}": Spec({"id": ids}, bodies, caller="member"),
+            f"POST {base}": Spec({"id": ids}, bodies, caller="member"),
+            f"DELETE {base}": Spec({"id": ids}, caller="member"),
+            f"PUT {base}/{{tag}}": Spec(one, caller="member"),
+            f"DELETE {base}/{{tag}}": Spec(one, caller="member")}
+
+
 _PROVIDER = {"provider:network_type": "vlan", "provider:physical_network": Ref("physnet"),
              "provider:segmentation_id": 100}
 _NETWORK: dict[str, Spec] = {
@@ -402,7 +416,12 @@ _NETWORK: dict[str, Spec] = {
                   "binding:vnic_type": "direct", "binding:host_id": Ref("host.1"),
                   "binding:profile": {"allocation": Ref("rp.host1")},
                   "qos_policy_id": Ref("qos.policy"), "security_groups": [],
-                  "allowed_address_pairs": [], "extra_dhcp_opts": [],
+                  "allowed_address_pairs": [{"ip_address": "10.0.1.0/28"},
+                                            {"ip_address": "10.0.1.9",
+                                             "mac_address": "fa:16:3e:00:00:98"}],
+                  "extra_dhcp_opts": [{"opt_name": "bootfile-name", "opt_value": "pxe.0"},
+                                      {"opt_name": "dns-server", "opt_value": "2001:db8::1",
+                                       "ip_version": 6}],
                   "project_id": Ref("project")}},
         {"port": {"network_id": Ref("net.tenant"), "binding:vnic_type": "macvtap",
                   "fixed_ips": [{"subnet_id": Ref("subnet.tenant")}]}},
@@ -419,6 +438,9 @@ _NETWORK: dict[str, Spec] = {
                   "binding:profile": {"allocation": Ref("rp.host2")}}},
         {"port": {"qos_policy_id": Ref("qos.policy"), "binding:host_id": None,
                   "binding:profile": None, "fixed_ips": []}},
+        {"port": {"allowed_address_pairs": [{"ip_address": "10.0.2.0/24"}],
+                  "extra_dhcp_opts": [{"opt_name": "tftp-server", "opt_value": None},
+                                      {"opt_name": "a", "opt_value": "b"}]}},
         {"port": {"name": "fz-renamed", "fixed_ips": [{"subnet_id": Ref("subnet.provider")}],
                   "binding:vnic_type": "normal"}},
         # port.compute's bandwidth is allocated: 501, as Neutron
@@ -480,6 +502,11 @@ _NETWORK: dict[str, Spec] = {
         {"quota": {"network": 1, "check_limit": True}},
         {"quota": {"port": 7, "force": True}}]),
     "DELETE /v2.0/quotas/{project_id}": Spec({"project_id": ("project", "uuid.new")}),
+    **{key: spec for collection, ids in (
+        ("networks", _NET), ("subnets", _SUBNET), ("ports", _PORT),
+        ("security-groups", _SG), ("routers", ("uuid.new",)),
+        ("floatingips", ("uuid.new",)), ("subnetpools", ("uuid.new",)))
+       for key, spec in _tag_specs(collection, ids).items()},
 }
 
 SPECS: dict[tuple[str, str, str], Spec] = {
