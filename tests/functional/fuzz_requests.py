@@ -352,6 +352,7 @@ _BINDING = {"port_id": ("port.compute", "port.plain", "uuid.new"),
 _RULE = {"policy_id": _QOS, "rule_id": ("rule.egress", "rule.ingress", "uuid.new")}
 _SG = ("sg.web", "sg.default", "uuid.new")
 _SG_RULE = ("sgrule.web", "uuid.new")
+_POOL = ("pool.used", "pool.free", "uuid.new")
 
 
 def _tag_specs(collection: str, ids: Sequence[str]) -> dict[str, Spec]:
@@ -398,7 +399,11 @@ _NETWORK: dict[str, Spec] = {
         {"subnet": {"network_id": Ref("net.provider"), "ip_version": 6,
                     "cidr": "2001:db8::/64"}},
         {"subnet": {"network_id": Ref("net.provider"), "ip_version": 4,
-                    "cidr": "10.0.1.128/25"}}]),
+                    "cidr": "10.0.1.128/25"}},
+        {"subnet": {"network_id": Ref("net.tenant"), "ip_version": 4,
+                    "subnetpool_id": Ref("pool.used"), "prefixlen": 26}},
+        {"subnet": {"network_id": Ref("net.tenant"), "ip_version": 4,
+                    "subnetpool_id": Ref("pool.free"), "cidr": "10.9.3.0/24"}}]),
     "PUT /v2.0/subnets/{subnet_id}": Spec({"subnet_id": _SUBNET}, caller="member", bodies=[
         {"subnet": {"name": "fz-renamed", "description": "d", "enable_dhcp": False,
                     "gateway_ip": None, "dns_nameservers": ["192.0.2.53", "2001:db8::53"],
@@ -502,10 +507,24 @@ _NETWORK: dict[str, Spec] = {
         {"quota": {"network": 1, "check_limit": True}},
         {"quota": {"port": 7, "force": True}}]),
     "DELETE /v2.0/quotas/{project_id}": Spec({"project_id": ("project", "uuid.new")}),
+    "POST /v2.0/subnetpools": Spec(caller="member", bodies=[
+        {"subnetpool": {"name": "fz-new", "description": "fuzzed", "prefixes": ["10.7.0.0/16"],
+                        "default_prefixlen": 24, "min_prefixlen": 16, "max_prefixlen": 28,
+                        "default_quota": None, "address_scope_id": None,
+                        "project_id": Ref("project")}},
+        {"subnetpool": {"prefixes": ["2001:db8:7::/48"], "is_default": True,
+                        "shared": True}}]),
+    "PUT /v2.0/subnetpools/{subnetpool_id}": Spec(
+        {"subnetpool_id": _POOL}, caller="member", if_match=True, bodies=[
+            {"subnetpool": {"name": "fz-renamed", "description": "d",
+                            "prefixes": ["10.8.0.0/15"], "default_prefixlen": 26}},
+            {"subnetpool": {"is_default": True, "min_prefixlen": 20}}]),
+    "DELETE /v2.0/subnetpools/{subnetpool_id}": Spec({"subnetpool_id": _POOL},
+                                                     caller="member", if_match=True),
     **{key: spec for collection, ids in (
         ("networks", _NET), ("subnets", _SUBNET), ("ports", _PORT),
         ("security-groups", _SG), ("routers", ("uuid.new",)),
-        ("floatingips", ("uuid.new",)), ("subnetpools", ("uuid.new",)))
+        ("floatingips", ("uuid.new",)), ("subnetpools", _POOL))
        for key, spec in _tag_specs(collection, ids).items()},
 }
 

@@ -273,6 +273,18 @@ class World:
         ok(admin.post(f"/v2.0/ports/{port}/bindings", json={"binding": {
             "host": refs["host.2"], "profile": {"allocation": refs["rp.host2"]}}}))
         self._seed_security_groups(member)
+        self._seed_subnetpools(member)
+
+    def _seed_subnetpools(self, member: httpx.Client) -> None:
+        """`pool.used` (a subnet of net.tenant was allocated from it) and `pool.free`."""
+        refs = self.refs
+        for name, prefix in (("used", "10.8.0.0/16"), ("free", "10.9.0.0/16")):
+            refs[f"pool.{name}"] = ok(member.post("/v2.0/subnetpools", json={"subnetpool": {
+                "name": f"fz-{name}", "prefixes": [prefix], "default_prefixlen": 24}}
+            ))["subnetpool"]["id"]
+        ok(member.post("/v2.0/subnets", json={"subnet": {
+            "network_id": refs["net.tenant"], "ip_version": 4,
+            "subnetpool_id": refs["pool.used"]}}))
 
     def _seed_security_groups(self, member: httpx.Client) -> None:
         refs = self.refs
@@ -291,7 +303,8 @@ class World:
                            ("subnet.provider", "subnets"), ("subnet.tenant", "subnets"),
                            ("port.plain", "ports"), ("port.compute", "ports"),
                            ("qos.policy", "qos/policies"), ("qos.other", "qos/policies"),
-                           ("sg.web", "security-groups"), ("sg.default", "security-groups")):
+                           ("sg.web", "security-groups"), ("sg.default", "security-groups"),
+                           ("pool.used", "subnetpools"), ("pool.free", "subnetpools")):
             found = ok(network.get(f"/v2.0/{path}/{self.refs[name]}"))
             revision = next(iter(found.values()))["revision_number"]
             self.refs[f"rev.{name}"] = f"revision_number={revision}"

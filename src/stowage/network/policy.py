@@ -80,6 +80,7 @@ _BASE: Rules = {
     "ext_parent_owner": ("tenant_id:%(ext_parent:tenant_id)s", None),
     "sg_owner": ("tenant_id:%(security_group:tenant_id)s", None),
     "network_device": ("field:port:device_owner=~^network:", None),
+    "shared_subnetpools": ("field:subnetpools:shared=True", None),
 }
 
 
@@ -151,6 +152,16 @@ _SECURITY_GROUPS: Rules = {
     "delete_security_group_rule": (f"{ADMIN_OR_MEMBER} or ({ADMIN_OR_SG_OWNER_MEMBER})",
                                    f"{_OWNER} or rule:sg_owner"),
 }
+# neutron/conf/policies/subnetpool.py (address scopes and prefix actions are not served).
+_SUBNETPOOLS: Rules = {
+    "create_subnetpool": (ADMIN_OR_MEMBER, _ANY),
+    **_admin_attrs("create_subnetpool", ("shared", "is_default")),
+    "get_subnetpool": (f"{ADMIN_OR_READER} or rule:shared_subnetpools",
+                       f"{_OWNER} or rule:shared_subnetpools"),
+    "update_subnetpool": (ADMIN_OR_MEMBER, _OWNER),
+    **_admin_attrs("update_subnetpool", ("is_default",)),
+    "delete_subnetpool": (ADMIN_OR_MEMBER, _OWNER),
+}
 _QOS: Rules = {
     # Neutron shares QoS policies through its RBAC table; stowage's `shared` flag says it.
     "get_policy": (f"{ADMIN_OR_READER} or field:policies:shared=True", _ANY),
@@ -177,7 +188,7 @@ _QUOTAS: Rules = {name: (ADMIN, _LEGACY_ADMIN)
 # Neutron's project reader / member defaults.
 TAGGED_COLLECTIONS = ("networks", "subnets", "ports", "security_groups", "routers",
                       "floatingips", "subnetpools")
-_SERVED = {**_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS}
+_SERVED = {**_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS, **_SUBNETPOOLS}
 
 
 def _tag_rules() -> Rules:
@@ -193,7 +204,7 @@ def _tag_rules() -> Rules:
 
 
 NETWORK_RULES: Rules = {**_BASE, **_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS,
-                        **_QOS, **_QUOTAS, **_tag_rules()}
+                        **_QOS, **_QUOTAS, **_SUBNETPOOLS, **_tag_rules()}
 
 
 def enforcer(settings: PolicySettings) -> Enforcer:

@@ -31,6 +31,10 @@ The constraints carry the rules that concurrent writers must not break:
 - `port_address_pairs (port_id, ip_address, mac_address)` and
   `port_dhcp_options (port_id, opt_name, ip_version)` are primary keys: a pair, an
   option once per port; both go with their port (CASCADE).
+- `subnetpools.default_key` is unique: one default pool per IP version
+  (`is_default`). A subnet allocated from a pool has a row in
+  `subnetpool_allocations`, which keeps the pool from being deleted (RESTRICT)
+  and goes with the subnet (CASCADE).
 - `network_quotas (project_id, resource)` is the primary key: one limit per
   project and resource; `network_quota_holds.project_id` is the row every
   creator of a limited record locks before counting (see quotas.py).
@@ -49,7 +53,7 @@ __all__ = ["metadata", "qos_policies", "qos_minimum_bandwidth_rules", "networks"
            "ports", "port_bindings", "ip_allocations", "security_groups",
            "default_security_groups", "security_group_rules", "port_security_groups",
            "network_quotas", "network_quota_holds", "network_tags", "port_address_pairs",
-           "port_dhcp_options"]
+           "port_dhcp_options", "subnetpools", "subnetpool_allocations"]
 
 metadata = sa.MetaData()
 
@@ -248,4 +252,32 @@ port_dhcp_options = sa.Table(
     sa.Column("opt_name", exact_string(64), primary_key=True),
     sa.Column("ip_version", sa.Integer, primary_key=True),
     sa.Column("opt_value", sa.String(255), nullable=False),
+)
+
+subnetpools = sa.Table(
+    "subnetpools", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("name", exact_string(255), nullable=False),
+    sa.Column("description", sa.String(255), nullable=False),
+    sa.Column("ip_version", sa.Integer, nullable=False),
+    sa.Column("prefixes", sa.JSON, nullable=False),
+    sa.Column("default_prefixlen", sa.Integer, nullable=False),
+    sa.Column("min_prefixlen", sa.Integer, nullable=False),
+    sa.Column("max_prefixlen", sa.Integer, nullable=False),
+    sa.Column("shared", sa.Boolean, nullable=False),
+    sa.Column("default_quota", sa.Integer, nullable=True),
+    # The IP version while the pool is the default one, else NULL.
+    sa.Column("default_key", sa.Integer, nullable=True),
+    *_standard(),
+    sa.UniqueConstraint("default_key", name="uniq_subnetpools_default_key"),
+)
+
+subnetpool_allocations = sa.Table(
+    "subnetpool_allocations", metadata,
+    sa.Column("subnet_id", exact_string(36), sa.ForeignKey("subnets.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("subnetpool_id", exact_string(36), sa.ForeignKey("subnetpools.id"),
+              nullable=False),
+    sa.Index("ix_subnetpool_allocations_pool", "subnetpool_id"),
 )

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.network import errors as e
-from stowage.network import networks, ports, security_groups, subnets
+from stowage.network import networks, ports, security_groups, subnetpools, subnets
 from stowage.network import tables as t
 from stowage.network.policy import TAGGED_COLLECTIONS
 from stowage.network.standard import lock, try_insert
@@ -173,3 +173,5 @@ register("networks", t.networks, _network)
 register("subnets", t.subnets, _subnet)
 register("ports", t.ports, _port)
 register("security_groups", t.security_groups, _group)
+register("subnetpools", t.subnetpools, lambda conn, ctx, record_id: subnetpools.target(
+    subnetpools.get(conn, ctx, record_id)))

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.network import errors as e
-from stowage.network import subnets, tags
+from stowage.network import subnetpools, subnets, tags
 from stowage.network.api import common, views
 from stowage.network.api.attributes import (
     DESCRIPTION,
@@ -28,6 +28,7 @@ from stowage.network.api.attributes import (
     parse,
     read_only,
     string,
+    uuid_or_none,
     uuid_value,
 )
 from stowage.web.http import Request, Response, empty_response, json_response
@@ -59,7 +60,8 @@ ATTRS = owned_attrs(
     Attr("host_routes", host_routes),
     Attr("ipv6_ra_mode", _null_only("ipv6_ra_mode")),
     Attr("ipv6_address_mode", _null_only("ipv6_address_mode")),
-    Attr("subnetpool_id", _null_only("subnetpool_id"), put=False),
+    Attr("subnetpool_id", uuid_or_none, put=False),
+    Attr("prefixlen", integer(0), put=False),
     Attr("segment_id", _null_only("segment_id")),
     *read_only("tags"),
 )
@@ -94,10 +96,20 @@ def show_subnet(req: Request) -> Response:
 
 
 def _create_one(conn: Connection, req: Request, values: dict[str, Any]) -> dict[str, Any]:
-    if not values.get("cidr"):
-        raise e.bad_request("subnet", "a subnetpool must be specified in the absence of a "
-                                      "cidr")
-    return views.subnet(subnets.create(conn, common.guard(req), values))
+    """A subnet with the `cidr` given, or one allocated from `subnetpool_id` (with
+    `prefixlen`, or the `cidr` asked of the pool)."""
+    pool_id = values.get("subnetpool_id")
+    if not pool_id:
+        if not values.get("cidr"):
+            raise e.bad_request("subnet", "a subnetpool must be specified in the absence of "
+                                          "a cidr")
+        return views.subnet(subnets.create(conn, common.guard(req), values))
+    if values.get("cidr") and "prefixlen" in values:
+        raise e.bad_request("subnets", "cidr and prefixlen must not be supplied together")
+    values = {**values, "cidr": subnetpools.allocate(conn, req.context, values)}
+    made = subnets.create(conn, common.guard(req), values)
+    subnetpools.record(conn, made.id, pool_id)
+    return views.subnet(subnets.get(conn, req.context, made.id))
 
 
 def create_subnet(req: Request) -> Response:

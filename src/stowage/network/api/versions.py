@@ -66,6 +66,8 @@ EXTENSIONS: dict[str, tuple[str, str, str]] = {
                        "2012-10-05T10:00:00-00:00"),
     "sorting": ("Sorting support", "Extension that indicates that sorting is enabled.",
                 "2016-06-12T00:00:00-00:00"),
+    "subnet_allocation": ("Subnet Allocation", "Enables allocation of subnets from a subnet "
+                          "pool", "2015-03-30T10:00:00-00:00"),
     "standard-attr-description": ("standard-attr-description", "Extension to add "
                                   "descriptions to standard attributes",
                                   "2016-02-10T10:00:00-00:00"),
@@ -73,8 +75,9 @@ EXTENSIONS: dict[str, tuple[str, str, str]] = {
                                 "the revision number of neutron resources.",
                                 "2016-04-11T10:00:00-00:00"),
     "standard-attr-tag": ("Tag support for resources with standard attribute: network, "
-                          "subnet, port, security_group", "Enables to set tag on resources "
-                          "with standard attribute.", "2017-01-01T00:00:00-00:00"),
+                          "subnet, port, security_group, subnetpool",
+                          "Enables to set tag on resources with standard attribute.",
+                          "2017-01-01T00:00:00-00:00"),
     "standard-attr-timestamp": ("Resource timestamps", "Adds created_at and updated_at "
                                 "fields to all Neutron resources that have Neutron standard "
                                 "attributes.", "2016-09-12T10:00:00-00:00"),
@@ -84,6 +87,7 @@ RESOURCES = (("network", "networks"), ("subnet", "subnets"), ("port", "ports"),
              ("policy", "qos/policies"), ("rule_type", "qos/rule-types"),
              ("security_group", "security-groups"),
              ("security_group_rule", "security-group-rules"), ("quota", "quotas"),
+             ("subnetpool", "subnetpools"),
              ("extension", "extensions"))
 
 

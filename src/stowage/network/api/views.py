@@ -20,10 +20,11 @@ from stowage.network.ports import Port
 from stowage.network.qos import RULE_TYPE, Policy, Rule
 from stowage.network.security_group_rules import Rule as GroupRule
 from stowage.network.security_groups import Group
+from stowage.network.subnetpools import Pool
 from stowage.network.subnets import Subnet
 
 __all__ = ["network", "subnet", "port", "binding", "qos_policy", "rule", "security_group",
-           "security_group_rule"]
+           "security_group_rule", "subnetpool"]
 
 
 def _standard(record: Any) -> dict[str, Any]:
@@ -48,7 +49,7 @@ def subnet(s: Subnet) -> dict[str, Any]:
             "ip_version": s.ip_version, "cidr": s.cidr, "gateway_ip": s.gateway_ip,
             "allocation_pools": list(s.allocation_pools), "enable_dhcp": s.enable_dhcp,
             "dns_nameservers": list(s.dns_nameservers), "host_routes": list(s.host_routes),
-            "ipv6_ra_mode": None, "ipv6_address_mode": None, "subnetpool_id": None,
+            "ipv6_ra_mode": None, "ipv6_address_mode": None, "subnetpool_id": s.subnetpool_id,
             **_standard(s)}
 
 
@@ -100,3 +101,11 @@ def security_group_rule(r: GroupRule) -> dict[str, Any]:
 def security_group(g: Group) -> dict[str, Any]:
     return {"id": g.id, "name": g.name,
             "security_group_rules": [security_group_rule(r) for r in g.rules], **_standard(g)}
+
+
+def subnetpool(p: Pool) -> dict[str, Any]:
+    return {"id": p.id, "name": p.name, "ip_version": p.ip_version,
+            "prefixes": list(p.prefixes), "default_prefixlen": p.default_prefixlen,
+            "min_prefixlen": p.min_prefixlen, "max_prefixlen": p.max_prefixlen,
+            "shared": p.shared, "is_default": p.is_default, "default_quota": p.default_quota,
+            "address_scope_id": None, **_standard(p)}
