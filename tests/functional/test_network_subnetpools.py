@@ -145,6 +145,18 @@ def test_concurrent_allocations_never_overlap(network: httpx.Client) -> None:
     assert all(not a.overlaps(b) for i, a in enumerate(nets) for b in nets[i + 1:])
 
 
+def test_subnetpool_quota(network: httpx.Client) -> None:
+    """Unlimited by default (Neutron's -1); a limit set is held like the others."""
+    assert network.get("/v2.0/quotas/p1").json()["quota"]["subnetpool"] == -1
+    network.put("/v2.0/quotas/admin", json={"quota": {"subnetpool": 1}})
+    _pool(network, ["10.60.0.0/16"])
+    over = network.post("/v2.0/subnetpools", json={"subnetpool": {
+        "prefixes": ["10.61.0.0/16"]}})
+    nw.neutron_error(over, 409, "OverQuota")
+    assert len(nw.ids(network.get("/v2.0/subnetpools"), "subnetpools")) == 1
+    network.delete("/v2.0/quotas/admin")
+
+
 def test_policy(live_stowage: LiveServer, network: httpx.Client) -> None:
     url = f"{live_stowage.url}/network"
     shared = _pool(network, ["192.168.0.0/16"], shared=True, default_prefixlen=24)

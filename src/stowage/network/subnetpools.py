@@ -34,6 +34,7 @@ from stowage.context import RequestContext
 from stowage.errors import DomainError, Invalid
 from stowage.network import addresses as a
 from stowage.network import errors as e
+from stowage.network import quotas
 from stowage.network import tables as t
 from stowage.network.policy import Guard
 from stowage.network.standard import lock, try_insert, utcnow
@@ -173,6 +174,7 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any]) -> Pool:
     project_id = values.get("project_id") or ctx.project_id or ""
     guard.check("create_subnetpool", {**values, "project_id": project_id,
                                       "tenant_id": project_id}, _attributes(values))
+    quotas.claim(conn, project_id, "subnetpool")
     version, prefixes = _compact(values["prefixes"])
     low, high, default = _bounds(version, values)
     now, pool_id = utcnow(), str(uuid.uuid4())
