@@ -429,6 +429,7 @@ _NETWORK: dict[str, Spec] = {
                                        "ip_version": 6}],
                   "project_id": Ref("project")}},
         {"port": {"network_id": Ref("net.tenant"), "binding:vnic_type": "macvtap",
+                  "tags": [Ref("tag.1"), "fz-other"],
                   "fixed_ips": [{"subnet_id": Ref("subnet.tenant")}]}},
         {"port": {"network_id": Ref("net.provider"), "mac_address": Ref("mac.plain"),
                   "fixed_ips": [{"ip_address": Ref("ip.plain")}]}},

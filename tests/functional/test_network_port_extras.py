@@ -123,5 +123,5 @@ def test_extras_go_with_the_port(network: httpx.Client) -> None:
 def test_extensions_advertised(network: httpx.Client) -> None:
     aliases = {e["alias"] for e in network.get("/v2.0/extensions").json()["extensions"]}
     assert {"allowed-address-pairs", "extra_dhcp_opt", "standard-attr-tag",
-            "subnet_allocation"} <= aliases
+            "subnet_allocation", "tag-ports-during-bulk-creation"} <= aliases
     assert "port-security" not in aliases

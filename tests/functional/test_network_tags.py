@@ -133,3 +133,22 @@ def test_tags_go_with_their_record(network: httpx.Client) -> None:
     assert network.delete(f"/v2.0/networks/{net['id']}").status_code == 204
     again = network.get(f"/v2.0/networks/{net['id']}/tags")
     nw.neutron_error(again, 404, "NetworkNotFound")
+
+
+def test_ports_tagged_at_creation(network: httpx.Client) -> None:
+    net = nw.network(network)
+    one = nw.port(network, net["id"], tags=["web", "blue"])
+    assert sorted(one["tags"]) == ["blue", "web"]
+    assert one["revision_number"] == 0
+    bulk = network.post("/v2.0/ports", json={"ports": [
+        {"network_id": net["id"], "tags": ["a"]}, {"network_id": net["id"]}]})
+    assert bulk.status_code == 201, bulk.text
+    assert [p["tags"] for p in bulk.json()["ports"]] == [["a"], []]
+    refused = network.post("/v2.0/ports", json={"port": {"network_id": net["id"],
+                                                         "tags": ["x", "x"]}})
+    assert "Duplicate items in the list: 'x'" in nw.neutron_error(refused, 400,
+                                                                 "HTTPBadRequest")
+    assert len(network.get("/v2.0/ports").json()["ports"]) == 3
+    message = nw.neutron_error(network.put(f"/v2.0/ports/{one['id']}", json={"port": {
+        "tags": ["z"]}}), 400, "HTTPBadRequest")
+    assert "tags" in message

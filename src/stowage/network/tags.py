@@ -34,7 +34,7 @@ from stowage.network.policy import TAGGED_COLLECTIONS
 from stowage.network.standard import lock, try_insert
 
 __all__ = ["Taggable", "register", "taggable", "of", "add", "replace", "remove", "clear",
-           "forget", "matches", "missing", "tag_missing", "COLLECTIONS", "FILTERS",
+           "forget", "put_new", "matches", "missing", "tag_missing", "COLLECTIONS", "FILTERS",
            "MAX_TAG_LEN", "TAG_NOT_FOUND"]
 
 # Neutron's MAX_TAG_LEN (60 in older releases, 255 today).
@@ -100,6 +100,12 @@ def add(conn: Connection, collection: str, record_id: str, tags: Iterable[str]) 
     _bump(conn, collection, record_id)
     for tag in tags:
         try_insert(conn, _T, {"resource": collection, "resource_id": record_id, "tag": tag})
+
+
+def put_new(conn: Connection, collection: str, record_id: str, tags: Sequence[str]) -> None:
+    """The tags of a record being created (in its own transaction: no revision bump)."""
+    for tag in dict.fromkeys(tags):
+        conn.execute(_T.insert().values(resource=collection, resource_id=record_id, tag=tag))
 
 
 def replace(conn: Connection, collection: str, record_id: str, tags: Sequence[str]) -> None:

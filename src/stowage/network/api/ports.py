@@ -35,6 +35,7 @@ from stowage.network.api.attributes import (
     uuid_value,
 )
 from stowage.network.api.port_extras import address_pairs, dhcp_options
+from stowage.network.api.tags import tag_list
 from stowage.network.mechanism import VNIC_TYPES
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
@@ -71,7 +72,8 @@ ATTRS = owned_attrs(
     Attr("allowed_address_pairs", address_pairs),
     Attr("extra_dhcp_opts", dhcp_options),
     *read_only("status", "binding:vif_type", "binding:vif_details", "resource_request",
-               "qos_network_policy_id", "tags"),
+               "qos_network_policy_id"),
+    Attr("tags", tag_list, put=False),
 )
 FILTERS = ("id", "name", "description", "network_id", "mac_address", "admin_state_up",
            "status", "device_id", "device_owner", "tenant_id", "project_id", "fixed_ips",
@@ -123,10 +125,16 @@ def show_port(req: Request) -> Response:
 
 
 def create_port(req: Request) -> Response:
+    """Ports, each with the `tags` sent (tag-ports-during-bulk-creation)."""
     settings = req.app.settings.network
     guard = common.guard(req)
-    return common.created(req, "port", ATTRS, "create_port", lambda conn, values: _one(
-        req, ports.create(conn, guard, values, settings), conn))
+
+    def make(conn: Connection, values: dict[str, Any]) -> dict[str, Any]:
+        port = ports.create(conn, guard, values, settings)
+        tags.put_new(conn, "ports", port.id, values.get("tags") or [])
+        return _one(req, port, conn)
+
+    return common.created(req, "port", ATTRS, "create_port", make)
 
 
 def update_port(req: Request) -> Response:

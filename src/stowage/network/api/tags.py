@@ -23,7 +23,7 @@ from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
-__all__ = ["ROUTES"]
+__all__ = ["ROUTES", "tag_list"]
 
 
 def _tag(value: Any) -> str:
@@ -35,6 +35,26 @@ def _tag(value: Any) -> str:
     return value
 
 
+def _unique_tags(found: Any) -> list[str]:
+    """Neutron's list_of_unique_strings(MAX_TAG_LEN); ValueError otherwise."""
+    if not isinstance(found, list):
+        raise ValueError(f"'{found}' is not a list")
+    for item in found:
+        if not isinstance(item, str):
+            raise ValueError(f"'{item}' is not a valid string")
+        if len(item) > tags.MAX_TAG_LEN:
+            raise ValueError(f"'{item}' exceeds maximum length of {tags.MAX_TAG_LEN}")
+    duplicates = sorted({t for t in found if found.count(t) > 1})
+    if duplicates:
+        raise ValueError(f"Duplicate items in the list: '{', '.join(duplicates)}'")
+    return list(found)
+
+
+def tag_list(value: Any) -> list[str]:
+    """The `tags` attribute of a port create (tag-ports-during-bulk-creation)."""
+    return _unique_tags(value)
+
+
 def _tag_list(req: Request) -> list[str]:
     """The body `{"tags": [unique strings]}`; 400 InvalidInput otherwise."""
     try:
@@ -43,14 +63,10 @@ def _tag_list(req: Request) -> list[str]:
         raise bad("Malformed request body") from None
     if not isinstance(body, dict) or "tags" not in body:
         raise e.invalid_input("Invalid tags body")
-    found = body["tags"]
-    if not isinstance(found, list):
-        raise e.invalid_input(f"'{found}' is not a list")
-    checked = [_tag(item) for item in found]
-    duplicates = sorted({t for t in checked if checked.count(t) > 1})
-    if duplicates:
-        raise e.invalid_input(f"Duplicate items in the list: '{', '.join(duplicates)}'")
-    return checked
+    try:
+        return _unique_tags(body["tags"])
+    except ValueError as exc:
+        raise e.invalid_input(str(exc)) from None
 
 
 def _held(req: Request, conn: Connection, verb: str) -> tuple[str, str]:

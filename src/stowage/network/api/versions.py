@@ -78,6 +78,9 @@ EXTENSIONS: dict[str, tuple[str, str, str]] = {
                           "subnet, port, security_group, subnetpool",
                           "Enables to set tag on resources with standard attribute.",
                           "2017-01-01T00:00:00-00:00"),
+    "tag-ports-during-bulk-creation": ("Tag Ports During Bulk Creation", "Allow to tag "
+                                       "ports during bulk creation",
+                                       "2019-12-29T19:00:00-00:00"),
     "standard-attr-timestamp": ("Resource timestamps", "Adds created_at and updated_at "
                                 "fields to all Neutron resources that have Neutron standard "
                                 "attributes.", "2016-09-12T10:00:00-00:00"),
