@@ -404,6 +404,23 @@ _L3: dict[str, Spec] = {
     "DELETE /v2.0/floatingips/{floatingip_id}": Spec({"floatingip_id": _FIP},
                                                      caller="member", if_match=True),
 }
+
+
+_POOL = ("pool.used", "pool.free", "uuid.new")
+
+
+def _tag_specs(collection: str, ids: Sequence[str]) -> dict[str, Spec]:
+    """The five tag write routes of one collection (standard-attr-tag)."""
+    base = f"/v2.0/{collection}/{{id}}/tags"
+    one = {"id": ids, "tag": ("tag.1", "tag.new")}
+    bodies = [{"tags": [Ref("tag.1"), "fz-other"]}, {"tags": []}]
+    return {f"PUT {base}": Spec({"id": ids}, bodies, caller="member"),
+            f"POST {base}": Spec({"id": ids}, bodies, caller="member"),
+            f"DELETE {base}": Spec({"id": ids}, caller="member"),
+            f"PUT {base}/{{tag}}": Spec(one, caller="member"),
+            f"DELETE {base}/{{tag}}": Spec(one, caller="member")}
+
+
 _PROVIDER = {"provider:network_type": "vlan", "provider:physical_network": Ref("physnet"),
              "provider:segmentation_id": 100}
 _NETWORK: dict[str, Spec] = {
@@ -438,7 +455,11 @@ _NETWORK: dict[str, Spec] = {
         {"subnet": {"network_id": Ref("net.provider"), "ip_version": 6,
                     "cidr": "2001:db8::/64"}},
         {"subnet": {"network_id": Ref("net.provider"), "ip_version": 4,
-                    "cidr": "10.0.1.128/25"}}]),
+                    "cidr": "10.0.1.128/25"}},
+        {"subnet": {"network_id": Ref("net.tenant"), "ip_version": 4,
+                    "subnetpool_id": Ref("pool.used"), "prefixlen": 26}},
+        {"subnet": {"network_id": Ref("net.tenant"), "ip_version": 4,
+                    "subnetpool_id": Ref("pool.free"), "cidr": "10.9.3.0/24"}}]),
     "PUT /v2.0/subnets/{subnet_id}": Spec({"subnet_id": _SUBNET}, caller="member", bodies=[
         {"subnet": {"name": "fz-renamed", "description": "d", "enable_dhcp": False,
                     "gateway_ip": None, "dns_nameservers": ["192.0.2.53", "2001:db8::53"],
@@ -456,9 +477,15 @@ _NETWORK: dict[str, Spec] = {
                   "binding:vnic_type": "direct", "binding:host_id": Ref("host.1"),
                   "binding:profile": {"allocation": Ref("rp.host1")},
                   "qos_policy_id": Ref("qos.policy"), "security_groups": [],
-                  "allowed_address_pairs": [], "extra_dhcp_opts": [],
+                  "allowed_address_pairs": [{"ip_address": "10.0.1.0/28"},
+                                            {"ip_address": "10.0.1.9",
+                                             "mac_address": "fa:16:3e:00:00:98"}],
+                  "extra_dhcp_opts": [{"opt_name": "bootfile-name", "opt_value": "pxe.0"},
+                                      {"opt_name": "dns-server", "opt_value": "2001:db8::1",
+                                       "ip_version": 6}],
                   "project_id": Ref("project")}},
         {"port": {"network_id": Ref("net.tenant"), "binding:vnic_type": "macvtap",
+                  "tags": [Ref("tag.1"), "fz-other"],
                   "fixed_ips": [{"subnet_id": Ref("subnet.tenant")}]}},
         {"port": {"network_id": Ref("net.provider"), "mac_address": Ref("mac.plain"),
                   "fixed_ips": [{"ip_address": Ref("ip.plain")}]}},
@@ -473,6 +500,9 @@ _NETWORK: dict[str, Spec] = {
                   "binding:profile": {"allocation": Ref("rp.host2")}}},
         {"port": {"qos_policy_id": Ref("qos.policy"), "binding:host_id": None,
                   "binding:profile": None, "fixed_ips": []}},
+        {"port": {"allowed_address_pairs": [{"ip_address": "10.0.2.0/24"}],
+                  "extra_dhcp_opts": [{"opt_name": "tftp-server", "opt_value": None},
+                                      {"opt_name": "a", "opt_value": "b"}]}},
         {"port": {"name": "fz-renamed", "fixed_ips": [{"subnet_id": Ref("subnet.provider")}],
                   "binding:vnic_type": "normal"}},
         # port.compute's bandwidth is allocated: 501, as Neutron
@@ -535,6 +565,25 @@ _NETWORK: dict[str, Spec] = {
         {"quota": {"port": 7, "force": True}}]),
     "DELETE /v2.0/quotas/{project_id}": Spec({"project_id": ("project", "uuid.new")}),
     **_L3,
+    "POST /v2.0/subnetpools": Spec(caller="member", bodies=[
+        {"subnetpool": {"name": "fz-new", "description": "fuzzed", "prefixes": ["10.7.0.0/16"],
+                        "default_prefixlen": 24, "min_prefixlen": 16, "max_prefixlen": 28,
+                        "default_quota": None, "address_scope_id": None,
+                        "project_id": Ref("project")}},
+        {"subnetpool": {"prefixes": ["2001:db8:7::/48"], "is_default": True,
+                        "shared": True}}]),
+    "PUT /v2.0/subnetpools/{subnetpool_id}": Spec(
+        {"subnetpool_id": _POOL}, caller="member", if_match=True, bodies=[
+            {"subnetpool": {"name": "fz-renamed", "description": "d",
+                            "prefixes": ["10.8.0.0/15"], "default_prefixlen": 26}},
+            {"subnetpool": {"is_default": True, "min_prefixlen": 20}}]),
+    "DELETE /v2.0/subnetpools/{subnetpool_id}": Spec({"subnetpool_id": _POOL},
+                                                     caller="member", if_match=True),
+    **{key: spec for collection, ids in (
+        ("networks", _NET), ("subnets", _SUBNET), ("ports", _PORT),
+        ("security-groups", _SG), ("routers", _ROUTER), ("floatingips", _FIP),
+        ("subnetpools", _POOL))
+       for key, spec in _tag_specs(collection, ids).items()},
 }
 
 SPECS: dict[tuple[str, str, str], Spec] = {

@@ -274,6 +274,7 @@ class World:
             "host": refs["host.2"], "profile": {"allocation": refs["rp.host2"]}}}))
         self._seed_security_groups(member)
         self._seed_l3(admin, member)
+        self._seed_subnetpools(member)
 
     def _seed_l3(self, admin: httpx.Client, member: httpx.Client) -> None:
         """An external network, a router from it to the tenant subnet, a bare router, a
@@ -299,6 +300,17 @@ class World:
             "port_id": refs["port.tenant"]}}))["floatingip"]
         refs["fip.1"], refs["fip.1.address"] = fip["id"], fip["floating_ip_address"]
 
+    def _seed_subnetpools(self, member: httpx.Client) -> None:
+        """`pool.used` (a subnet of net.tenant was allocated from it) and `pool.free`."""
+        refs = self.refs
+        for name, prefix in (("used", "10.8.0.0/16"), ("free", "10.9.0.0/16")):
+            refs[f"pool.{name}"] = ok(member.post("/v2.0/subnetpools", json={"subnetpool": {
+                "name": f"fz-{name}", "prefixes": [prefix], "default_prefixlen": 24}}
+            ))["subnetpool"]["id"]
+        ok(member.post("/v2.0/subnets", json={"subnet": {
+            "network_id": refs["net.tenant"], "ip_version": 4,
+            "subnetpool_id": refs["pool.used"]}}))
+
     def _seed_security_groups(self, member: httpx.Client) -> None:
         refs = self.refs
         refs["sg.default"] = ok(member.get("/v2.0/security-groups", params={
@@ -318,7 +330,8 @@ class World:
                            ("qos.policy", "qos/policies"), ("qos.other", "qos/policies"),
                            ("sg.web", "security-groups"), ("sg.default", "security-groups"),
                            ("router.1", "routers"), ("router.bare", "routers"),
-                           ("fip.1", "floatingips")):
+                           ("fip.1", "floatingips"),
+                           ("pool.used", "subnetpools"), ("pool.free", "subnetpools")):
             found = ok(network.get(f"/v2.0/{path}/{self.refs[name]}"))
             revision = next(iter(found.values()))["revision_number"]
             self.refs[f"rev.{name}"] = f"revision_number={revision}"

@@ -14,7 +14,7 @@ from tests.functional import networking as nw
 from tests.functional.conftest import MEMBER, READER, LiveServer, api_client
 
 DEFAULTS = {"network": 100, "subnet": 100, "port": 500, "router": 10, "floatingip": 50,
-            "security_group": 10, "security_group_rule": 100}
+            "security_group": 10, "security_group_rule": 100, "subnetpool": -1}
 
 
 def _set(client: httpx.Client, project: str, **limits: Any) -> dict[str, Any]:
@@ -99,7 +99,8 @@ def test_over_quota_is_409_and_writes_nothing(network: httpx.Client) -> None:
         "router": {"limit": 10, "used": 0, "reserved": 0},
         "floatingip": {"limit": 50, "used": 0, "reserved": 0},
         "security_group": {"limit": 2, "used": 2, "reserved": 0},
-        "security_group_rule": {"limit": 5, "used": rules_used, "reserved": 0}}
+        "security_group_rule": {"limit": 5, "used": rules_used, "reserved": 0},
+        "subnetpool": {"limit": -1, "used": 0, "reserved": 0}}
     _set(network, "admin", network=-1)
     nw.network(network, "c")
 

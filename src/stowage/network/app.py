@@ -28,7 +28,8 @@ __all__ = ["NetworkState", "build_app", "render_error", "HANDLER_MODULES"]
 
 # One module per URL noun, in matching order.
 HANDLER_MODULES = ("versions", "networks", "subnets", "ports", "bindings", "qos",
-                   "security_groups", "quotas", "routers", "floating_ips")
+                   "security_groups", "quotas", "routers", "floating_ips", "subnetpools",
+                   "tags")
 # The error `type` Neutron gives a status when no specific exception names one.
 _DEFAULT_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden",
                   404: "HTTPNotFound", 405: "HTTPMethodNotAllowed", 406: "HTTPNotAcceptable",

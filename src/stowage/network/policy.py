@@ -40,7 +40,7 @@ from stowage.errors import DomainError, Forbidden
 from stowage.network import errors as e
 from stowage.policy import Enforcer
 
-__all__ = ["NETWORK_RULES", "Guard", "deny", "enforcer"]
+__all__ = ["NETWORK_RULES", "TAGGED_COLLECTIONS", "Guard", "deny", "enforcer"]
 
 ADMIN = "rule:admin_only"
 SERVICE = "rule:service_api"
@@ -80,6 +80,7 @@ _BASE: Rules = {
     "ext_parent_owner": ("tenant_id:%(ext_parent:tenant_id)s", None),
     "sg_owner": ("tenant_id:%(security_group:tenant_id)s", None),
     "network_device": ("field:port:device_owner=~^network:", None),
+    "shared_subnetpools": ("field:subnetpools:shared=True", None),
 }
 
 
@@ -151,6 +152,16 @@ _SECURITY_GROUPS: Rules = {
     "delete_security_group_rule": (f"{ADMIN_OR_MEMBER} or ({ADMIN_OR_SG_OWNER_MEMBER})",
                                    f"{_OWNER} or rule:sg_owner"),
 }
+# neutron/conf/policies/subnetpool.py (address scopes and prefix actions are not served).
+_SUBNETPOOLS: Rules = {
+    "create_subnetpool": (ADMIN_OR_MEMBER, _ANY),
+    **_admin_attrs("create_subnetpool", ("shared", "is_default")),
+    "get_subnetpool": (f"{ADMIN_OR_READER} or rule:shared_subnetpools",
+                       f"{_OWNER} or rule:shared_subnetpools"),
+    "update_subnetpool": (ADMIN_OR_MEMBER, _OWNER),
+    **_admin_attrs("update_subnetpool", ("is_default",)),
+    "delete_subnetpool": (ADMIN_OR_MEMBER, _OWNER),
+}
 _QOS: Rules = {
     # Neutron shares QoS policies through its RBAC table; stowage's `shared` flag says it.
     "get_policy": (f"{ADMIN_OR_READER} or field:policies:shared=True", _ANY),
@@ -195,8 +206,30 @@ _FLOATING_IPS: Rules = {
 _QUOTAS: Rules = {name: (ADMIN, _LEGACY_ADMIN)
                   for name in ("get_quota", "update_quota", "delete_quota")}
 
+# Tags (standard-attr-tag): `get_<collection>_tags` as reading the record,
+# `create_/update_/delete_<collection>_tags` as changing it (neutron/conf/policies/*.py);
+# routers, floating IPs and subnet pools, whose records other modules serve, have
+# Neutron's project reader / member defaults.
+TAGGED_COLLECTIONS = ("networks", "subnets", "ports", "security_groups", "routers",
+                      "floatingips", "subnetpools")
+_SERVED = {**_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS, **_SUBNETPOOLS}
+
+
+def _tag_rules() -> Rules:
+    rules: Rules = {}
+    for collection in TAGGED_COLLECTIONS:
+        member = collection[:-1]
+        read = _SERVED.get(f"get_{member}", (ADMIN_OR_READER, _OWNER))
+        change = _SERVED.get(f"update_{member}", (ADMIN_OR_MEMBER, _OWNER))
+        rules[f"get_{collection}_tags"] = read
+        for verb in ("create", "update", "delete"):
+            rules[f"{verb}_{collection}_tags"] = change
+    return rules
+
+
 NETWORK_RULES: Rules = {**_BASE, **_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS,
-                        **_QOS, **_ROUTERS, **_FLOATING_IPS, **_QUOTAS}
+                        **_QOS, **_ROUTERS, **_FLOATING_IPS, **_QUOTAS, **_SUBNETPOOLS,
+                        **_tag_rules()}
 
 
 def enforcer(settings: PolicySettings) -> Enforcer:

@@ -37,6 +37,7 @@ from stowage.network import (
     bindings,
     ipam,
     networks,
+    port_extras,
     qos,
     quotas,
     resource_request,
@@ -86,6 +87,8 @@ class Port:
     bindings: list[PortBinding] = field(default_factory=list)
     fixed_ips: list[FixedIp] = field(default_factory=list)
     security_groups: list[str] = field(default_factory=list)
+    address_pairs: list[dict[str, str]] = field(default_factory=list)
+    dhcp_options: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -135,11 +138,13 @@ def _ports(conn: Connection, where: sa.ColumnElement[bool]) -> list[Port]:
     ids = [r.id for r in rows]
     ips, all_bindings = ipam.of_ports(conn, ids), bindings.of_ports(conn, ids)
     groups = security_groups.of_ports(conn, ids)
+    pairs, options = port_extras.pairs_of(conn, ids), port_extras.options_of(conn, ids)
     return [Port(r.id, r.network_id, r.project_id, r.name, r.description, r.mac_address,
                  bool(r.admin_state_up), r.device_id, r.device_owner, r.qos_policy_id,
                  int(r.revision_number), r.created_at, r.updated_at, r.net_project, r.net_qos,
                  Segment(r.network_type, r.physical_network, r.segmentation_id),
-                 all_bindings[r.id][0], all_bindings[r.id], ips[r.id], groups[r.id])
+                 all_bindings[r.id][0], all_bindings[r.id], ips[r.id], groups[r.id],
+                 pairs[r.id], options[r.id])
             for r in rows]
 
 
@@ -224,6 +229,7 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
     groups = values.get("security_groups")
     if groups is not None or not str(row["device_owner"]).startswith("network:"):
         security_groups.set_port_groups(conn, row["id"], row["project_id"], groups)
+    _set_extras(conn, get(conn, ctx, row["id"]), values)
     return get(conn, ctx, row["id"])
 
 
@@ -247,6 +253,17 @@ def create_owned(conn: Connection, network_id: str, project_id: str, owner: str,
     bindings.add_active(conn, port_id, "", "normal", {}, network.segment)
     ipam.allocate(conn, port_id, network.id, held, fixed_ips)
     return port_id
+
+
+def _set_extras(conn: Connection, port: Port, values: Mapping[str, Any]) -> None:
+    """Write the allowed address pairs and extra DHCP options sent (port_extras.py),
+    the pairs checked against the port's addresses as they are now."""
+    if "allowed_address_pairs" in values:
+        port_extras.set_pairs(conn, port.id, port.mac_address,
+                              [ip.ip_address for ip in port.fixed_ips],
+                              values["allowed_address_pairs"])
+    if values.get("extra_dhcp_opts"):
+        port_extras.set_options(conn, port.id, values["extra_dhcp_opts"])
 
 
 def locked(conn: Connection, guard: Guard, port_id: str, expected: int | None,
@@ -317,6 +334,12 @@ def update(conn: Connection, guard: Guard, port_id: str, values: Mapping[str, An
     binding = _binding_changes(values)
     if binding:
         bindings.rebind_active(conn, port.binding, port.bindings, binding, port.segment)
+    if "allowed_address_pairs" in values or "fixed_ips" in values:
+        after = get(conn, ctx, port_id)
+        _set_extras(conn, after, {"allowed_address_pairs": values.get(
+            "allowed_address_pairs", after.address_pairs), **values})
+    elif values.get("extra_dhcp_opts"):
+        _set_extras(conn, port, values)
     return get(conn, ctx, port_id)
 
 

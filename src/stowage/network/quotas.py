@@ -39,14 +39,14 @@ __all__ = ["DEFAULTS", "authorize", "limits", "all_limits", "usage", "update",
 # Neutron's [quotas] defaults, in the order its API lists them.
 DEFAULTS: dict[str, int] = {"network": 100, "subnet": 100, "port": 500, "router": 10,
                             "floatingip": 50, "security_group": 10,
-                            "security_group_rule": 100}
+                            "security_group_rule": 100, "subnetpool": -1}
 _Q = t.network_quotas
 _H = t.network_quota_holds
 # The table whose rows a resource's usage counts (None: no records yet).
 _COUNTED: dict[str, sa.Table | None] = {
     "network": t.networks, "subnet": t.subnets, "port": t.ports, "router": t.routers,
     "floatingip": t.floatingips, "security_group": t.security_groups,
-    "security_group_rule": t.security_group_rules}
+    "security_group_rule": t.security_group_rules, "subnetpool": t.subnetpools}
 
 
 def authorize(guard: Guard, rule: str, project_id: str | None = None) -> None:

@@ -54,6 +54,8 @@ class Subnet:
     revision_number: int
     created_at: datetime.datetime
     updated_at: datetime.datetime
+    # The pool its prefix was allocated from (subnetpools.py), if any.
+    subnetpool_id: str | None = None
 
     @property
     def net(self) -> a.Net:
@@ -85,16 +87,22 @@ def targets(conn: Connection, found: Sequence[Subnet]) -> dict[str, dict[str, ob
 
 
 def _to_subnet(r: Any) -> Subnet:
+    """A subnet of a row (with `subnetpool_id` where the query joined it: `_subnets`)."""
     return Subnet(r.id, r.network_id, r.project_id, r.name, r.description, int(r.ip_version),
                   r.cidr, r.gateway_ip, list(r.allocation_pools), bool(r.enable_dhcp),
                   list(r.dns_nameservers), list(r.host_routes), int(r.revision_number),
-                  r.created_at, r.updated_at)
+                  r.created_at, r.updated_at, r._mapping.get("subnetpool_id"))
 
 
 def _subnets(conn: Connection, where: sa.ColumnElement[bool]) -> list[Subnet]:
-    # SELECT subnets.* FROM subnets JOIN networks ON networks.id = subnets.network_id
+    # SELECT subnets.*, subnetpool_allocations.subnetpool_id FROM subnets
+    #  JOIN networks ON networks.id = subnets.network_id
+    #  LEFT JOIN subnetpool_allocations ON subnet_id = subnets.id
     #  WHERE <where> ORDER BY subnets.created_at, subnets.id
-    query = (sa.select(_S).select_from(_S.join(_N, _N.c.id == _S.c.network_id))
+    pools = t.subnetpool_allocations
+    query = (sa.select(_S, pools.c.subnetpool_id)
+             .select_from(_S.join(_N, _N.c.id == _S.c.network_id)
+                          .outerjoin(pools, pools.c.subnet_id == _S.c.id))
              .where(where).order_by(_S.c.created_at, _S.c.id))
     return [_to_subnet(r) for r in conn.execute(query)]
 

@@ -42,7 +42,8 @@ from stowage.placement.tables import exact_string
 __all__ = ["metadata", "qos_policies", "qos_minimum_bandwidth_rules", "networks", "subnets",
            "ports", "port_bindings", "ip_allocations", "security_groups",
            "default_security_groups", "security_group_rules", "port_security_groups",
-           "network_quotas", "network_quota_holds", "routers", "floatingips"]
+           "network_quotas", "network_quota_holds", "routers", "floatingips", "network_tags",
+           "port_address_pairs", "port_dhcp_options", "subnetpools", "subnetpool_allocations"]
 
 metadata = sa.MetaData()
 
@@ -259,4 +260,59 @@ floatingips = sa.Table(
                         name="uniq_floatingips_fixed_port_ip"),
     sa.Index("ix_floatingips_project", "project_id"),
     sa.Index("ix_floatingips_router", "router_id"),
+)
+
+network_tags = sa.Table(
+    "network_tags", metadata,
+    # The collection's name in the API: networks, subnets, ports, security_groups, ...
+    sa.Column("resource", exact_string(32), primary_key=True),
+    sa.Column("resource_id", exact_string(36), primary_key=True),
+    sa.Column("tag", exact_string(255), primary_key=True),
+)
+
+port_address_pairs = sa.Table(
+    "port_address_pairs", metadata,
+    sa.Column("port_id", exact_string(36), sa.ForeignKey("ports.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("ip_address", exact_string(64), primary_key=True),
+    sa.Column("mac_address", exact_string(32), primary_key=True),
+    # The pair's place in the list the client sent: shown in that order.
+    sa.Column("position", sa.Integer, nullable=False),
+)
+
+port_dhcp_options = sa.Table(
+    "port_dhcp_options", metadata,
+    sa.Column("port_id", exact_string(36), sa.ForeignKey("ports.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("opt_name", exact_string(64), primary_key=True),
+    sa.Column("ip_version", sa.Integer, primary_key=True),
+    sa.Column("opt_value", sa.String(255), nullable=False),
+)
+
+subnetpools = sa.Table(
+    "subnetpools", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("project_id", exact_string(255), nullable=False),
+    sa.Column("name", exact_string(255), nullable=False),
+    sa.Column("description", sa.String(255), nullable=False),
+    sa.Column("ip_version", sa.Integer, nullable=False),
+    sa.Column("prefixes", sa.JSON, nullable=False),
+    sa.Column("default_prefixlen", sa.Integer, nullable=False),
+    sa.Column("min_prefixlen", sa.Integer, nullable=False),
+    sa.Column("max_prefixlen", sa.Integer, nullable=False),
+    sa.Column("shared", sa.Boolean, nullable=False),
+    sa.Column("default_quota", sa.Integer, nullable=True),
+    # The IP version while the pool is the default one, else NULL.
+    sa.Column("default_key", sa.Integer, nullable=True),
+    *_standard(),
+    sa.UniqueConstraint("default_key", name="uniq_subnetpools_default_key"),
+)
+
+subnetpool_allocations = sa.Table(
+    "subnetpool_allocations", metadata,
+    sa.Column("subnet_id", exact_string(36), sa.ForeignKey("subnets.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("subnetpool_id", exact_string(36), sa.ForeignKey("subnetpools.id"),
+              nullable=False),
+    sa.Index("ix_subnetpool_allocations_pool", "subnetpool_id"),
 )

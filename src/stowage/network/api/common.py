@@ -26,13 +26,14 @@ from sqlalchemy.engine import Connection
 from stowage.db.retry import retryable
 from stowage.errors import DomainError
 from stowage.network import errors as e
+from stowage.network import tags
 from stowage.network.api.attributes import Attr, bad, boolean, parse_create
 from stowage.network.policy import Guard
 from stowage.web.http import Request, Response, json_response
 
 __all__ = ["guard", "authorize", "readable", "listing", "created", "write", "read",
            "expected_revision", "stamp", "fields_of", "select_fields", "query_filters",
-           "apply_filters", "page", "PAGING_PARAMS"]
+           "apply_filters", "page", "PAGING_PARAMS", "with_tags", "deleted"]
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -83,6 +84,16 @@ def write(req: Request, work: Callable[[Connection], T]) -> T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def deleted(req: Request, collection: str, record_id: str,
+            work: Callable[[Connection], T]) -> T:
+    """Run the delete `work` and drop the record's tags, in one write transaction."""
+    def run(conn: Connection) -> T:
+        found = work(conn)
+        tags.forget(conn, collection, [record_id])
+        return found
+    return write(req, run)
+
+
 def created(req: Request, resource: str, attrs: Sequence[Attr], action: str,
             make: Callable[[Connection, dict[str, Any]], dict[str, Any]]) -> Response:
     """A create as Neutron answers it: `make(conn, values)` returns the record's view;
@@ -92,7 +103,8 @@ def created(req: Request, resource: str, attrs: Sequence[Attr], action: str,
     rules, through a `policy.Guard`) and claims its quota, so a bulk body is checked
     item by item as Neutron checks it."""
     items, bulk = parse_create(req, resource, attrs, action)
-    made = write(req, lambda conn: [make(conn, values) for values in items])
+    made = with_tags(req, f"{resource}s",
+                     write(req, lambda conn: [make(conn, values) for values in items]))
     if bulk:
         return json_response({f"{resource}s": made}, status=201)
     return json_response({resource: made[0]}, status=201)
@@ -228,10 +240,27 @@ def page(req: Request, views: list[dict[str, Any]],
                     "href": req.url(f"/v2.0/{collection}?{urlencode(params)}")}]
 
 
+def with_tags(req: Request, collection: str, views: list[dict[str, Any]]
+              ) -> list[dict[str, Any]]:
+    """The views with their `tags` when `collection` is taggable (network/tags.py)."""
+    if tags.taggable(collection) is None or not views:
+        return views
+    found = read(req, lambda conn: tags.of(conn, collection, [v["id"] for v in views]))
+    for view in views:
+        view["tags"] = found.get(view["id"], [])
+    return views
+
+
 def listing(req: Request, views: list[dict[str, Any]], filters: Mapping[str, Sequence[str]],
             key: str, collection: str | None = None) -> Response:
-    """A list answer as every Neutron collection gives it: filtered, sorted and paged
-    views, cut to `fields`, under `key`, with `<key>_links` when there is a next page."""
+    """A list answer as every Neutron collection gives it: filtered (tag filters match
+    `tags`, see `tags.matches`), sorted and paged views, cut to `fields`, under `key`,
+    with `<key>_links` when there is a next page."""
+    views = with_tags(req, key, views)
+    by_tag = {k: v for k, v in filters.items() if k in tags.FILTERS}
+    if by_tag:
+        views = [v for v in views if tags.matches(v.get("tags", []), by_tag)]
+    filters = {k: v for k, v in filters.items() if k not in tags.FILTERS}
     shown, links = page(req, apply_filters(views, filters), collection or key)
     fields = fields_of(req)
     body: dict[str, object] = {key: [select_fields(v, fields) for v in shown]}

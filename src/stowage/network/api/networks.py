@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from stowage.network import networks
+from stowage.network import networks, tags
 from stowage.network.api import common, views
 from stowage.network.api.attributes import (
     DESCRIPTION,
@@ -33,12 +33,12 @@ ATTRS = owned_attrs(
     Attr("provider:physical_network", lambda v: None if v is None else string(64)(v)),
     Attr("provider:segmentation_id", integer(nullable=True)),
     Attr("router:external", boolean),
-    *read_only("status", "subnets"),
+    *read_only("status", "subnets", "tags"),
 )
 FILTERS = ("id", "name", "description", "status", "admin_state_up", "shared", "mtu",
            "tenant_id", "project_id", "qos_policy_id", "revision_number",
            "provider:network_type", "provider:physical_network", "provider:segmentation_id",
-           "router:external")
+           "router:external", *tags.FILTERS)
 
 
 def list_networks(req: Request) -> Response:
@@ -56,7 +56,7 @@ def show_network(req: Request) -> Response:
     guard = common.guard(req)
     if not guard.allows("get_network", networks.target(found)):
         raise networks.missing(network_id)
-    view = views.network(found, guard)
+    view = common.with_tags(req, "networks", [views.network(found, guard)])[0]
     return json_response({"network": common.select_fields(view, common.fields_of(req))})
 
 
@@ -74,13 +74,14 @@ def update_network(req: Request) -> Response:
     guard = common.guard(req)
     changed = common.write(req, lambda conn: networks.update(
         conn, guard, req.params["network_id"], values, expected, settings))
-    return json_response({"network": views.network(changed, guard)})
+    return json_response({"network": common.with_tags(
+        req, "networks", [views.network(changed, guard)])[0]})
 
 
 def delete_network(req: Request) -> Response:
     expected = common.expected_revision(req)
-    common.write(req, lambda conn: networks.delete(conn, common.guard(req),
-                                                   req.params["network_id"], expected))
+    common.deleted(req, "networks", req.params["network_id"], lambda conn: networks.delete(
+        conn, common.guard(req), req.params["network_id"], expected))
     return empty_response(204)
 
 

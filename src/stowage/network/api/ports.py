@@ -2,9 +2,10 @@
 `qos-port-network-policy` and `port-resource-request(-groups)` attributes.
 
 `security_groups` (extension `security-group`) lists the port's group ids;
-absent on create, the port is in its project's default group. Allowed
-address pairs and extra DHCP options are not served: they are shown empty,
-and only an empty list may be sent for them.
+absent on create, the port is in its project's default group.
+`allowed_address_pairs` and `extra_dhcp_opts` (extensions `allowed-address-pairs`,
+`extra_dhcp_opt`) are validated by api/port_extras.py and kept by
+network/port_extras.py.
 A port's MAC address is set at creation only.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.network import compute_events, ports
+from stowage.network import compute_events, ports, tags
 from stowage.network.api import common, views
 from stowage.network.api.attributes import (
     DESCRIPTION,
@@ -33,17 +34,13 @@ from stowage.network.api.attributes import (
     uuid_or_none,
     uuid_value,
 )
+from stowage.network.api.port_extras import address_pairs, dhcp_options
+from stowage.network.api.tags import tag_list
 from stowage.network.mechanism import VNIC_TYPES
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
 __all__ = ["ROUTES"]
-
-
-def _empty_list(value: Any) -> list[Any]:
-    if value != []:
-        raise ValueError("only an empty list is supported by this service")
-    return []
 
 
 def _group_ids(value: Any) -> list[str]:
@@ -72,15 +69,16 @@ ATTRS = owned_attrs(
     Attr("binding:profile", dict_or_none),
     Attr("qos_policy_id", uuid_or_none),
     Attr("security_groups", _group_ids),
-    Attr("allowed_address_pairs", _empty_list),
-    Attr("extra_dhcp_opts", _empty_list),
+    Attr("allowed_address_pairs", address_pairs),
+    Attr("extra_dhcp_opts", dhcp_options),
     *read_only("status", "binding:vif_type", "binding:vif_details", "resource_request",
                "qos_network_policy_id"),
+    Attr("tags", tag_list, put=False),
 )
 FILTERS = ("id", "name", "description", "network_id", "mac_address", "admin_state_up",
            "status", "device_id", "device_owner", "tenant_id", "project_id", "fixed_ips",
            "binding:host_id", "binding:vnic_type", "qos_policy_id", "revision_number",
-           "security_groups")
+           "security_groups", *tags.FILTERS)
 # Filters the database applies (the others are applied to the rendered ports).
 _SQL_FILTERS = {"id": "id", "network_id": "network_id", "device_id": "device_id",
                 "device_owner": "device_owner", "project_id": "project_id",
@@ -122,14 +120,21 @@ def _one(req: Request, port: ports.Port, conn: Connection) -> dict[str, Any]:
 def show_port(req: Request) -> Response:
     view = common.read(req, lambda conn: _one(
         req, ports.get(conn, req.context, req.params["port_id"]), conn))
+    view = common.with_tags(req, "ports", [view])[0]
     return json_response({"port": common.select_fields(view, common.fields_of(req))})
 
 
 def create_port(req: Request) -> Response:
+    """Ports, each with the `tags` sent (tag-ports-during-bulk-creation)."""
     settings = req.app.settings.network
     guard = common.guard(req)
-    return common.created(req, "port", ATTRS, "create_port", lambda conn, values: _one(
-        req, ports.create(conn, guard, values, settings), conn))
+
+    def make(conn: Connection, values: dict[str, Any]) -> dict[str, Any]:
+        port = ports.create(conn, guard, values, settings)
+        tags.put_new(conn, "ports", port.id, values.get("tags") or [])
+        return _one(req, port, conn)
+
+    return common.created(req, "port", ATTRS, "create_port", make)
 
 
 def update_port(req: Request) -> Response:
@@ -138,13 +143,13 @@ def update_port(req: Request) -> Response:
     view = common.write(req, lambda conn: _one(
         req, ports.update(conn, common.guard(req), req.params["port_id"], values, expected),
         conn))
-    return json_response({"port": view})
+    return json_response({"port": common.with_tags(req, "ports", [view])[0]})
 
 
 def delete_port(req: Request) -> Response:
     expected = common.expected_revision(req)
-    port = common.write(req, lambda conn: ports.delete(conn, common.guard(req),
-                                                       req.params["port_id"], expected))
+    port = common.deleted(req, "ports", req.params["port_id"], lambda conn: ports.delete(
+        conn, common.guard(req), req.params["port_id"], expected))
     events = compute_events.vif_deleted(port.device_owner, port.device_id, port.id)
     if events and req.app.notify is not None:
         req.app.notify(events)

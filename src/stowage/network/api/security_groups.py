@@ -19,6 +19,7 @@ from stowage.errors import Invalid
 from stowage.network import errors as e
 from stowage.network import security_group_rules as rules
 from stowage.network import security_groups as groups
+from stowage.network import tags
 from stowage.network.api import common, views
 from stowage.network.api.attributes import (
     DESCRIPTION,
@@ -37,8 +38,9 @@ from stowage.web.routing import Route
 __all__ = ["ROUTES"]
 
 GROUP_ATTRS = owned_attrs(Attr("name", STRING), DESCRIPTION,
-                          *read_only("security_group_rules"))
-GROUP_FILTERS = ("id", "name", "description", "tenant_id", "project_id", "revision_number")
+                          *read_only("security_group_rules", "tags"))
+GROUP_FILTERS = ("id", "name", "description", "tenant_id", "project_id", "revision_number",
+                 *tags.FILTERS)
 
 
 def _port(value: Any) -> int | None:
@@ -113,8 +115,9 @@ def show_group(req: Request) -> Response:
     shown = common.readable(req, "get_security_group", [views.security_group(found)])
     if not shown:
         raise groups.missing(group_id)
+    view = common.with_tags(req, "security_groups", shown)[0]
     return json_response({"security_group": common.select_fields(
-        shown[0], common.fields_of(req))})
+        view, common.fields_of(req))})
 
 
 def create_group(req: Request) -> Response:
@@ -130,13 +133,15 @@ def update_group(req: Request) -> Response:
     expected = common.expected_revision(req)
     changed = common.write(req, lambda conn: groups.update(
         conn, common.guard(req), req.params["security_group_id"], values, expected))
-    return json_response({"security_group": views.security_group(changed)})
+    return json_response({"security_group": common.with_tags(
+        req, "security_groups", [views.security_group(changed)])[0]})
 
 
 def delete_group(req: Request) -> Response:
     expected = common.expected_revision(req)
-    common.write(req, lambda conn: groups.delete(conn, common.guard(req),
-                                                 req.params["security_group_id"], expected))
+    group_id = req.params["security_group_id"]
+    common.deleted(req, "security_groups", group_id, lambda conn: groups.delete(
+        conn, common.guard(req), group_id, expected))
     return empty_response(204)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.network import errors as e
-from stowage.network import subnets
+from stowage.network import subnetpools, subnets, tags
 from stowage.network.api import common, views
 from stowage.network.api.attributes import (
     DESCRIPTION,
@@ -26,7 +26,9 @@ from stowage.network.api.attributes import (
     one_of,
     owned_attrs,
     parse,
+    read_only,
     string,
+    uuid_or_none,
     uuid_value,
 )
 from stowage.web.http import Request, Response, empty_response, json_response
@@ -58,12 +60,14 @@ ATTRS = owned_attrs(
     Attr("host_routes", host_routes),
     Attr("ipv6_ra_mode", _null_only("ipv6_ra_mode")),
     Attr("ipv6_address_mode", _null_only("ipv6_address_mode")),
-    Attr("subnetpool_id", _null_only("subnetpool_id"), put=False),
+    Attr("subnetpool_id", uuid_or_none, put=False),
+    Attr("prefixlen", integer(0), put=False),
     Attr("segment_id", _null_only("segment_id")),
+    *read_only("tags"),
 )
 FILTERS = ("id", "name", "description", "network_id", "ip_version", "cidr", "gateway_ip",
            "enable_dhcp", "tenant_id", "project_id", "revision_number", "ipv6_ra_mode",
-           "ipv6_address_mode", "subnetpool_id")
+           "ipv6_address_mode", "subnetpool_id", *tags.FILTERS)
 
 
 def list_subnets(req: Request) -> Response:
@@ -87,14 +91,25 @@ def show_subnet(req: Request) -> Response:
     shown = common.readable(req, "get_subnet", [views.subnet(found[0])], targets)
     if not shown:
         raise subnets.missing(subnet_id)
-    return json_response({"subnet": common.select_fields(shown[0], common.fields_of(req))})
+    view = common.with_tags(req, "subnets", shown)[0]
+    return json_response({"subnet": common.select_fields(view, common.fields_of(req))})
 
 
 def _create_one(conn: Connection, req: Request, values: dict[str, Any]) -> dict[str, Any]:
-    if not values.get("cidr"):
-        raise e.bad_request("subnet", "a subnetpool must be specified in the absence of a "
-                                      "cidr")
-    return views.subnet(subnets.create(conn, common.guard(req), values))
+    """A subnet with the `cidr` given, or one allocated from `subnetpool_id` (with
+    `prefixlen`, or the `cidr` asked of the pool)."""
+    pool_id = values.get("subnetpool_id")
+    if not pool_id:
+        if not values.get("cidr"):
+            raise e.bad_request("subnet", "a subnetpool must be specified in the absence of "
+                                          "a cidr")
+        return views.subnet(subnets.create(conn, common.guard(req), values))
+    if values.get("cidr") and "prefixlen" in values:
+        raise e.bad_request("subnets", "cidr and prefixlen must not be supplied together")
+    values = {**values, "cidr": subnetpools.allocate(conn, req.context, values)}
+    made = subnets.create(conn, common.guard(req), values)
+    subnetpools.record(conn, made.id, pool_id)
+    return views.subnet(subnets.get(conn, req.context, made.id))
 
 
 def create_subnet(req: Request) -> Response:
@@ -107,13 +122,14 @@ def update_subnet(req: Request) -> Response:
     expected = common.expected_revision(req)
     changed = common.write(req, lambda conn: subnets.update(
         conn, common.guard(req), req.params["subnet_id"], values, expected))
-    return json_response({"subnet": views.subnet(changed)})
+    return json_response({"subnet": common.with_tags(req, "subnets",
+                                                     [views.subnet(changed)])[0]})
 
 
 def delete_subnet(req: Request) -> Response:
     expected = common.expected_revision(req)
-    common.write(req, lambda conn: subnets.delete(conn, common.guard(req),
-                                                  req.params["subnet_id"], expected))
+    common.deleted(req, "subnets", req.params["subnet_id"], lambda conn: subnets.delete(
+        conn, common.guard(req), req.params["subnet_id"], expected))
     return empty_response(204)
 
 

@@ -20,6 +20,8 @@ __all__ = ["ROUTES", "PUBLIC_PATHS", "EXTENSIONS", "extensions_for"]
 
 # alias -> (name, description, updated): one entry per extension, Neutron's wording.
 EXTENSIONS: dict[str, tuple[str, str, str]] = {
+    "allowed-address-pairs": ("Allowed Address Pairs", "Provides allowed address pairs",
+                              "2013-07-23T10:00:00-00:00"),
     "binding": ("Port Binding", "Expose port bindings of a virtual port to external "
                 "application", "2014-02-03T10:00:00-00:00"),
     "binding-extended": ("Port Bindings Extended", "Expose port bindings of a virtual port "
@@ -36,6 +38,10 @@ EXTENSIONS: dict[str, tuple[str, str, str]] = {
                           "2019-07-10T10:00:00-00:00"),
     "fip-port-details": ("Floating IP Port Details Extension", "Add port_details attribute "
                          "to Floating IP resource", "2018-04-09T10:00:00-00:00"),
+    "extra_dhcp_opt": ("Neutron Extra DHCP options", "Extra options configuration for DHCP. "
+                       "For example PXE boot options to DHCP clients can be specified (e.g. "
+                       "tftp-server, server-ip-address, bootfile-name)",
+                       "2013-03-17T12:00:00-00:00"),
     "filter-validation": ("Filter parameters validation", "Provides validation on filter "
                           "parameters.", "2018-03-21T10:00:00-00:00"),
     "network-mtu": ("Network MTU", "Provides MTU attribute for a network resource.",
@@ -75,12 +81,21 @@ EXTENSIONS: dict[str, tuple[str, str, str]] = {
                        "2012-10-05T10:00:00-00:00"),
     "sorting": ("Sorting support", "Extension that indicates that sorting is enabled.",
                 "2016-06-12T00:00:00-00:00"),
+    "subnet_allocation": ("Subnet Allocation", "Enables allocation of subnets from a subnet "
+                          "pool", "2015-03-30T10:00:00-00:00"),
     "standard-attr-description": ("standard-attr-description", "Extension to add "
                                   "descriptions to standard attributes",
                                   "2016-02-10T10:00:00-00:00"),
     "standard-attr-revisions": ("Resource revision numbers", "This extension will display "
                                 "the revision number of neutron resources.",
                                 "2016-04-11T10:00:00-00:00"),
+    "standard-attr-tag": ("Tag support for resources with standard attribute: network, "
+                          "subnet, port, security_group, subnetpool",
+                          "Enables to set tag on resources with standard attribute.",
+                          "2017-01-01T00:00:00-00:00"),
+    "tag-ports-during-bulk-creation": ("Tag Ports During Bulk Creation", "Allow to tag "
+                                       "ports during bulk creation",
+                                       "2019-12-29T19:00:00-00:00"),
     "standard-attr-timestamp": ("Resource timestamps", "Adds created_at and updated_at "
                                 "fields to all Neutron resources that have Neutron standard "
                                 "attributes.", "2016-09-12T10:00:00-00:00"),
@@ -91,6 +106,7 @@ RESOURCES = (("network", "networks"), ("subnet", "subnets"), ("port", "ports"),
              ("security_group", "security-groups"),
              ("security_group_rule", "security-group-rules"), ("quota", "quotas"),
              ("router", "routers"), ("floatingip", "floatingips"),
+             ("subnetpool", "subnetpools"),
              ("extension", "extensions"))
 
 

@@ -22,10 +22,11 @@ from stowage.network.qos import RULE_TYPE, Policy, Rule
 from stowage.network.routers import Router
 from stowage.network.security_group_rules import Rule as GroupRule
 from stowage.network.security_groups import Group
+from stowage.network.subnetpools import Pool
 from stowage.network.subnets import Subnet
 
 __all__ = ["network", "subnet", "port", "binding", "qos_policy", "rule", "security_group",
-           "security_group_rule", "router", "floating_ip"]
+           "security_group_rule", "router", "floating_ip", "subnetpool"]
 
 
 def _standard(record: Any) -> dict[str, Any]:
@@ -50,7 +51,7 @@ def subnet(s: Subnet) -> dict[str, Any]:
             "ip_version": s.ip_version, "cidr": s.cidr, "gateway_ip": s.gateway_ip,
             "allocation_pools": list(s.allocation_pools), "enable_dhcp": s.enable_dhcp,
             "dns_nameservers": list(s.dns_nameservers), "host_routes": list(s.host_routes),
-            "ipv6_ra_mode": None, "ipv6_address_mode": None, "subnetpool_id": None,
+            "ipv6_ra_mode": None, "ipv6_address_mode": None, "subnetpool_id": s.subnetpool_id,
             **_standard(s)}
 
 
@@ -60,7 +61,8 @@ def port(p: Port, guard: Guard, resource_request: dict[str, Any] | None) -> dict
             "status": p.status, "device_id": p.device_id, "device_owner": p.device_owner,
             "fixed_ips": [{"subnet_id": ip.subnet_id, "ip_address": ip.ip_address}
                           for ip in p.fixed_ips],
-            "allowed_address_pairs": [], "extra_dhcp_opts": [],
+            "allowed_address_pairs": [dict(pair) for pair in p.address_pairs],
+            "extra_dhcp_opts": [dict(option) for option in p.dhcp_options],
             "security_groups": list(p.security_groups),
             "binding:vnic_type": p.binding.vnic_type, "binding:host_id": p.binding.host,
             "binding:profile": dict(p.binding.profile),
@@ -127,3 +129,11 @@ def floating_ip(f: FloatingIp, attached: Port | None) -> dict[str, Any]:
             "floating_network_id": f.floating_network_id, "router_id": f.router_id,
             "port_id": f.port_id, "fixed_ip_address": f.fixed_ip_address, "status": f.status,
             "port_details": _port_details(attached), **_standard(f)}
+
+
+def subnetpool(p: Pool) -> dict[str, Any]:
+    return {"id": p.id, "name": p.name, "ip_version": p.ip_version,
+            "prefixes": list(p.prefixes), "default_prefixlen": p.default_prefixlen,
+            "min_prefixlen": p.min_prefixlen, "max_prefixlen": p.max_prefixlen,
+            "shared": p.shared, "is_default": p.is_default, "default_quota": p.default_quota,
+            "address_scope_id": None, **_standard(p)}
