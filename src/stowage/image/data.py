@@ -37,7 +37,7 @@ from sqlalchemy.engine import Connection
 from stowage.config import Settings
 from stowage.context import RequestContext
 from stowage.db import Database
-from stowage.errors import Conflict, DomainError, NotFound
+from stowage.errors import Conflict, DomainError, Invalid, NotFound
 from stowage.image import images as img
 from stowage.image import tables as t
 from stowage.timeutil import utcnow
@@ -86,6 +86,10 @@ def _start(conn: Connection, image_id: str, ctx: RequestContext,
     if image.status not in UPLOADABLE:
         raise Conflict(f"Image status transition from {image.status} to saving is not "
                        "allowed")
+    missing = [k for k in ("disk_format", "container_format") if not getattr(image, k)]
+    if missing:
+        noun = "Property" if len(missing) == 1 else "Properties"
+        raise Invalid(f"{noun} {', '.join(missing)} must be set prior to saving data.")
     room = settings.api.image_size_cap
     quota = settings.image.user_storage_quota
     if quota:

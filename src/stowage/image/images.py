@@ -24,7 +24,8 @@ from stowage.image import tables as t
 from stowage.timeutil import utcnow as _now
 
 __all__ = ["Image", "ListQuery", "CORE_FIELDS", "MAX_DB_INT", "create", "get", "list_images",
-           "lock", "update", "replace_properties", "exists", "delete", "record_upload"]
+           "lock", "update", "replace_properties", "exists", "delete", "record_upload",
+           "set_status"]
 
 _I = t.images
 # As Glance's database layer: min_disk and min_ram are 4-byte INTEGER columns.
@@ -240,3 +241,9 @@ def record_upload(conn: Connection, image_id: str, ctx: RequestContext, size: in
     image = _owned(conn, image_id, ctx)
     conn.execute(_I.update().where(_I.c.id == image.id)
                  .values(size=size, status="active", updated_at=_now()))
+
+
+def set_status(conn: Connection, image_id: str, status: str) -> None:
+    """Set the status the caller has checked (deactivate/reactivate), the row locked."""
+    conn.execute(_I.update().where(_I.c.id == image_id)
+                 .values(status=status, updated_at=_now()))
