@@ -159,6 +159,18 @@ def test_delete_removes_the_file(image: httpx.Client, live_stowage: LiveServer) 
     assert not stored.exists()
 
 
+def test_the_compute_proxy_delete_removes_the_file(image: httpx.Client,
+                                                  live_stowage: LiveServer) -> None:
+    made = create(image)
+    assert image.put(f"/v2/images/{made['id']}/file", content=b"abc",
+                     headers=OCTETS).status_code == 204
+    stored = Path(live_stowage_store(live_stowage)) / made["id"]
+    with api_client(f"{live_stowage.url}/compute/v2.1",
+                    headers={"openstack-api-version": "compute 2.1"}) as nova:
+        assert nova.delete(f"/images/{made['id']}").status_code == 204
+    assert not stored.exists()
+
+
 def test_deactivate_and_reactivate(image: httpx.Client, live_stowage: LiveServer) -> None:
     made = create(image, visibility="public")
     path = f"/v2/images/{made['id']}"
@@ -248,11 +260,17 @@ def test_recover_puts_interrupted_uploads_back(image: httpx.Client,
     alive = store / f"{live_one['id']}.{os.getpid()}.x.part"
     dead.write_bytes(b"half")
     alive.write_bytes(b"half")
+    kept = create(image)
+    assert image.put(f"/v2/images/{kept['id']}/file", content=b"kept",
+                     headers=OCTETS).status_code == 204
+    orphan = store / "6c1f6b59-3b1e-4f0a-9d8e-00000000beef"
+    orphan.write_bytes(b"nobody's")
     try:
         assert data.recover(live_stowage.db, settings) == [made["id"]]
         assert show(image, made["id"])["status"] == "queued"
         assert show(image, live_one["id"])["status"] == "saving"
         assert not dead.exists() and alive.exists()
+        assert not orphan.exists() and (store / kept["id"]).read_bytes() == b"kept"
     finally:
         alive.unlink()
 

@@ -227,12 +227,38 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _remove_orphans(db: Database, directory: Path) -> None:
+    """Data files whose image is gone (deleted by a process that could not remove
+    the file, e.g. one with another store, or killed in between)."""
+    stored = {p.name: p for p in directory.iterdir()
+              if p.is_file() and not p.name.endswith(_PART) and _is_uuid(p.name)}
+    if not stored:
+        return
+    with db.read() as conn:
+        # Every id, compared lower-cased: a file is named by the id's canonical form.
+        known = {str(r.id).lower() for r in conn.execute(sa.select(_I.c.id))}
+    for name, path in stored.items():
+        if name not in known:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def _is_uuid(name: str) -> bool:
+    try:
+        return str(uuid.UUID(name)) == name
+    except ValueError:
+        return False
+
+
 def recover(db: Database, settings: Settings) -> list[str]:
     """After a crash: remove `.part` files of writers that are gone and put their
-    images (and any `saving` image without a live writer) back to `queued`.
-    Returns the ids of the images put back. Writers are processes of this host:
-    a store shared by several hosts must be recovered with all of them stopped."""
+    images (and any `saving` image without a live writer) back to `queued`;
+    remove data files whose image no longer exists. Returns the ids of the
+    images put back. Writers are processes of this host: a store shared by
+    several hosts must be recovered with all of them stopped."""
     directory = store_dir(settings)
+    if directory.is_dir():
+        _remove_orphans(db, directory)
     live: set[str] = set()
     for part in directory.glob(f"*{_PART}") if directory.is_dir() else ():
         image_id, _, rest = part.name.partition(".")
