@@ -278,9 +278,11 @@ def test_recover_puts_interrupted_uploads_back(image: httpx.Client,
 @pytest.fixture(scope="module", params=BACKENDS)
 def capped(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
            ) -> Iterator[LiveServer]:
-    """The Image service alone, uploads capped at 1,000 bytes and 1,500 per project."""
+    """The Image service alone, uploads capped at 1,000 bytes and 1,500 per project,
+    and at 1 s between two chunks."""
     store = tmp_path_factory.mktemp("store")
-    with serving(request.param, ("image",), api=config.ApiSettings(image_size_cap=1000),
+    api = config.ApiSettings(image_size_cap=1000, body_timeout=1)
+    with serving(request.param, ("image",), api=api,
                  image=config.ImageSettings(store_dir=str(store),
                                             user_storage_quota=1500)) as live:
         yield live
@@ -329,3 +331,20 @@ def test_the_owner_deactivates_and_may_not_download(live_stowage: LiveServer,
     moved = image.patch(path, json=[{"replace": "/owner", "value": "proj-b"}],
                         headers={"content-type": "application/openstack-images-v2.0-json-patch"})
     assert moved.status_code == 200 and moved.json()["owner"] == "proj-b"
+
+
+def test_a_stalled_upload_is_408_and_leaves_it_queued(capped: LiveServer) -> None:
+    with api_client(capped.url) as admin:
+        made = create(admin)
+        where = urlparse(capped.url)
+        with socket.create_connection((where.hostname, where.port), timeout=10) as sock:
+            sock.sendall((f"PUT /v2/images/{made['id']}/file HTTP/1.1\r\n"
+                          f"Host: {where.netloc}\r\nX-Auth-Token: admin\r\n"
+                          "Content-Type: application/octet-stream\r\n"
+                          "Content-Length: 500\r\n\r\n").encode() + b"x" * 100)
+            answer = sock.recv(65536).decode("latin-1")
+        assert answer.startswith("HTTP/1.1 408"), answer
+        assert "connection: close" in answer.lower()
+        assert show(admin, made["id"])["status"] == "queued"
+    store = Path(_settings_of(capped).image.store_dir)
+    assert not list(store.glob(f"{made['id']}*"))
