@@ -348,3 +348,24 @@ def test_a_stalled_upload_is_408_and_leaves_it_queued(capped: LiveServer) -> Non
         assert show(admin, made["id"])["status"] == "queued"
     store = Path(_settings_of(capped).image.store_dir)
     assert not list(store.glob(f"{made['id']}*"))
+
+
+def test_an_image_deleted_during_its_upload_is_410_and_leaves_no_file(
+        image: httpx.Client, live_stowage: LiveServer) -> None:
+    made = create(image)
+    where = urlparse(live_stowage.url)
+    with socket.create_connection((where.hostname, where.port), timeout=10) as sock:
+        sock.sendall((f"PUT /image/v2/images/{made['id']}/file HTTP/1.1\r\n"
+                      f"Host: {where.netloc}\r\nX-Auth-Token: admin\r\n"
+                      "Content-Type: application/octet-stream\r\n"
+                      "Content-Length: 200\r\n\r\n").encode() + b"x" * 100)
+        deadline = time.monotonic() + 10
+        while show(image, made["id"])["status"] != "saving":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert image.delete(f"/v2/images/{made['id']}").status_code == 204
+        sock.sendall(b"y" * 100)
+        answer = sock.recv(65536).decode("latin-1")
+    assert answer.startswith("HTTP/1.1 410"), answer
+    store = Path(live_stowage_store(live_stowage))
+    assert not list(store.glob(f"{made['id']}*"))

@@ -46,6 +46,8 @@ def upload_image(req: Request) -> Response:
         raise HTTPError(exc.status, exc.detail) from None
     except ClientGone:
         raise HTTPError(400, "The client disconnected during the upload.") from None
+    except data.ImageGone as exc:
+        raise HTTPError(410, exc.detail) from None
     return empty_response(204)
 
 

@@ -42,7 +42,7 @@ from stowage.image import images as img
 from stowage.image import tables as t
 from stowage.timeutil import utcnow
 
-__all__ = ["SERVICE", "TooLarge", "HASH_ALGO", "store_dir", "data_path", "upload",
+__all__ = ["SERVICE", "ImageGone", "TooLarge", "HASH_ALGO", "store_dir", "data_path", "upload",
            "open_data", "remove", "recover"]
 
 _I = t.images
@@ -53,6 +53,10 @@ SERVICE = RequestContext(user_id="image", roles=("admin",))
 # (image part 2 moves staged data into the store through `upload`).
 UPLOADABLE = ("queued", "uploading", "importing")
 _PART = ".part"
+
+
+class ImageGone(NotFound):
+    """The image was deleted while its data arrived (Glance's 410 Gone); no file is left."""
 
 
 class TooLarge(DomainError):
@@ -184,8 +188,9 @@ def upload(db: Database, settings: Settings, image_id: str, chunks: Iterable[byt
                         updated_at=utcnow())).rowcount
             if not done:
                 remove(settings, before.id)
-                raise NotFound(f"Image {before.id} could not be found after upload. "
-                               "The image may have been deleted during the upload.")
+                raise ImageGone(f"Image {before.id} could not be found after upload. "
+                                "The image may have been deleted during the upload, "
+                                "cleaning up the chunks uploaded.")
             return img.get(conn, before.id, SERVICE)
     except BaseException:
         with contextlib.suppress(OSError):
