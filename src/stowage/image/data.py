@@ -195,6 +195,9 @@ def upload(db: Database, settings: Settings, image_id: str, chunks: Iterable[byt
     except BaseException:
         with contextlib.suppress(OSError):
             part.unlink(missing_ok=True)
+        # Renamed into place but not recorded (the database failed): an image that
+        # takes an upload has no data of its own, so the file is this upload's.
+        remove(settings, before.id)
         _restore(db, before.id, before.status)
         raise
 
