@@ -1,17 +1,17 @@
-"""Image records: create, read, list, patch and delete them; uploads only record a size.
+"""Image records: create, read, list, patch and delete them (their data: image/data.py).
 
 Visibility follows Glance with no image members: an admin sees everything;
 anyone else sees public and community images and every image their project
 owns. Only the owner (or an admin) may change or delete an image, and a
-protected image cannot be deleted at all. There are no image bytes: a
-created image is `active` at once so that servers can boot from it.
+protected image cannot be deleted at all. A created image is `queued` until
+its data is uploaded (image/data.py), then `active`.
 """
 
 from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,8 @@ from stowage.image import tables as t
 from stowage.timeutil import utcnow as _now
 
 __all__ = ["Image", "ListQuery", "CORE_FIELDS", "MAX_DB_INT", "create", "get", "list_images",
-           "lock", "update", "replace_properties", "exists", "delete", "record_upload"]
+           "lock", "update", "replace_properties", "exists", "delete", "record_upload",
+           "set_status"]
 
 _I = t.images
 # As Glance's database layer: min_disk and min_ram are 4-byte INTEGER columns.
@@ -32,7 +33,7 @@ MAX_DB_INT = 2**31 - 1
 
 # Attributes with a column of their own; every other key is an extra property.
 CORE_FIELDS = ("name", "visibility", "min_disk", "min_ram", "disk_format",
-               "container_format", "protected", "tags")
+               "container_format", "protected", "tags", "os_hidden")
 
 
 
@@ -53,6 +54,11 @@ class Image:
     properties: dict[str, str]
     created_at: datetime.datetime
     updated_at: datetime.datetime | None
+    # What Glance shows of the stored data (image/data.py); None until it is uploaded.
+    checksum: str | None = None
+    os_hash_algo: str | None = None
+    os_hash_value: str | None = None
+    os_hidden: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,10 @@ class ListQuery:
     min_disk: int | None = None
     changes_since: datetime.datetime | None = None
     properties: Mapping[str, str] | None = None
+    # The Image API's other filters (formats, sizes, tags, os_hidden...), applied
+    # before paging; and its sort: (attribute, descending) pairs, then created_at, id.
+    match: Callable[[Image], bool] | None = None
+    sort: tuple[tuple[str, bool], ...] = ()
 
 
 def _to_image(row: Any) -> Image:
@@ -77,7 +87,9 @@ def _to_image(row: Any) -> Image:
                  disk_format=row.disk_format, container_format=row.container_format,
                  size=row.size, protected=bool(row.protected), tags=list(row.tags or []),
                  properties=dict(row.properties or {}), created_at=row.created_at,
-                 updated_at=row.updated_at)
+                 updated_at=row.updated_at, checksum=row.checksum,
+                 os_hash_algo=row.os_hash_algo, os_hash_value=row.os_hash_value,
+                 os_hidden=bool(row.os_hidden))
 
 
 def _visible(ctx: RequestContext) -> sa.ColumnElement[bool]:
@@ -105,19 +117,21 @@ def _check_db_ints(values: Mapping[str, Any]) -> None:
 
 
 def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> Image:
-    """A new active image owned by the caller's project; `values` are already checked."""
+    """A new `queued` image (no data yet: image/data.py) owned by the caller's project;
+    `values` are already checked."""
     _check_db_ints(values)
     image_id = str(values.get("id") or uuid.uuid4())
     if conn.execute(sa.select(_I.c.id).where(_I.c.id == image_id)).first() is not None:
         raise Conflict(f"Image with identifier {image_id} already exists!")
     extra = {k: v for k, v in values.items() if k not in (*CORE_FIELDS, "id", "owner")}
     conn.execute(_I.insert().values(
-        id=image_id, name=values.get("name"), status="active",
+        id=image_id, name=values.get("name"), status="queued",
         visibility=values.get("visibility") or "shared",
         owner=values.get("owner") or ctx.project_id,
         min_disk=values.get("min_disk", 0), min_ram=values.get("min_ram", 0),
         disk_format=values.get("disk_format"), container_format=values.get("container_format"),
         size=None, protected=bool(values.get("protected", False)),
+        os_hidden=bool(values.get("os_hidden", False)),
         tags=sorted(set(values.get("tags", []))), properties=extra, created_at=_now()))
     return get(conn, image_id, ctx)
 
@@ -163,11 +177,28 @@ def list_images(conn: Connection, ctx: RequestContext, query: ListQuery) -> list
         wanted = dict(query.properties)
         found = [i for i in found
                  if all(i.properties.get(k) == v for k, v in wanted.items())]
+    if query.match is not None:
+        found = [i for i in found if query.match(i)]
     found.sort(key=lambda i: (i.created_at, i.id), reverse=True)
+    for name, descending in reversed(query.sort):
+        # A missing value (a size before upload) sorts first ascending, last descending.
+        found.sort(key=_sort_key(name), reverse=descending)
     if query.marker is not None:
         marker = get(conn, query.marker, ctx)
-        found = [i for i in found if (i.created_at, i.id) < (marker.created_at, marker.id)]
+        ids = [i.id for i in found]
+        if marker.id in ids:
+            found = found[ids.index(marker.id) + 1:]
+        else:
+            found = [i for i in found
+                     if (i.created_at, i.id) < (marker.created_at, marker.id)]
     return found[:query.limit] if query.limit is not None else found
+
+
+def _sort_key(name: str) -> Callable[[Image], tuple[bool, Any]]:
+    def key(image: Image) -> tuple[bool, Any]:
+        value = getattr(image, name)
+        return (value is not None, value if value is not None else 0)
+    return key
 
 
 def _owned(conn: Connection, image_id: str, ctx: RequestContext) -> Image:
@@ -189,9 +220,14 @@ def update(conn: Connection, image_id: str, ctx: RequestContext,
     """Apply (op, attribute, value) changes: add, replace or remove, all or none."""
     image = _owned(conn, image_id, ctx)
     core = {name: getattr(image, name) for name in CORE_FIELDS}
+    core["owner"] = image.owner
     extra = dict(image.properties)
     for op, name, value in changes:
-        if name in CORE_FIELDS:
+        if name == "owner" and op != "remove":
+            if value != image.owner and not ctx.is_admin:
+                raise Forbidden("You are not permitted to modify 'owner' on this image.")
+            core["owner"] = value
+        elif name in (*CORE_FIELDS, "owner"):
             if op == "remove":
                 raise Forbidden(f"Properties {name} cannot be removed.")
             core[name] = sorted(set(value)) if name == "tags" else value
@@ -229,7 +265,14 @@ def delete(conn: Connection, image_id: str, ctx: RequestContext) -> None:
 
 
 def record_upload(conn: Connection, image_id: str, ctx: RequestContext, size: int) -> None:
-    """Image data is not kept: an upload only records its size."""
+    """Make a queued image active with `size` and no stored data (the shelve and
+    cross-cell snapshot paths of the simulated compute; uploads go through data.py)."""
     image = _owned(conn, image_id, ctx)
     conn.execute(_I.update().where(_I.c.id == image.id)
                  .values(size=size, status="active", updated_at=_now()))
+
+
+def set_status(conn: Connection, image_id: str, status: str) -> None:
+    """Set the status the caller has checked (deactivate/reactivate), the row locked."""
+    conn.execute(_I.update().where(_I.c.id == image_id)
+                 .values(status=status, updated_at=_now()))

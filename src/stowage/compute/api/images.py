@@ -31,6 +31,7 @@ from stowage.compute.api.common import (
 from stowage.compute.api.server_list import parse_time
 from stowage.errors import Forbidden, NotFound
 from stowage.identity.middleware import identity_url
+from stowage.image import data as image_data
 from stowage.image import images as img
 from stowage.image import policy as image_policy
 from stowage.web.errors import HTTPError
@@ -206,6 +207,7 @@ def delete_image(req: Request) -> Response:
             raise HTTPError(404, NOT_FOUND) from None
         except Forbidden:
             raise HTTPError(403, "You are not allowed to delete the image.") from None
+    image_data.remove(req.app.settings, req.params["image_id"])
     return empty_response(204)
 
 
