@@ -23,6 +23,9 @@ from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
 DEFAULT_LIMIT = 25
+# The listing's filters as Glance takes them (`all`: every visibility or answer).
+VISIBILITY_FILTERS = ("public", "private", "shared", "community", "all")
+MEMBER_STATUS_FILTERS = ("pending", "accepted", "rejected", "all")
 MAX_LIMIT = 1000
 READ_ONLY = ("status", "created_at", "updated_at", "size", "virtual_size", "checksum",
              "os_hash_algo", "os_hash_value", "self", "file", "schema", "direct_url",
@@ -174,10 +177,15 @@ def list_images(req: Request) -> Response:
         raise policy.denied("get_images")
     limit = min(_int_param(req, "limit", DEFAULT_LIMIT), MAX_LIMIT)
     names = _in_list(_last(req, "name"))
+    visibility, member_status = _last(req, "visibility"), _last(req, "member_status")
+    if visibility is not None and visibility not in VISIBILITY_FILTERS:
+        raise HTTPError(400, f"Invalid visibility value: {visibility}")
+    if member_status is not None and member_status not in MEMBER_STATUS_FILTERS:
+        raise HTTPError(400, f"Invalid status: {member_status}")
     query = img.ListQuery(name=names[0] if names and len(names) == 1 else None,
                           ids=_in_list(_last(req, "id")), status=_last(req, "status"),
-                          visibility=_last(req, "visibility"), limit=limit,
-                          marker=_last(req, "marker"))
+                          visibility=visibility, member_status=member_status or "accepted",
+                          limit=limit, marker=_last(req, "marker"))
     with req.app.db.read() as conn:
         try:
             found = img.list_images(conn, req.context, query)

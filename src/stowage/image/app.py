@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from stowage.config import Settings
 from stowage.db import Database
 from stowage.identity.middleware import authenticator_for, challenge_for
-from stowage.image import policy
+from stowage.image import api_members, policy
 from stowage.image.api import PUBLIC_PATHS, ROUTES
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
@@ -40,7 +40,7 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
     spec = ServiceSpec(
         service_type="image",
         versions=("2.0",),
-        router=Router(ROUTES),
+        router=Router([*ROUTES, *api_members.ROUTES]),
         render_error=render_error,
         authenticate=authenticator_for(settings, db),
         challenge=challenge_for(settings),
