@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from stowage.config import Settings
 from stowage.db import Database
 from stowage.identity.middleware import authenticator_for, challenge_for
-from stowage.image import api_members, policy
+from stowage.image import api_members, data, policy
 from stowage.image.api import PUBLIC_PATHS, ROUTES
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
@@ -49,4 +49,6 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         limits=BodyLimits.of(settings.api, "image"),
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
+    # Uploads cut short by a crash of this service: their images back to queued.
+    data.recover(db, settings)
     return ServiceApp(spec, ImageState(settings, db, policy.enforcer(settings.policy)))

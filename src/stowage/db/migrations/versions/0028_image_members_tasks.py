@@ -2,7 +2,7 @@
 their answer) and `image_tasks` (Glance's record of each image import).
 
 Revision ID: 0028
-Revises: 0024
+Revises: 0027
 """
 
 import sqlalchemy as sa
@@ -10,7 +10,7 @@ from alembic import op
 from sqlalchemy.dialects import mysql
 
 revision = "0028"
-down_revision = "0024"
+down_revision = "0027"
 branch_labels = None
 depends_on = None
 
