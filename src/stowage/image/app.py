@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from stowage.config import Settings
 from stowage.db import Database
 from stowage.identity.middleware import authenticator_for, challenge_for
-from stowage.image import api_members, data, policy
+from stowage.image import api_import, api_members, api_tasks, data, policy
 from stowage.image.api import PUBLIC_PATHS, ROUTES
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
@@ -40,7 +40,8 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
     spec = ServiceSpec(
         service_type="image",
         versions=("2.0",),
-        router=Router([*ROUTES, *api_members.ROUTES]),
+        router=Router([*ROUTES, *api_members.ROUTES, *api_import.ROUTES,
+                       *api_tasks.ROUTES]),
         render_error=render_error,
         authenticate=authenticator_for(settings, db),
         challenge=challenge_for(settings),
