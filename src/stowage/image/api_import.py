@@ -67,6 +67,8 @@ def _method(req: Request) -> dict[str, Any]:
     name = body["method"].get("name")
     if name is None:
         raise HTTPError(400, "Import request requires a 'name' field.")
+    if not isinstance(name, str):
+        raise HTTPError(400, f"Unknown import method name '{name}'.")
     if name in _UNSERVED:
         raise HTTPError(400, f"Import method '{name}' is not available: "
                              f"{_UNSERVED[name]}. Stage the data and use 'glance-direct'.")

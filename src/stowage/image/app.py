@@ -20,7 +20,7 @@ from stowage.web.http import Request, Response
 from stowage.web.limits import BodyLimits
 from stowage.web.routing import Router
 
-__all__ = ["ImageState", "build_app", "render_error"]
+__all__ = ["ImageState", "ALL_ROUTES", "build_app", "render_error"]
 
 
 @dataclass
@@ -29,6 +29,10 @@ class ImageState:
     db: Database
     # Glance's rules with the operator's overrides (policy.py).
     enforcer: Enforcer
+
+
+# Every route of the Image service: images and their data, members, import, tasks.
+ALL_ROUTES = [*ROUTES, *api_members.ROUTES, *api_import.ROUTES, *api_tasks.ROUTES]
 
 
 def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:
@@ -40,8 +44,7 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
     spec = ServiceSpec(
         service_type="image",
         versions=("2.0",),
-        router=Router([*ROUTES, *api_members.ROUTES, *api_import.ROUTES,
-                       *api_tasks.ROUTES]),
+        router=Router(ALL_ROUTES),
         render_error=render_error,
         authenticate=authenticator_for(settings, db),
         challenge=challenge_for(settings),
