@@ -167,6 +167,7 @@ def test_deactivate_and_reactivate(image: httpx.Client, live_stowage: LiveServer
     assert queued.json()["message"] == "Not allowed to deactivate image in status 'queued'"
     assert image.put(f"{path}/file", content=b"data", headers=OCTETS).status_code == 204
     with api_client(f"{live_stowage.url}/image", token="alice:proj-a", roles=MEMBER) as alice:
+        # Another project's member may not; the owner's (or an admin) may.
         assert alice.post(f"{path}/actions/deactivate").status_code == 403
         assert image.post(f"{path}/actions/deactivate").status_code == 204
         assert image.post(f"{path}/actions/deactivate").status_code == 204
@@ -288,3 +289,25 @@ def test_size_cap_and_storage_quota(capped: LiveServer) -> None:
         assert show(alice, third["id"])["size"] is None
     store = Path(_settings_of(capped).image.store_dir)
     assert sorted(p.name for p in store.iterdir()) == sorted([first["id"], second["id"]])
+
+
+def test_the_owner_deactivates_and_may_not_download(live_stowage: LiveServer,
+                                                    image: httpx.Client) -> None:
+    """Glance's defaults let the owner's members deactivate (Tempest does so); only an
+    admin downloads a deactivated image."""
+    with api_client(f"{live_stowage.url}/image", token="alice:proj-a", roles=MEMBER) as alice:
+        made = create(alice, visibility="private")
+        path = f"/v2/images/{made['id']}"
+        assert alice.put(f"{path}/file", content=b"mine", headers=OCTETS).status_code == 204
+        assert alice.post(f"{path}/actions/deactivate").status_code == 204
+        assert alice.get(f"{path}/file").status_code == 403
+        assert image.get(f"{path}/file").content == b"mine"
+        assert alice.post(f"{path}/actions/reactivate").status_code == 204
+        assert alice.get(f"{path}/file").content == b"mine"
+        other = alice.patch(path, json=[{"replace": "/owner", "value": "proj-b"}],
+                            headers={"content-type":
+                                     "application/openstack-images-v2.0-json-patch"})
+        assert other.status_code == 403, other.text
+    moved = image.patch(path, json=[{"replace": "/owner", "value": "proj-b"}],
+                        headers={"content-type": "application/openstack-images-v2.0-json-patch"})
+    assert moved.status_code == 200 and moved.json()["owner"] == "proj-b"

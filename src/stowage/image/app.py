@@ -5,7 +5,10 @@ The Image API has no microversions, so responses carry no version headers.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+
+import sqlalchemy.exc
 
 from stowage.config import Settings
 from stowage.db import Database
@@ -21,6 +24,8 @@ from stowage.web.limits import BodyLimits
 from stowage.web.routing import Router
 
 __all__ = ["ImageState", "ALL_ROUTES", "build_app", "render_error"]
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass
@@ -54,5 +59,8 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
     # Uploads cut short by a crash of this service: their images back to queued.
-    data.recover(db, settings)
+    try:
+        data.recover(db, settings)
+    except sqlalchemy.exc.DBAPIError as exc:  # e.g. a database not migrated yet
+        LOG.warning("image uploads not recovered: %s", exc.orig)
     return ServiceApp(spec, ImageState(settings, db, policy.enforcer(settings.policy)))

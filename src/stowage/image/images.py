@@ -217,9 +217,14 @@ def update(conn: Connection, image_id: str, ctx: RequestContext,
     """Apply (op, attribute, value) changes: add, replace or remove, all or none."""
     image = _owned(conn, image_id, ctx)
     core = {name: getattr(image, name) for name in CORE_FIELDS}
+    core["owner"] = image.owner
     extra = dict(image.properties)
     for op, name, value in changes:
-        if name in CORE_FIELDS:
+        if name == "owner" and op != "remove":
+            if value != image.owner and not ctx.is_admin:
+                raise Forbidden("You are not permitted to modify 'owner' on this image.")
+            core["owner"] = value
+        elif name in (*CORE_FIELDS, "owner"):
             if op == "remove":
                 raise Forbidden(f"Properties {name} cannot be removed.")
             core[name] = sorted(set(value)) if name == "tags" else value

@@ -7,11 +7,11 @@ them since 2023.2):
 - a project's **readers** list images and see its own, public and community
   ones (`get_images`, `get_image`); its **members** also create images owned
   by the project (`add_image`), change, upload to and delete them
-  (`modify_image`, `upload_image`, `delete_image`), make them community
-  images (`communitize_image`) and download the data of the images they
-  may see (`download_image`);
-- making an image public (`publicize_image`), deactivating and reactivating
-  an image (`deactivate`, `reactivate`) are for admins;
+  (`modify_image`, `upload_image`, `delete_image`), deactivate and
+  reactivate them (`deactivate`, `reactivate`), make them community images
+  (`communitize_image`) and download the data of the images they may see
+  (`download_image`); only an admin downloads a deactivated image's data;
+- making an image public (`publicize_image`) is for admins;
 - a token without a role, or without a project (system scope), may do none
   of it.
 
@@ -68,8 +68,10 @@ IMAGE_RULES: dict[str, tuple[str, str | None]] = {
     "download_image": (f"{ADMIN} or (role:member and (project_id:%(project_id)s or "
                        'project_id:%(member_id)s or "public":%(visibility)s or '
                        '"community":%(visibility)s or "shared":%(visibility)s))', _LEGACY),
-    "deactivate": (ADMIN, _LEGACY),
-    "reactivate": (ADMIN, _LEGACY),
+    # Glance's defaults since 2023.1: the owner's members too (Tempest's
+    # test_deactivate_reactivate_image deactivates as the project's member).
+    "deactivate": (ADMIN_OR_MEMBER, _LEGACY),
+    "reactivate": (ADMIN_OR_MEMBER, _LEGACY),
     # Image members: the owner offers and withdraws, a member answers for itself.
     "add_member": (ADMIN_OR_MEMBER, _LEGACY),
     "delete_member": (ADMIN_OR_MEMBER, _LEGACY),
