@@ -199,12 +199,35 @@ def test_member_schemas(image: httpx.Client) -> None:
 
 def test_compute_sees_a_shared_image_as_its_member(
         people: dict[str, httpx.Client], live_stowage: LiveServer) -> None:
-    """Nova reads Glance as the user: a member (pending or not) sees the image."""
+    """Nova reads Glance as the user: a member (pending or not) sees the image, and
+    may boot it (here: found, and refused only for having no data yet)."""
     alice = people["alice"]
     made = create(alice, "offered")
     share(alice, made["id"], "proj-b")
     base = f"{live_stowage.url}/compute/v2.1"
-    with api_client(base, token="bob:proj-b", roles=MEMBER) as bob, \
-            api_client(base, token="carol:proj-c", roles=MEMBER) as carol:
-        assert bob.get(f"/images/{made['id']}").status_code == 200
-        assert carol.get(f"/images/{made['id']}").status_code == 404
+    with api_client(base) as admin:
+        flavor = admin.post("/flavors", json={"flavor": {"name": "f", "vcpus": 1, "ram": 64,
+                                                          "disk": 1}}).json()["flavor"]["id"]
+    boot = {"server": {"name": "s", "flavorRef": flavor, "imageRef": made["id"],
+                       "networks": "none"}}
+    latest = {"openstack-api-version": "compute latest"}
+    with api_client(base, token="bob:proj-b", roles=MEMBER, headers=latest) as bob, \
+            api_client(base, token="carol:proj-c", roles=MEMBER, headers=latest) as carol:
+        assert bob.get(f"/images/{made['id']}",
+                       headers={"openstack-api-version": "compute 2.1"}).status_code == 200
+        assert carol.get(f"/images/{made['id']}",
+                         headers={"openstack-api-version": "compute 2.1"}).status_code == 404
+        assert bob.post("/servers", json=boot).json()["badRequest"]["message"] == \
+            f"Image {made['id']} is not active."
+        assert carol.post("/servers", json=boot).json()["badRequest"]["message"] == \
+            "Can not find requested image"
+
+
+def test_a_member_downloads_the_shared_data(people: dict[str, httpx.Client]) -> None:
+    alice, bob, carol = people["alice"], people["bob"], people["carol"]
+    made = create(alice, "offered")
+    assert alice.put(f"/v2/images/{made['id']}/file", content=b"shared-bytes",
+                     headers={"content-type": "application/octet-stream"}).status_code == 204
+    share(alice, made["id"], "proj-b")
+    assert bob.get(f"/v2/images/{made['id']}/file").content == b"shared-bytes"
+    assert carol.get(f"/v2/images/{made['id']}/file").status_code == 404
