@@ -4,13 +4,16 @@ its task, the refusals (SQLite, PostgreSQL, MySQL); and the tasks API's admin ru
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
+from stowage import config
 from stowage.image import imports
-from tests.functional.conftest import MEMBER, LiveServer, api_client
+from tests.conftest import BACKENDS
+from tests.functional.conftest import MEMBER, LiveServer, api_client, serving
 
 OCTETS = {"content-type": "application/octet-stream"}
 PAYLOAD = bytes(range(256)) * 20
@@ -36,7 +39,7 @@ def do_import(client: httpx.Client, image_id: str, name: str = "glance-direct",
 
 
 @pytest.fixture
-def alice(image: httpx.Client, live_stowage: LiveServer) -> httpx.Client:
+def alice(image: httpx.Client, live_stowage: LiveServer) -> Iterator[httpx.Client]:
     with api_client(f"{live_stowage.url}/image", token="alice:proj-a", roles=MEMBER) as c:
         yield c
 
@@ -158,3 +161,29 @@ def test_tasks_api_is_an_admins(image: httpx.Client, alice: httpx.Client) -> Non
     assert image.post("/v2/tasks", json={"type": "import"}).status_code == 400
     assert alice.post("/v2/tasks", json=url_task).status_code == 403
     assert len(image.get("/v2/tasks").json()["tasks"]) == 1
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def quota(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[LiveServer]:
+    """The Image service alone, 100 bytes of image data per project (staging is not
+    counted, as Glance's user_storage_quota counts the store)."""
+    store = tmp_path_factory.mktemp("store")
+    with serving(request.param, ("image",),
+                 image=config.ImageSettings(store_dir=str(store), user_storage_quota=100)
+                 ) as live:
+        yield live
+
+
+def test_a_failed_import_keeps_the_staged_data(quota: LiveServer) -> None:
+    with api_client(quota.url, token="alice:proj-q", roles=MEMBER) as alice:
+        made = create(alice)
+        assert alice.put(f"/v2/images/{made['id']}/stage", content=b"x" * 101,
+                         headers=OCTETS).status_code == 204
+        assert do_import(alice, made["id"]).status_code == 202
+        assert show(alice, made["id"])["status"] == "uploading"
+        (task,) = alice.get(f"/v2/images/{made['id']}/tasks").json()["tasks"]
+        assert task["status"] == "failure"
+        assert "exceeds the quota" in task["message"]
+        assert quota.settings is not None
+        assert imports.staging_path(quota.settings, made["id"]).stat().st_size == 101

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -231,3 +232,21 @@ def test_a_member_downloads_the_shared_data(people: dict[str, httpx.Client]) -> 
     share(alice, made["id"], "proj-b")
     assert bob.get(f"/v2/images/{made['id']}/file").content == b"shared-bytes"
     assert carol.get(f"/v2/images/{made['id']}/file").status_code == 404
+
+
+def test_concurrent_offers_respect_the_limit(people: dict[str, httpx.Client],
+                                             live_stowage: LiveServer,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight offers at once, room for three: the image's row serialises them."""
+    made = create(people["alice"], "offered")
+    monkeypatch.setattr(members, "IMAGE_MEMBER_QUOTA", 3)
+    base = f"{live_stowage.url}/image"
+
+    def offer(i: int) -> int:
+        with api_client(base, token="alice:proj-a", roles=MEMBER) as client:
+            return share(client, made["id"], f"proj-{i}").status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = sorted(pool.map(offer, range(8)))
+    assert statuses == [200] * 3 + [413] * 5
+    assert len(people["alice"].get(f"/v2/images/{made['id']}/members").json()["members"]) == 3
