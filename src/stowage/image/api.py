@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlencode
 
 import jsonschema
 
-from stowage.errors import NotFound
-from stowage.image import api_data, data, imports, policy
+from stowage.image import api_data, api_list, data, imports, policy, schemas
 from stowage.image import images as img
 from stowage.web import schema_report
 from stowage.web.body import InvalidJSON, load_json
@@ -23,14 +21,9 @@ from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
-DEFAULT_LIMIT = 25
-# The listing's filters as Glance takes them (`all`: every visibility or answer).
-VISIBILITY_FILTERS = ("public", "private", "shared", "community", "all")
-MEMBER_STATUS_FILTERS = ("pending", "accepted", "rejected", "all")
-MAX_LIMIT = 1000
 READ_ONLY = ("status", "created_at", "updated_at", "size", "virtual_size", "checksum",
              "os_hash_algo", "os_hash_value", "self", "file", "schema", "direct_url",
-             "locations", "os_hidden")
+             "locations")
 # Glance names the import methods it offers in every image-create answer.
 IMPORT_METHODS = ("openstack-image-import-methods", ",".join(imports.METHODS))
 # Glance's two patch media types: 2.1 is RFC 6902's form ({"op": "replace", "path":
@@ -47,6 +40,7 @@ PROPERTIES: dict[str, Any] = {
     "name": {"type": ["null", "string"], "maxLength": 255},
     "visibility": {"type": "string", "enum": ["public", "private", "shared", "community"]},
     "protected": {"type": "boolean"},
+    "os_hidden": {"type": "boolean"},
     "owner": {"type": ["null", "string"], "maxLength": 255},
     "min_ram": {"type": "integer", "minimum": 0},
     "min_disk": {"type": "integer", "minimum": 0},
@@ -70,7 +64,7 @@ def view(image: img.Image) -> dict[str, Any]:
     body: dict[str, Any] = dict(image.properties)
     body.update({
         "id": image.id, "name": image.name, "status": image.status,
-        "visibility": image.visibility, "protected": image.protected, "os_hidden": False,
+        "visibility": image.visibility, "protected": image.protected, "os_hidden": image.os_hidden,
         "checksum": image.checksum, "os_hash_algo": image.os_hash_algo,
         "os_hash_value": image.os_hash_value, "owner": image.owner,
         "size": image.size, "virtual_size": None, "min_ram": image.min_ram,
@@ -161,59 +155,6 @@ def show_image(req: Request) -> Response:
     with req.app.db.read() as conn:
         image = _held(req, conn, "get_image")
     return json_response(view(image))
-
-
-def _int_param(req: Request, name: str, default: int) -> int:
-    values = req.query_values(name)
-    if not values:
-        return default
-    try:
-        value = int(values[-1])
-    except ValueError:
-        raise HTTPError(400, f"{name} param must be an integer") from None
-    if value < 0:
-        raise HTTPError(400, f"{name} param must be positive")
-    return value
-
-
-def _in_list(value: str | None) -> list[str] | None:
-    if value is None:
-        return None
-    return value[3:].split(",") if value.startswith("in:") else [value]
-
-
-def _last(req: Request, name: str) -> str | None:
-    values = req.query_values(name)
-    return values[-1] if values else None
-
-
-def list_images(req: Request) -> Response:
-    if not req.app.enforcer.allowed("get_images", req.context, req.context.policy_target()):
-        raise policy.denied("get_images")
-    limit = min(_int_param(req, "limit", DEFAULT_LIMIT), MAX_LIMIT)
-    names = _in_list(_last(req, "name"))
-    visibility, member_status = _last(req, "visibility"), _last(req, "member_status")
-    if visibility is not None and visibility not in VISIBILITY_FILTERS:
-        raise HTTPError(400, f"Invalid visibility value: {visibility}")
-    if member_status is not None and member_status not in MEMBER_STATUS_FILTERS:
-        raise HTTPError(400, f"Invalid status: {member_status}")
-    query = img.ListQuery(name=names[0] if names and len(names) == 1 else None,
-                          ids=_in_list(_last(req, "id")), status=_last(req, "status"),
-                          visibility=visibility, member_status=member_status or "accepted",
-                          limit=limit, marker=_last(req, "marker"))
-    with req.app.db.read() as conn:
-        try:
-            found = img.list_images(conn, req.context, query)
-        except NotFound as exc:
-            raise HTTPError(400, exc.detail) from None
-    if names and len(names) > 1:
-        found = [i for i in found if i.name in names]
-    body: dict[str, Any] = {"images": [view(i) for i in found], "first": "/v2/images",
-                            "schema": "/v2/schemas/images"}
-    if found and len(found) == limit:
-        params = [(k, v) for k, v in req.query if k != "marker"] + [("marker", found[-1].id)]
-        body["next"] = "/v2/images?" + urlencode(params)
-    return json_response(body)
 
 
 def _not_reserved(name: str) -> None:
@@ -330,7 +271,9 @@ ROUTES = [
     Route("GET", "/", versions),
     Route("GET", "/v2", versions),
     Route("GET", "/v2/", versions),
-    Route("GET", "/v2/images", list_images),
+    Route("GET", "/v2/images", api_list.list_images),
+    Route("GET", "/v2/schemas/image", schemas.show_image_schema),
+    Route("GET", "/v2/schemas/images", schemas.show_images_schema),
     Route("POST", "/v2/images", create_image, json_body=True),
     Route("GET", _ONE, show_image),
     Route("PATCH", _ONE, patch_image),

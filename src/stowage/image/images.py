@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ MAX_DB_INT = 2**31 - 1
 
 # Attributes with a column of their own; every other key is an extra property.
 CORE_FIELDS = ("name", "visibility", "min_disk", "min_ram", "disk_format",
-               "container_format", "protected", "tags")
+               "container_format", "protected", "tags", "os_hidden")
 
 
 
@@ -60,6 +60,7 @@ class Image:
     checksum: str | None = None
     os_hash_algo: str | None = None
     os_hash_value: str | None = None
+    os_hidden: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,10 @@ class ListQuery:
     min_disk: int | None = None
     changes_since: datetime.datetime | None = None
     properties: Mapping[str, str] | None = None
+    # The Image API's other filters (formats, sizes, tags, os_hidden...), applied
+    # before paging; and its sort: (attribute, descending) pairs, then created_at, id.
+    match: Callable[[Image], bool] | None = None
+    sort: tuple[tuple[str, bool], ...] = ()
 
 
 def _to_image(row: Any) -> Image:
@@ -87,7 +92,8 @@ def _to_image(row: Any) -> Image:
                  size=row.size, protected=bool(row.protected), tags=list(row.tags or []),
                  properties=dict(row.properties or {}), created_at=row.created_at,
                  updated_at=row.updated_at, checksum=row.checksum,
-                 os_hash_algo=row.os_hash_algo, os_hash_value=row.os_hash_value)
+                 os_hash_algo=row.os_hash_algo, os_hash_value=row.os_hash_value,
+                 os_hidden=bool(row.os_hidden))
 
 
 def _member_of(ctx: RequestContext, status: str | None = None) -> sa.ColumnElement[bool]:
@@ -140,6 +146,7 @@ def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> 
         min_disk=values.get("min_disk", 0), min_ram=values.get("min_ram", 0),
         disk_format=values.get("disk_format"), container_format=values.get("container_format"),
         size=None, protected=bool(values.get("protected", False)),
+        os_hidden=bool(values.get("os_hidden", False)),
         tags=sorted(set(values.get("tags", []))), properties=extra, created_at=_now()))
     return get(conn, image_id, ctx)
 
@@ -191,11 +198,28 @@ def list_images(conn: Connection, ctx: RequestContext, query: ListQuery) -> list
         wanted = dict(query.properties)
         found = [i for i in found
                  if all(i.properties.get(k) == v for k, v in wanted.items())]
+    if query.match is not None:
+        found = [i for i in found if query.match(i)]
     found.sort(key=lambda i: (i.created_at, i.id), reverse=True)
+    for name, descending in reversed(query.sort):
+        # A missing value (a size before upload) sorts first ascending, last descending.
+        found.sort(key=_sort_key(name), reverse=descending)
     if query.marker is not None:
         marker = get(conn, query.marker, ctx)
-        found = [i for i in found if (i.created_at, i.id) < (marker.created_at, marker.id)]
+        ids = [i.id for i in found]
+        if marker.id in ids:
+            found = found[ids.index(marker.id) + 1:]
+        else:
+            found = [i for i in found
+                     if (i.created_at, i.id) < (marker.created_at, marker.id)]
     return found[:query.limit] if query.limit is not None else found
+
+
+def _sort_key(name: str) -> Callable[[Image], tuple[bool, Any]]:
+    def key(image: Image) -> tuple[bool, Any]:
+        value = getattr(image, name)
+        return (value is not None, value if value is not None else 0)
+    return key
 
 
 def _owned(conn: Connection, image_id: str, ctx: RequestContext) -> Image:

@@ -30,6 +30,9 @@ images = sa.Table(
     sa.Column("checksum", sa.String(32), nullable=True),
     sa.Column("os_hash_algo", sa.String(64), nullable=True),
     sa.Column("os_hash_value", sa.String(128), nullable=True),
+    # Glance's os_hidden: out of the default listing (`?os_hidden=true` lists them).
+    sa.Column("os_hidden", sa.Boolean, nullable=False, default=False,
+              server_default=sa.false()),
     sa.Column("protected", sa.Boolean, nullable=False, default=False),
     sa.Column("tags", sa.JSON, nullable=False),
     sa.Column("properties", sa.JSON, nullable=False),
