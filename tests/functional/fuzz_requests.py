@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from stowage.compute.api import all_routes as compute_routes
 from stowage.compute.versions import VERSIONS as COMPUTE_VERSIONS
-from stowage.image.api import ROUTES as IMAGE_ROUTES
+from stowage.image.app import ALL_ROUTES as IMAGE_ROUTES
 from stowage.network.app import routes as network_routes
 from stowage.placement.api import all_routes as placement_routes
 from stowage.placement.versions import VERSIONS as PLACEMENT_VERSIONS
@@ -96,6 +96,8 @@ _SERVICE = ("service.uuid", "service.id", "svc.enable", "svc.disable",
             "svc.disable-log-reason", "svc.force-down")
 _AGGREGATE = ("aggregate.rack", "aggregate.empty", "aggregate.missing")
 _IMAGE_ID = ("image.1", "uuid.new")
+_SHARED = ("image.shared", "image.1", "uuid.new")
+_MEMBER = ("member.1", "member.new")
 _INVENTORY = {"total": 16, "reserved": 0, "min_unit": 1, "max_unit": 16, "step_size": 1,
               "allocation_ratio": 1.0}
 _ALLOCATIONS = {Ref("rp.root"): {"resources": {"VCPU": 1, "MEMORY_MB": 128}},
@@ -349,6 +351,21 @@ _IMAGE: dict[str, Spec] = {
         {"image_id": ("image.1", "uuid.new"), "tag": ("tag.1", "tag.new")}),
     "DELETE /v2/images/{image_id}/tags/{tag}": Spec(
         {"image_id": ("image.1", "uuid.new"), "tag": ("tag.1", "tag.new")}),
+    # Members of the seeded shared image (fuzzproj is one, pending); import and tasks.
+    "POST /v2/images/{image_id}/members": Spec({"image_id": _SHARED},
+                                               [{"member": Ref("member.new")}]),
+    "PUT /v2/images/{image_id}/members/{member_id}": Spec(
+        {"image_id": _SHARED, "member_id": _MEMBER},
+        [{"status": "accepted"}, {"status": "rejected"}], caller="member"),
+    "DELETE /v2/images/{image_id}/members/{member_id}": Spec(
+        {"image_id": _SHARED, "member_id": _MEMBER}),
+    "PUT /v2/images/{image_id}/stage": Spec({"image_id": _SHARED},
+                                            content_type="application/octet-stream"),
+    "POST /v2/images/{image_id}/import": Spec({"image_id": _SHARED},
+                                              [{"method": {"name": "glance-direct"}}]),
+    "POST /v2/tasks": Spec(bodies=[{"type": "import", "input": {
+        "import_from": "http://example.com/fz.qcow2", "import_from_format": "qcow2",
+        "image_properties": {"name": "fz-task"}}}]),
 }
 
 # The seeded records a path names, and one that does not exist. Hypothesis draws the first

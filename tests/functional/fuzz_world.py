@@ -16,7 +16,7 @@ fuzzed paths and bodies hit real records::
 
       flavors fz-small 1/512/1 (extra spec hw:cpu_policy), fz-big 2/1024/2,
               fz-private (access: fuzzproj)
-      image fz-image (public)
+      image fz-image (public); fz-shared (shared, queued; member fuzzproj, pending)
       key pair fz-key (user fuzzer, an ed25519 ssh key)
 
       network fz-provider  vlan physnet0/100, shared (fuzzproj)
@@ -82,7 +82,7 @@ _FIXED = {
     "host.new": "host3", "physnet": "physnet0", "ip.plain": "10.0.1.10",
     "mac.plain": "fa:16:3e:00:00:01", "quota.class": "default", "aggregate.missing": "99999",
     "keypair.1": "fz-key", "keypair.new": "fz-new", "meta.key": "fz", "meta.new": "fz-new",
-    "tag.1": "fz", "tag.new": "fz-new",
+    "tag.1": "fz", "tag.new": "fz-new", "member.1": PROJECT, "member.new": "fz-new-project",
     "ssh.public": "ssh-ed25519 "
                   "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
 }
@@ -214,6 +214,10 @@ class World:
             "visibility": "public"}))["id"]
         ok(image.put(f"/v2/images/{refs['image.1']}/file", content=b"fz-image-data",
                      headers={"content-type": "application/octet-stream"}))
+        refs["image.shared"] = ok(image.post("/v2/images", json={
+            "name": "fz-shared", "disk_format": "raw", "container_format": "bare"}))["id"]
+        ok(image.post(f"/v2/images/{refs['image.shared']}/members",
+                      json={"member": refs["member.1"]}))
         refs["group.anti"] = ok(member.post("/os-server-groups", json={
             "server_group": {"name": "fz-anti", "policy": "anti-affinity"}}))["server_group"]["id"]
         ok(member.post("/os-keypairs", json={"keypair": {

@@ -29,7 +29,8 @@ def names(resp: httpx.Response) -> list[str]:
 def test_version_documents_need_no_token(live_stowage: LiveServer) -> None:
     root = httpx.get(f"{live_stowage.url}/image")
     assert root.status_code == 300
-    (version,) = root.json()["versions"]
+    version, *older = root.json()["versions"]
+    assert (version["id"], version["status"], len(older)) == ("v2.12", "CURRENT", 12)
     assert version["links"][0]["href"] == f"{live_stowage.url}/image/v2/"
     assert httpx.get(f"{live_stowage.url}/image/v2").status_code == 200
 

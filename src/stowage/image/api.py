@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonschema
 
-from stowage.image import api_data, api_list, data, policy, schemas
+from stowage.image import api_data, api_list, data, imports, policy, schemas
 from stowage.image import images as img
 from stowage.web import schema_report
 from stowage.web.body import InvalidJSON, load_json
@@ -24,6 +24,8 @@ from stowage.web.routing import Route
 READ_ONLY = ("status", "created_at", "updated_at", "size", "virtual_size", "checksum",
              "os_hash_algo", "os_hash_value", "self", "file", "schema", "direct_url",
              "locations")
+# Glance names the import methods it offers in every image-create answer.
+IMPORT_METHODS = ("openstack-image-import-methods", ",".join(imports.METHODS))
 # Glance's two patch media types: 2.1 is RFC 6902's form ({"op": "replace", "path":
 # "/name", "value": ...}); 2.0 names the operation as the key ({"replace": "/name",
 # "value": ...}), and its `add` of an attribute already there is a 409.
@@ -76,9 +78,16 @@ def view(image: img.Image) -> dict[str, Any]:
     return body
 
 
+# The newest Image API version served: 2.12 brings an image's tasks (api_tasks.py).
+# Glance lists every minor version, the newest CURRENT and the rest SUPPORTED.
+LATEST_MINOR = 12
+
+
 def _versions(req: Request) -> dict[str, Any]:
-    return {"versions": [{"id": "v2.0", "status": "CURRENT",
-                          "links": [{"rel": "self", "href": req.url("/v2/")}]}]}
+    link = [{"rel": "self", "href": req.url("/v2/")}]
+    return {"versions": [{"id": f"v2.{minor}",
+                          "status": "CURRENT" if minor == LATEST_MINOR else "SUPPORTED",
+                          "links": link} for minor in range(LATEST_MINOR, -1, -1)]}
 
 
 def versions(req: Request) -> Response:
@@ -125,7 +134,8 @@ def create_image(req: Request) -> Response:
     with req.app.db.write() as conn:
         image = img.create(conn, ctx, body)
     return json_response(view(image), status=201,
-                         headers=[("location", req.url(f"/v2/images/{image.id}"))])
+                         headers=[("location", req.url(f"/v2/images/{image.id}")),
+                                  IMPORT_METHODS])
 
 
 # Visibilities whose setting is a rule of its own.
@@ -226,6 +236,7 @@ def delete_image(req: Request) -> Response:
         image = _held(req, conn, "delete_image")
         img.delete(conn, image.id, req.context)
     data.remove(req.app.settings, image.id)
+    imports.discard(req.app.settings, image.id)
     return empty_response(204)
 
 

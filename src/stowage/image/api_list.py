@@ -29,6 +29,10 @@ SORT_KEYS = ("name", "status", "container_format", "disk_format", "size", "id",
              "created_at", "updated_at", "min_disk", "min_ram", "owner", "visibility",
              "protected", "os_hidden")
 _EXACT = ("owner", "container_format", "disk_format")
+# The visibility and member_status filters as Glance takes them (`all`: any; the
+# shared images a member lists are those it answered so: image-sharing.md).
+VISIBILITY_FILTERS = ("public", "private", "shared", "community", "all")
+MEMBER_STATUS_FILTERS = ("pending", "accepted", "rejected", "all")
 # Parameters that are not property filters (member_status: image sharing's).
 _KNOWN = frozenset({"limit", "marker", "name", "id", "status", "visibility", "size",
                     "size_min", "size_max", "protected", "os_hidden", "tag", "sort",
@@ -137,10 +141,16 @@ def list_images(req: Request) -> Response:
     limit = min(_int_param(req, "limit", DEFAULT_LIMIT), MAX_LIMIT)
     names = _in_list(_last(req, "name"))
     properties = {k: v for k, v in req.query if k not in _KNOWN}
+    visibility, member_status = _last(req, "visibility"), _last(req, "member_status")
+    if visibility is not None and visibility not in VISIBILITY_FILTERS:
+        raise HTTPError(400, f"Invalid visibility value: {visibility}")
+    if member_status is not None and member_status not in MEMBER_STATUS_FILTERS:
+        raise HTTPError(400, f"Invalid status: {member_status}")
     query = img.ListQuery(name=names[0] if names and len(names) == 1 else None,
                           ids=_in_list(_last(req, "id")), status=_last(req, "status"),
-                          visibility=_last(req, "visibility"), limit=limit,
-                          marker=_last(req, "marker"), properties=properties or None,
+                          visibility=visibility, member_status=member_status or "accepted",
+                          limit=limit, marker=_last(req, "marker"),
+                          properties=properties or None,
                           match=_matcher(req), sort=_sort(req))
     with req.app.db.read() as conn:
         try:

@@ -13,7 +13,7 @@ import sqlalchemy.exc
 from stowage.config import Settings
 from stowage.db import Database
 from stowage.identity.middleware import authenticator_for, challenge_for
-from stowage.image import data, policy
+from stowage.image import api_import, api_members, api_tasks, data, policy
 from stowage.image.api import PUBLIC_PATHS, ROUTES
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
@@ -23,7 +23,7 @@ from stowage.web.http import Request, Response
 from stowage.web.limits import BodyLimits
 from stowage.web.routing import Router
 
-__all__ = ["ImageState", "build_app", "render_error"]
+__all__ = ["ImageState", "ALL_ROUTES", "build_app", "render_error"]
 
 LOG = logging.getLogger(__name__)
 
@@ -36,6 +36,10 @@ class ImageState:
     enforcer: Enforcer
 
 
+# Every route of the Image service: images and their data, members, import, tasks.
+ALL_ROUTES = [*ROUTES, *api_members.ROUTES, *api_import.ROUTES, *api_tasks.ROUTES]
+
+
 def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:
     """Glance answers JSON clients with webob's body: code, title and message."""
     return webob_error(req, err, versioned)
@@ -45,7 +49,7 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
     spec = ServiceSpec(
         service_type="image",
         versions=("2.0",),
-        router=Router(ROUTES),
+        router=Router(ALL_ROUTES),
         render_error=render_error,
         authenticate=authenticator_for(settings, db),
         challenge=challenge_for(settings),

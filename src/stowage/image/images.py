@@ -1,8 +1,9 @@
 """Image records: create, read, list, patch and delete them (their data: image/data.py).
 
-Visibility follows Glance with no image members: an admin sees everything;
-anyone else sees public and community images and every image their project
-owns. Only the owner (or an admin) may change or delete an image, and a
+Visibility follows Glance: an admin sees everything; anyone else sees public
+and community images, every image their project owns, and the `shared` images
+their project is a member of (image/members.py), whatever its answer was.
+Only the owner (or an admin) may change or delete an image, and a
 protected image cannot be deleted at all. A created image is `queued` until
 its data is uploaded (image/data.py), then `active`.
 """
@@ -28,6 +29,7 @@ __all__ = ["Image", "ListQuery", "CORE_FIELDS", "MAX_DB_INT", "create", "get", "
            "set_status"]
 
 _I = t.images
+_M = t.image_members
 # As Glance's database layer: min_disk and min_ram are 4-byte INTEGER columns.
 MAX_DB_INT = 2**31 - 1
 
@@ -67,6 +69,8 @@ class ListQuery:
     ids: Sequence[str] | None = None
     status: str | None = None
     visibility: str | None = None
+    # Which shared images a member lists: those it has answered so (`all`: any).
+    member_status: str = "accepted"
     limit: int | None = None
     marker: str | None = None
     # Filters only Nova's image proxy uses: min_ram/min_disk at least this much, changed
@@ -92,10 +96,21 @@ def _to_image(row: Any) -> Image:
                  os_hidden=bool(row.os_hidden))
 
 
+def _member_of(ctx: RequestContext, status: str | None = None) -> sa.ColumnElement[bool]:
+    """The image is shared and the caller's project a member (with `status`, if given)."""
+    # visibility = 'shared' AND EXISTS (SELECT 1 FROM image_members m
+    #   WHERE m.image_id = images.id AND m.member = :project [AND m.status = :status])
+    found = sa.select(_M.c.image_id).where(_M.c.image_id == _I.c.id,
+                                           _M.c.member == (ctx.project_id or ""))
+    if status is not None:
+        found = found.where(_M.c.status == status)
+    return sa.and_(_I.c.visibility == "shared", found.exists())
+
+
 def _visible(ctx: RequestContext) -> sa.ColumnElement[bool]:
-    # visibility IN ('public', 'community') OR owner = :project
+    # visibility IN ('public', 'community') OR owner = :project OR <a member of it>
     return sa.or_(_I.c.visibility.in_(["public", "community"]),
-                  _I.c.owner == (ctx.project_id or ""))
+                  _I.c.owner == (ctx.project_id or ""), _member_of(ctx))
 
 
 def get(conn: Connection, image_id: str, ctx: RequestContext) -> Image:
@@ -136,17 +151,23 @@ def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> 
     return get(conn, image_id, ctx)
 
 
-def _listing_filter(ctx: RequestContext, visibility: str | None) -> sa.ColumnElement[bool]:
-    """Glance's default listing hides other projects' community images."""
+def _listing_filter(ctx: RequestContext, query: ListQuery) -> sa.ColumnElement[bool]:
+    """Glance's listing: public, community and owned images, and the shared images
+    whose membership has `member_status` (accepted unless asked; `all`: any); then
+    only the `visibility` asked for (`all`: any), or, with none asked, no other
+    project's community images (an admin's list included)."""
     owned = _I.c.owner == (ctx.project_id or "")
-    if visibility is not None:
-        wanted = _I.c.visibility == visibility
-        if ctx.is_admin or visibility in ("public", "community"):
-            return wanted
-        return sa.and_(wanted, owned)
     if ctx.is_admin:
-        return sa.true()
-    return sa.or_(_I.c.visibility == "public", owned)
+        seen: sa.ColumnElement[bool] = sa.true()
+    else:
+        status = None if query.member_status == "all" else query.member_status
+        seen = sa.or_(_I.c.visibility.in_(["public", "community"]), owned,
+                      _member_of(ctx, status))
+    if query.visibility == "all":
+        return seen
+    if query.visibility is not None:
+        return sa.and_(seen, _I.c.visibility == query.visibility)
+    return sa.and_(seen, sa.or_(owned, _I.c.visibility != "community"))
 
 
 def _filtered(select: sa.Select[Any], query: ListQuery) -> sa.Select[Any]:
@@ -171,7 +192,7 @@ def list_images(conn: Connection, ctx: RequestContext, query: ListQuery) -> list
 
     Property filters run here rather than in SQL: the JSON column is queried
     differently by each backend, and the listing is sorted in Python anyway."""
-    select = _filtered(sa.select(_I).where(_listing_filter(ctx, query.visibility)), query)
+    select = _filtered(sa.select(_I).where(_listing_filter(ctx, query)), query)
     found = [_to_image(r) for r in conn.execute(select)]
     if query.properties:
         wanted = dict(query.properties)
@@ -261,6 +282,7 @@ def delete(conn: Connection, image_id: str, ctx: RequestContext) -> None:
     image = _owned(conn, image_id, ctx)
     if image.protected:
         raise Forbidden(f"Image {image_id} is protected and cannot be deleted.")
+    conn.execute(_M.delete().where(_M.c.image_id == image.id))
     conn.execute(_I.delete().where(_I.c.id == image.id))
 
 

@@ -18,8 +18,13 @@ them since 2023.2):
 A refused change of an image the caller may see is 403 ("You are not
 authorized to complete modify_image action."); of one the caller may not
 see, 404, so that a refusal gives nothing away, as Glance answers. An
-operator's `[policy]` file overrides any rule by name. Glance's image
-members are not served, so `get_image` has no shared-member clause.
+operator's `[policy]` file overrides any rule by name.
+
+Image members (image/api_members.py): the owner's project members add and
+remove them (`add_member`, `delete_member`), the owner's readers and the
+member itself see them (`get_member(s)`), and only the member answers
+(`modify_member`: `member_id` is the caller's project when it is one). Tasks
+(image/api_tasks.py) need `tasks_api_access`, an admin's.
 """
 
 from __future__ import annotations
@@ -41,13 +46,18 @@ ADMIN_OR_MEMBER = f"{ADMIN} or ({_MEMBER})"
 ADMIN_OR_READER = f"{ADMIN} or ({_READER})"
 # Glance's deprecated defaults (enforce_new_defaults = false): the `default` rule.
 _LEGACY = "rule:default"
+_ADMIN_OR_READER_OR_IMAGE_MEMBER = (f"{ADMIN} or role:reader and (project_id:%(project_id)s "
+                                    "or project_id:%(member_id)s)")
 
 IMAGE_RULES: dict[str, tuple[str, str | None]] = {
     "context_is_admin": ("role:admin", None),
     "default": ("", None),
     "add_image": (f"{ADMIN} or ({_MEMBER} and project_id:%(owner)s)", _LEGACY),
+    # `shared` images pass here: the records (images.get) show them to members only.
     "get_image": (f"{ADMIN} or (role:reader and (project_id:%(project_id)s or "
-                  '"public":%(visibility)s or "community":%(visibility)s))', _LEGACY),
+                  "project_id:%(member_id)s or "
+                  '"public":%(visibility)s or "community":%(visibility)s or '
+                  '"shared":%(visibility)s))', _LEGACY),
     "get_images": (ADMIN_OR_READER, _LEGACY),
     "modify_image": (ADMIN_OR_MEMBER, _LEGACY),
     "publicize_image": (ADMIN, None),
@@ -56,11 +66,24 @@ IMAGE_RULES: dict[str, tuple[str, str | None]] = {
     "upload_image": (ADMIN_OR_MEMBER, _LEGACY),
     # Downloading needs the member role (a reader may see an image, not fetch it).
     "download_image": (f"{ADMIN} or (role:member and (project_id:%(project_id)s or "
-                       '"public":%(visibility)s or "community":%(visibility)s))', _LEGACY),
+                       'project_id:%(member_id)s or "public":%(visibility)s or '
+                       '"community":%(visibility)s or "shared":%(visibility)s))', _LEGACY),
     # Glance's defaults since 2023.1: the owner's members too (Tempest's
     # test_deactivate_reactivate_image deactivates as the project's member).
     "deactivate": (ADMIN_OR_MEMBER, _LEGACY),
     "reactivate": (ADMIN_OR_MEMBER, _LEGACY),
+    # Image members: the owner offers and withdraws, a member answers for itself.
+    "add_member": (ADMIN_OR_MEMBER, _LEGACY),
+    "delete_member": (ADMIN_OR_MEMBER, _LEGACY),
+    "get_member": (_ADMIN_OR_READER_OR_IMAGE_MEMBER, _LEGACY),
+    "get_members": (_ADMIN_OR_READER_OR_IMAGE_MEMBER, _LEGACY),
+    "modify_member": (f"{ADMIN} or (role:member and project_id:%(member_id)s)", _LEGACY),
+    # Tasks: every route also needs tasks_api_access, which is for admins.
+    "get_task": (_LEGACY, None),
+    "get_tasks": (_LEGACY, None),
+    "add_task": (_LEGACY, None),
+    "modify_task": (_LEGACY, None),
+    "tasks_api_access": (ADMIN, None),
 }
 
 
@@ -69,9 +92,12 @@ def enforcer(settings: PolicySettings) -> Enforcer:
     return Enforcer(settings, IMAGE_RULES)
 
 
-def target(image_id: str | None, owner: str | None, visibility: str) -> dict[str, object]:
-    """What the rules see of an image: Glance's target names the owner `project_id` too."""
-    return {"id": image_id, "project_id": owner, "owner": owner, "visibility": visibility}
+def target(image_id: str | None, owner: str | None, visibility: str,
+           member_id: str | None = None) -> dict[str, object]:
+    """What the rules see of an image: Glance's target names the owner `project_id` too,
+    and `member_id` is the caller's project when it is a member of the image."""
+    return {"id": image_id, "project_id": owner, "owner": owner, "visibility": visibility,
+            "member_id": member_id}
 
 
 def denied(action: str) -> Forbidden:
