@@ -257,10 +257,12 @@ class Conductor:
                   lambda ops, j: lifecycle.power(ops, instance_uuid, on, j))
 
     def guest_action(self, instance_uuid: str, request_id: str, action: str,
-                     operation_uuid: str | None = None) -> None:
-        """reboot, reboot_hard, pause, unpause, suspend or resume (guest_actions.py)."""
+                     operation_uuid: str | None = None,
+                     args: dict[str, Any] | None = None) -> None:
+        """reboot, reboot_hard, pause, unpause, suspend, resume, rescue or unrescue
+        (guest_actions.py); `args`: what the API journaled (a rescue's image)."""
         self._run(action, instance_uuid, request_id, operation_uuid,
-                  lambda ops, j: guest_actions.run(ops, instance_uuid, action, j))
+                  lambda ops, j: guest_actions.run(ops, instance_uuid, action, j, args))
 
     def rebuild_server(self, instance_uuid: str, request_id: str, args: dict[str, Any],
                        operation_uuid: str | None = None) -> None:
