@@ -20,7 +20,8 @@ from stowage.service_users import ServiceUser, split
 
 __all__ = ["AUTH_STRATEGIES", "ApiSettings", "ComputeSettings", "CorsSettings",
            "DEFAULT_BODY_SIZES", "OSLO_MAX_REQUEST_BODY_SIZE", "IdentityAssignment",
-           "IdentityProject", "IdentitySettings", "IdentityUser", "KeystoneAuthtokenSettings",
+           "IdentityProject", "IdentitySettings", "IdentityUser", "ImageSettings",
+           "KeystoneAuthtokenSettings",
            "MetricsSettings",
            "NetworkSettings", "PlacementSettings", "PolicySettings", "QuotaSettings", "Settings",
            "TRANSPORT_SCHEMES", "load"]
@@ -591,6 +592,31 @@ class MetricsSettings:
             raise ValueError(f"[metrics] worker_bind must be HOST:PORT, not {self.worker_bind!r}")
 
 
+@dataclass(frozen=True)
+class ImageSettings:
+    """`[image]`: where the Image service keeps image data, and how much a project may keep.
+
+    The largest single upload is `[api] image_size_cap` (Glance's image_size_cap),
+    which bounds every request body of the Image service (docs/image.md)."""
+
+    # Directory of the filesystem store: one file per image, named by its id, and
+    # the uploads in progress as `.part` files. Empty (the default): `images`
+    # beside a SQLite API database's file (stowage.db -> stowage_images/), else
+    # `stowage_images` in the working directory.
+    store_dir: str = ""
+    # Glance's user_storage_quota: bytes of image data the images of one project
+    # (owner) may hold in all; an upload past it is a 413. 0: unlimited.
+    user_storage_quota: int = 0
+
+    def __post_init__(self) -> None:
+        quota = self.user_storage_quota
+        if isinstance(quota, bool) or not isinstance(quota, int) or quota < 0:
+            raise ValueError(f"[image] user_storage_quota must be an integer >= 0, not "
+                             f"{quota!r}")
+        if not isinstance(self.store_dir, str):
+            raise ValueError(f"[image] store_dir must be a path, not {self.store_dir!r}")
+
+
 # The schemes `transport_url` may name (see stowage.messaging.get_transport).
 TRANSPORT_SCHEMES = ("local", "rabbit")
 
@@ -618,6 +644,7 @@ class Settings:
     placement: PlacementSettings = PlacementSettings()
     compute: ComputeSettings = ComputeSettings()
     network: NetworkSettings = NetworkSettings()
+    image: ImageSettings = ImageSettings()
     identity: IdentitySettings = IdentitySettings()
     quota: QuotaSettings = QuotaSettings()
     keystone_authtoken: KeystoneAuthtokenSettings = KeystoneAuthtokenSettings()
@@ -791,6 +818,7 @@ def load(path: str | None = None, env: Mapping[str, str] | None = None,
         placement=_section(PlacementSettings, own["placement"], "[placement]"),
         compute=_compute({**raw.get("compute", {}), **_upgrade_levels(raw)}, flags),
         network=_section(NetworkSettings, own["network"], "[network]"),
+        image=_section(ImageSettings, raw.get("image", {}), "[image]"),
         identity=_identity(raw.get("identity", {})),
         quota=_section(QuotaSettings, raw.get("quota", {}), "[quota]"),
         keystone_authtoken=_section(KeystoneAuthtokenSettings,

@@ -1,10 +1,10 @@
-"""Image records: create, read, list, patch and delete them; uploads only record a size.
+"""Image records: create, read, list, patch and delete them (their data: image/data.py).
 
 Visibility follows Glance with no image members: an admin sees everything;
 anyone else sees public and community images and every image their project
 owns. Only the owner (or an admin) may change or delete an image, and a
-protected image cannot be deleted at all. There are no image bytes: a
-created image is `active` at once so that servers can boot from it.
+protected image cannot be deleted at all. A created image is `queued` until
+its data is uploaded (image/data.py), then `active`.
 """
 
 from __future__ import annotations
@@ -53,6 +53,10 @@ class Image:
     properties: dict[str, str]
     created_at: datetime.datetime
     updated_at: datetime.datetime | None
+    # What Glance shows of the stored data (image/data.py); None until it is uploaded.
+    checksum: str | None = None
+    os_hash_algo: str | None = None
+    os_hash_value: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,8 @@ def _to_image(row: Any) -> Image:
                  disk_format=row.disk_format, container_format=row.container_format,
                  size=row.size, protected=bool(row.protected), tags=list(row.tags or []),
                  properties=dict(row.properties or {}), created_at=row.created_at,
-                 updated_at=row.updated_at)
+                 updated_at=row.updated_at, checksum=row.checksum,
+                 os_hash_algo=row.os_hash_algo, os_hash_value=row.os_hash_value)
 
 
 def _visible(ctx: RequestContext) -> sa.ColumnElement[bool]:
@@ -105,14 +110,15 @@ def _check_db_ints(values: Mapping[str, Any]) -> None:
 
 
 def create(conn: Connection, ctx: RequestContext, values: Mapping[str, Any]) -> Image:
-    """A new active image owned by the caller's project; `values` are already checked."""
+    """A new `queued` image (no data yet: image/data.py) owned by the caller's project;
+    `values` are already checked."""
     _check_db_ints(values)
     image_id = str(values.get("id") or uuid.uuid4())
     if conn.execute(sa.select(_I.c.id).where(_I.c.id == image_id)).first() is not None:
         raise Conflict(f"Image with identifier {image_id} already exists!")
     extra = {k: v for k, v in values.items() if k not in (*CORE_FIELDS, "id", "owner")}
     conn.execute(_I.insert().values(
-        id=image_id, name=values.get("name"), status="active",
+        id=image_id, name=values.get("name"), status="queued",
         visibility=values.get("visibility") or "shared",
         owner=values.get("owner") or ctx.project_id,
         min_disk=values.get("min_disk", 0), min_ram=values.get("min_ram", 0),
@@ -229,7 +235,8 @@ def delete(conn: Connection, image_id: str, ctx: RequestContext) -> None:
 
 
 def record_upload(conn: Connection, image_id: str, ctx: RequestContext, size: int) -> None:
-    """Image data is not kept: an upload only records its size."""
+    """Make a queued image active with `size` and no stored data (the shelve and
+    cross-cell snapshot paths of the simulated compute; uploads go through data.py)."""
     image = _owned(conn, image_id, ctx)
     conn.execute(_I.update().where(_I.c.id == image.id)
                  .values(size=size, status="active", updated_at=_now()))

@@ -26,6 +26,10 @@ images = sa.Table(
     sa.Column("disk_format", sa.String(30), nullable=True),
     sa.Column("container_format", sa.String(30), nullable=True),
     sa.Column("size", sa.BigInteger, nullable=True),
+    # What Glance shows of the stored data (image/data.py): md5, and the multihash.
+    sa.Column("checksum", sa.String(32), nullable=True),
+    sa.Column("os_hash_algo", sa.String(64), nullable=True),
+    sa.Column("os_hash_value", sa.String(128), nullable=True),
     sa.Column("protected", sa.Boolean, nullable=False, default=False),
     sa.Column("tags", sa.JSON, nullable=False),
     sa.Column("properties", sa.JSON, nullable=False),

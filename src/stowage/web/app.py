@@ -123,7 +123,8 @@ def _check_query(req: Request) -> None:
             raise HTTPError(400, f"Invalid query string parameters: {why}")
 
 
-_DOMAIN_STATUS = {"not_found": 404, "conflict": 409, "invalid": 400, "forbidden": 403}
+_DOMAIN_STATUS = {"not_found": 404, "conflict": 409, "invalid": 400, "forbidden": 403,
+                  "too_large": 413}
 
 
 class ServiceApp:
