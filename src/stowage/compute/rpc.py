@@ -132,6 +132,13 @@ class ConductorAPI:
                             request_id=request_id, image_id=image_id,
                             operation_uuid=operation_uuid)
 
+    def snapshot_server(self, instance_uuid: str, request_id: str, image_id: str,
+                        operation_uuid: str | None = None) -> None:
+        """createImage: the root disk into `image_id` (conductor/snapshot.py)."""
+        self.transport.cast(CONDUCTOR, "snapshot_server", instance_uuid=instance_uuid,
+                            request_id=request_id, image_id=image_id,
+                            operation_uuid=operation_uuid)
+
     def shelve_offload(self, instance_uuid: str, request_id: str,
                        operation_uuid: str | None = None) -> None:
         self.transport.cast(CONDUCTOR, "shelve_offload", instance_uuid=instance_uuid,

@@ -63,6 +63,7 @@ from stowage.compute.api import (
     server_rescue,
     server_security_groups,
     server_shelve,
+    server_snapshot,
 )
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api.action_common import (
@@ -311,6 +312,7 @@ _ACTIONS: dict[str, Handler] = {
     **server_guest_actions.ACTIONS,
     **server_rebuild.ACTIONS,
     **server_rescue.ACTIONS,
+    **server_snapshot.ACTIONS,
     **server_deferred_delete.ACTIONS,
     **server_guest.ACTIONS,
     **server_security_groups.ACTIONS,

@@ -42,7 +42,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, aggregates, instances, migrations, services, states
-from stowage.compute.conductor import port_homes, ports
+from stowage.compute.conductor import port_homes, ports, snapshot
 from stowage.compute.conductor.common import OnServer, Ops
 from stowage.compute.conductor.tasks import Interrupted, Journal, Step, StepFailed, run_steps
 from stowage.compute.conductor.tasks import accept as accept_operation
@@ -142,17 +142,13 @@ class Snapshot(Step):
                        task_state=TASK.SHELVING_IMAGE_PENDING_UPLOAD)
 
     def execute(self) -> None:
-        self.sh.ops.call_agent(self.sh.host, "snapshot_instance",
-                               instance_uuid=self.sh.instance.uuid, image_id=self.sh.image_id)
-
-    def after(self, conn: Connection) -> None:
         sh = self.sh
-        instances.save(conn, sh.instance.uuid, expected_task_state=_SHELVING,
-                       task_state=TASK.SHELVING_IMAGE_UPLOADING)
         assert sh.image_id is not None
-        size = int(sh.instance.flavor.get("root_gb") or 0) * 1024 ** 3
-        with sh.ops.api_db.using(conn, write=True) as api:
-            images.record_upload(api, sh.image_id, IMAGE_SERVICE, size)
+        encoded = sh.ops.call_agent(sh.host, "snapshot_instance",
+                                    instance_uuid=sh.instance.uuid, image_id=sh.image_id)
+        sh.ops.update(sh.instance.uuid, expected_task_state=_SHELVING,
+                      task_state=TASK.SHELVING_IMAGE_UPLOADING)
+        snapshot.store_snapshot(sh.ops, sh.image_id, encoded)
 
 
 class Settle(Step):
@@ -291,8 +287,7 @@ def offload_server(ops: Ops, instance_uuid: str, journal: Journal) -> None:
 
 
 def _drop_image(ops: Ops, image_id: str | None) -> None:
-    with ops.api_db.write() as conn:
-        forget_image(ops.api_db, conn, image_id)
+    snapshot.drop_image(ops, image_id)
 
 
 def _shelve_failed(sh: Shelving, failure: StepFailed) -> None:

@@ -1,0 +1,146 @@
+"""createImage: the server's disk becomes an active image with data; the server stays.
+
+    host1: vm (small), booted by a member of p1 from a public image with a property
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from stowage.compute.agent.sim_console import DISK_SIZE, disk_bytes
+from stowage.compute.states import PAUSED_POWER, RUNNING, SHUTDOWN
+from stowage.image import data
+from stowage.image import tables as image_tables
+from tests.functional.conftest import MEMBER, READER, Cloud
+from tests.functional.one_server import OneServer
+from tests.functional.servers import action, assert_invariants, boot, server
+from tests.functional.shelving import event_names, images_named, post_action, sts
+
+Vm = OneServer
+
+
+@pytest.fixture
+def vm(cloud: Cloud) -> Vm:
+    return Vm(cloud)
+
+
+def _image_client(cloud: Cloud) -> httpx.Client:
+    return httpx.Client(base_url=f"{cloud.live.url}/image", timeout=30,
+                        headers={"x-auth-token": "admin"})
+
+
+def _stored(cloud: Cloud, image_id: str) -> tuple[str | None, str | None, bytes | None]:
+    """checksum, os_hash_value and the bytes the image store holds for the image."""
+    settings = cloud.plane.image_settings
+    assert settings is not None
+    image, handle = data.open_data(cloud.live.db, settings, image_id)
+    with cloud.live.db.read() as conn:
+        row = conn.execute(sa.select(image_tables.images.c.checksum,
+                                     image_tables.images.c.os_hash_value)
+                           .where(image_tables.images.c.id == image.id)).one()
+    content = None
+    if handle is not None:
+        with handle:
+            content = handle.read()
+    return row.checksum, row.os_hash_value, content
+
+
+def _snapshot(cloud: Cloud, vm: Vm, name: str, **extra: Any) -> str:
+    resp = action(cloud, vm.id, {"createImage": {"name": name, **extra}}, client=vm.owner)
+    return str(resp.json()["image_id"])
+
+
+def test_snapshot_is_an_active_image_with_the_guests_disk(cloud: Cloud, vm: Vm) -> None:
+    image_id = _snapshot(cloud, vm, "snap", metadata={"purpose": "backup"})
+    vm.check(cloud, "ACTIVE", "active", RUNNING)  # nothing else changed
+    with _image_client(cloud) as glance:
+        image = glance.get(f"/v2/images/{image_id}").json()
+    expected = disk_bytes(vm.id)
+    assert image["status"] == "active" and image["size"] == DISK_SIZE
+    assert _stored(cloud, image_id) == (hashlib.md5(expected).hexdigest(),  # noqa: S324
+                                        hashlib.sha512(expected).hexdigest(), expected)
+    assert (image["owner"], image["visibility"]) == ("p1", "private")
+    assert (image["image_type"], image["instance_uuid"], image["base_image_ref"]) == (
+        "snapshot", vm.id, vm.image)
+    assert image["purpose"] == "backup" and image["min_disk"] == 5
+    assert event_names(cloud, vm.id, "createImage") == [("compute_snapshot_instance",
+                                                         "Success")]
+    # Boot from the snapshot works, and its owner sees it through Compute's image proxy.
+    again = boot(cloud, "from-snap", vm.flavor, image_id, client=vm.owner)
+    assert sts(server(cloud, again))[:2] == ("ACTIVE", "active")
+    proxy = cloud.client("demo:p1", version="2.35", roles=MEMBER)  # the proxy ends at 2.35
+    assert proxy.get(f"/images/{image_id}").json()["image"]["status"] == "ACTIVE"
+    assert_invariants(cloud)
+
+
+def test_microversions_and_states(cloud: Cloud, vm: Vm) -> None:
+    old = cloud.client("demo:p1", version="2.44", roles=MEMBER)
+    resp = old.post(f"/servers/{vm.id}/action", json={"createImage": {"name": "old"}})
+    assert resp.status_code == 202 and resp.content == b""
+    assert resp.headers["location"].rsplit("/", 1)[1] == images_named(cloud, "old")[0]["id"]
+    for setup, power in (({"pause": None}, PAUSED_POWER), ({"unpause": None}, RUNNING),
+                         ({"os-stop": None}, SHUTDOWN)):
+        action(cloud, vm.id, setup)
+        image_id = _snapshot(cloud, vm, f"after-{next(iter(setup))}")
+        assert sts(server(cloud, vm.id))[2:4] == (None, power)
+        with _image_client(cloud) as glance:
+            assert glance.get(f"/v2/images/{image_id}").json()["status"] == "active"
+    action(cloud, vm.id, {"rescue": None}, status=200)
+    resp = post_action(vm.owner, vm.id, {"createImage": {"name": "x"}})
+    assert resp.status_code == 409
+    assert resp.json()["conflictingRequest"]["message"] == (
+        f"Cannot 'createImage' instance {vm.id} while it is in vm_state rescued")
+
+
+def test_bad_bodies_quota_and_policy(cloud: Cloud, vm: Vm) -> None:
+    bads: list[dict[str, Any]] = [
+        {}, {"name": ""}, {"name": " lead"}, {"name": "x" * 256}, {"name": "x", "y": 1},
+        {"name": "x", "metadata": {"k" * 256: "v"}}, {"name": "x", "metadata": {"k": "v" * 256}},
+        {"name": "x", "metadata": {"k": 1}}]
+    for bad in bads:
+        resp = post_action(vm.owner, vm.id, {"createImage": bad})
+        assert resp.status_code == 400, (bad, resp.text)
+    too_many = {f"k{i}": "v" for i in range(129)}  # metadata_items defaults to 128
+    resp = post_action(vm.owner, vm.id, {"createImage": {"name": "x", "metadata": too_many}})
+    assert resp.status_code == 403, resp.text
+    assert resp.json()["forbidden"]["message"] == "Image metadata limit exceeded"
+    reader = cloud.client("demo:p1", roles=READER)
+    assert post_action(reader, vm.id, {"createImage": {"name": "x"}}).status_code == 403
+    other = cloud.client("x:p2", roles=MEMBER)
+    assert post_action(other, vm.id, {"createImage": {"name": "x"}}).status_code == 404
+    assert images_named(cloud, "x") == []
+    assert sts(server(cloud, vm.id))[:3] == ("ACTIVE", "active", None)
+
+
+def test_a_failed_snapshot_leaves_no_image(cloud: Cloud, vm: Vm) -> None:
+    cloud.plane.agent("host1").driver.fail("snapshot")
+    action(cloud, vm.id, {"createImage": {"name": "doomed"}}, client=vm.owner)
+    assert images_named(cloud, "doomed") == []
+    vm.check(cloud, "ACTIVE", "active", RUNNING)  # task state cleared, a fault recorded
+    assert event_names(cloud, vm.id, "createImage") == [("compute_snapshot_instance",
+                                                         "Error")]
+    cloud.plane.stop_host("host1")  # the compute is unreachable: the same outcome
+    resp = post_action(vm.owner, vm.id, {"createImage": {"name": "unreachable"}})
+    assert resp.status_code == 202, resp.text
+    assert cloud.plane.drain(120)
+    assert images_named(cloud, "unreachable") == []
+    assert sts(server(cloud, vm.id))[2] is None
+
+
+def test_shelved_image_has_data_and_unshelve_boots_from_it(cloud: Cloud, vm: Vm) -> None:
+    cloud.configure(shelved_offload_time=0)
+    action(cloud, vm.id, {"shelve": None}, client=vm.owner)
+    view = server(cloud, vm.id)
+    assert view["status"] == "SHELVED_OFFLOADED"
+    (shelved,) = images_named(cloud, "vm-shelved")
+    assert shelved["status"] == "active" and shelved["size"] == DISK_SIZE
+    assert _stored(cloud, shelved["id"])[2] == disk_bytes(vm.id)
+    action(cloud, vm.id, {"unshelve": None}, client=vm.owner)
+    assert sts(server(cloud, vm.id))[:3] == ("ACTIVE", "active", None)
+    assert images_named(cloud, "vm-shelved") == []  # Nova deletes it once unshelved
+    assert_invariants(cloud)
