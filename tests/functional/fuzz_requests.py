@@ -527,6 +527,11 @@ _ACTION_BODIES: dict[str, list[Any]] = {
     "addSecurityGroup": [{"addSecurityGroup": {"name": "fz-web"}},
                          {"addSecurityGroup": {"name": Ref("sg.web")}}],
     "removeSecurityGroup": [{"removeSecurityGroup": {"name": "default"}}],
+    "rescue": [{"rescue": None}, {"rescue": {"adminPass": "secret",
+                                             "rescue_image_ref": Ref("image.1")}}],
+    "unrescue": [{"unrescue": None}],
+    "createImage": [{"createImage": {"name": "fz-snap"}},
+                    {"createImage": {"name": "fz-snap", "metadata": {"k": "v"}}}],
 }
 ACTIONS = {name: Spec(_ACTION_SERVERS, bodies) for name, bodies in _ACTION_BODIES.items()}
 

@@ -212,6 +212,8 @@ class World:
         refs["image.1"] = ok(image.post("/v2/images", json={
             "name": "fz-image", "disk_format": "qcow2", "container_format": "bare",
             "visibility": "public"}))["id"]
+        ok(image.put(f"/v2/images/{refs['image.1']}/file", content=b"x",  # queued until then
+                     headers={"content-type": "application/octet-stream"}))
         refs["group.anti"] = ok(member.post("/os-server-groups", json={
             "server_group": {"name": "fz-anti", "policy": "anti-affinity"}}))["server_group"]["id"]
         ok(member.post("/os-keypairs", json={"keypair": {
