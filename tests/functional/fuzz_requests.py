@@ -532,6 +532,10 @@ _ACTION_BODIES: dict[str, list[Any]] = {
     "unrescue": [{"unrescue": None}],
     "createImage": [{"createImage": {"name": "fz-snap"}},
                     {"createImage": {"name": "fz-snap", "metadata": {"k": "v"}}}],
+    "createBackup": [{"createBackup": {"name": "fz-backup", "backup_type": "daily",
+                                       "rotation": 1}},
+                     {"createBackup": {"name": "fz-backup", "backup_type": "weekly",
+                                       "rotation": "0", "metadata": {"k": "v"}}}],
 }
 ACTIONS = {name: Spec(_ACTION_SERVERS, bodies) for name, bodies in _ACTION_BODIES.items()}
 

@@ -20,6 +20,7 @@ from tests.functional.servers import (
     image,
     new_uuid,
     server,
+    settle,
 )
 from tests.functional.shelving import event_names, post_action, sts
 
@@ -70,6 +71,7 @@ def test_a_rescued_server_refuses_other_actions(cloud: Cloud, vm: Vm) -> None:
     for body in ({"reboot": {"type": "HARD"}}, {"reboot": {"type": "SOFT"}}, {"pause": None},
                  {"suspend": None}, {"os-stop": None}, {"shelve": None}, {"rescue": None},
                  {"resize": {"flavorRef": vm.flavor}}, {"createImage": {"name": "x"}},
+                 {"createBackup": {"name": "x", "backup_type": "daily", "rotation": 1}},
                  {"rebuild": {"imageRef": vm.image}}):
         resp = post_action(vm.owner, vm.id, body)
         assert resp.status_code == 409, (body, resp.text)
@@ -79,7 +81,8 @@ def test_a_rescued_server_refuses_other_actions(cloud: Cloud, vm: Vm) -> None:
     _rescued(cloud, vm)
     assert_invariants(cloud)
     assert cloud.compute.delete(f"/servers/{vm.id}").status_code == 204
-    action(cloud, vm.id, {"os-resetState": {"state": "error"}}, status=404)
+    settle(cloud)  # a rescued server is deleted with its rescue disk and allocation
+    assert cloud.compute.get(f"/servers/{vm.id}").status_code == 404
     assert guests(cloud, vm.id) == {} and held(cloud, vm.id) == {}
 
 

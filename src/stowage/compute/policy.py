@@ -78,7 +78,7 @@ COMPUTE_RULES: dict[str, tuple[str, str | None]] = {
                     "os-suspend-server:suspend", "os-suspend-server:resume",
                     "os-lock-server:lock", "os-lock-server:unlock",
                     "os-deferred-delete:restore", "os-deferred-delete:force",
-                    "os-rescue", "os-unrescue")},
+                    "os-rescue", "os-unrescue", "os-create-backup")},
     "os_compute_api:os-lock-server:unlock:unlock_override": (ADMIN, "rule:admin_api"),
     "os_compute_api:os-evacuate": (ADMIN, "rule:admin_api"),
     "os_compute_api:os-instance-actions:list": (PROJECT_READER_OR_ADMIN, LEGACY_ADMIN_OR_OWNER),

@@ -133,11 +133,14 @@ class ConductorAPI:
                             operation_uuid=operation_uuid)
 
     def snapshot_server(self, instance_uuid: str, request_id: str, image_id: str,
-                        operation_uuid: str | None = None) -> None:
-        """createImage: the root disk into `image_id` (conductor/snapshot.py)."""
+                        operation_uuid: str | None = None,
+                        backup: dict[str, Any] | None = None) -> None:
+        """createImage (createBackup with `backup`: backup_type, rotation): the root disk
+        into `image_id` (conductor/snapshot.py)."""
         self.transport.cast(CONDUCTOR, "snapshot_server", instance_uuid=instance_uuid,
                             request_id=request_id, image_id=image_id,
-                            operation_uuid=operation_uuid)
+                            operation_uuid=operation_uuid,
+                            **({"backup": backup} if backup else {}))
 
     def shelve_offload(self, instance_uuid: str, request_id: str,
                        operation_uuid: str | None = None) -> None:

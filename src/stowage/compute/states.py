@@ -78,6 +78,7 @@ class TASK:
     UNRESCUING = "unrescuing"
     # createImage (conductor/snapshot.py): Nova's snapshot task states, in order.
     IMAGE_SNAPSHOT = "image_snapshot"
+    IMAGE_BACKUP = "image_backup"  # createBackup's first, then the two below
     IMAGE_PENDING_UPLOAD = "image_pending_upload"
     IMAGE_UPLOADING = "image_uploading"
 

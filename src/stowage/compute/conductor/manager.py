@@ -287,9 +287,11 @@ class Conductor:
                   lambda ops, j: shelve.shelve_server(ops, instance_uuid, image_id, j))
 
     def snapshot_server(self, instance_uuid: str, request_id: str, image_id: str,
-                        operation_uuid: str | None = None) -> None:
+                        operation_uuid: str | None = None,
+                        backup: dict[str, Any] | None = None) -> None:
         self._run("snapshot", instance_uuid, request_id, operation_uuid,
-                  lambda ops, j: snapshot.snapshot_server(ops, instance_uuid, image_id, j))
+                  lambda ops, j: snapshot.snapshot_server(ops, instance_uuid, image_id, j,
+                                                          backup))
 
     def shelve_offload(self, instance_uuid: str, request_id: str,
                        operation_uuid: str | None = None) -> None:

@@ -1,9 +1,16 @@
-"""createImage: the server's root disk becomes the data of the image the API created.
+"""createImage, createBackup: the server's root disk becomes the data of the image the
+API created; a backup then rotates the server's older backups of its type.
 
-    API: image record (queued) + task_state image_snapshot, journal `accepted` ──cast──>
+    API: image record (queued) + task_state image_snapshot (image_backup), journal
+         `accepted` ──cast──>
     conductor: task image_pending_upload ──call──> agent snapshot_instance (the disk's bytes)
                task image_uploading ─> image/data.py upload (queued -> saving -> active,
-               size, checksum, os_hash) ─> task None; the instance action finishes
+               size, checksum, os_hash) ─> backup: rotation ─> task None; the
+               instance action finishes
+
+A backup's rotation is Nova's `_rotate_backups`: of the server's images with
+`image_type` backup and the same `backup_type`, the oldest beyond `rotation`
+are deleted (all of them, the new one too, for a rotation of 0).
 
 The server stays as it was (vm_state, power state, host, allocation): Nova
 snapshots a running guest live, and so does the simulated host.
@@ -24,6 +31,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
@@ -37,12 +46,13 @@ from stowage.image import data, images
 from stowage.image.data import SERVICE
 
 __all__ = ["STEPS", "SNAPSHOTTING", "snapshot_server", "recover_snapshot", "store_snapshot",
-           "drop_image"]
+           "drop_image", "rotate_backups"]
 
 LOG = logging.getLogger(__name__)
 
 STEPS = ("snapshot",)
-SNAPSHOTTING = (TASK.IMAGE_SNAPSHOT, TASK.IMAGE_PENDING_UPLOAD, TASK.IMAGE_UPLOADING)
+SNAPSHOTTING = (TASK.IMAGE_SNAPSHOT, TASK.IMAGE_BACKUP, TASK.IMAGE_PENDING_UPLOAD,
+                TASK.IMAGE_UPLOADING)
 
 
 def store_snapshot(ops: Ops, image_id: str, encoded: str) -> None:
@@ -74,14 +84,28 @@ def drop_image(ops: Ops, image_id: str | None) -> None:
         data.remove(ops.image_settings, image_id)
 
 
+def rotate_backups(ops: Ops, instance_uuid: str, backup_type: str, rotation: int) -> None:
+    """Delete the server's oldest backups of `backup_type` beyond `rotation` (Nova's)."""
+    wanted = {"image_type": "backup", "backup_type": backup_type,
+              "instance_uuid": instance_uuid}
+    with ops.api_db.read() as conn:
+        found = images.list_images(conn, SERVICE, images.ListQuery(properties=wanted))
+    for image in found[rotation:]:  # newest first
+        LOG.info("rotating out backup %s of %s", image.id, instance_uuid)
+        drop_image(ops, image.id)
+
+
 class TakeSnapshot(Step):
-    """Nova's pending-upload, then uploading: the agent reads the disk, the store keeps it."""
+    """Nova's pending-upload, then uploading: the agent reads the disk, the store keeps it;
+    a backup's rotation after (`backup`: backup_type and rotation)."""
 
     name = "snapshot"
-    event = "compute_snapshot_instance"
 
-    def __init__(self, ops: Ops, instance: Instance, image_id: str) -> None:
+    def __init__(self, ops: Ops, instance: Instance, image_id: str,
+                 backup: Mapping[str, Any] | None = None) -> None:
         self.ops, self.instance, self.image_id = ops, instance, image_id
+        self.backup = backup
+        self.event = "compute_backup_instance" if backup else "compute_snapshot_instance"
 
     def event_host(self) -> str | None:
         return self.instance.host
@@ -101,14 +125,19 @@ class TakeSnapshot(Step):
         except NotFound:  # the user deleted the image meanwhile: Nova only logs it
             LOG.warning("image %s was deleted during the snapshot of %s", self.image_id,
                         self.instance.uuid)
+        if self.backup:
+            rotate_backups(self.ops, self.instance.uuid, str(self.backup["backup_type"]),
+                           int(self.backup["rotation"]))
 
     def after(self, conn: Connection) -> None:
         instances.save(conn, self.instance.uuid, expected_task_state=SNAPSHOTTING,
                        task_state=None)
 
 
-def snapshot_server(ops: Ops, instance_uuid: str, image_id: str, journal: Journal) -> None:
-    """Take the snapshot into `image_id`; on failure no image and no task state."""
+def snapshot_server(ops: Ops, instance_uuid: str, image_id: str, journal: Journal,
+                    backup: Mapping[str, Any] | None = None) -> None:
+    """Take the snapshot into `image_id` (and rotate, for a backup); on failure no image
+    and no task state."""
     try:
         inst = ops.instance(instance_uuid)
     except NotFound:
@@ -116,7 +145,8 @@ def snapshot_server(ops: Ops, instance_uuid: str, image_id: str, journal: Journa
         drop_image(ops, image_id)
         return
     try:
-        run_steps([TakeSnapshot(ops, inst, image_id)], journal, ops.finishing(inst.uuid))
+        run_steps([TakeSnapshot(ops, inst, image_id, backup)], journal,
+                  ops.finishing(inst.uuid))
     except StepFailed as failure:
         _failed(ops, inst, image_id, failure)
 
@@ -137,7 +167,7 @@ def recover_snapshot(ops: Ops, op: Interrupted, journal: Journal) -> None:
     inst = ops.instance_any(op.instance_uuid)
     image_id = str(op.args.get("image_id") or "")
     if not inst.deleted and inst.task_state in SNAPSHOTTING:
-        snapshot_server(ops, inst.uuid, image_id, journal)
+        snapshot_server(ops, inst.uuid, image_id, journal, op.args.get("backup"))
         return
     done = op.state("snapshot") == "done"
     if not done:
