@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import os
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -53,6 +54,8 @@ class LiveServer:
     plane: ControlPlane | None = None
     # The deployment's cells (None for a server without Compute).
     cells: Cells | None = None
+    # What the server was started with (e.g. where the Image service stores data).
+    settings: config.Settings | None = None
 
     @property
     def cell_db(self) -> Database:
@@ -122,7 +125,8 @@ def start_server(settings: config.Settings, at_root: bool = True) -> LiveServer:
     app = build_asgi(settings, db, at_root=at_root, cells=found)
     port = free_port()
     server, thread = run_uvicorn(app, port)
-    return LiveServer(f"http://127.0.0.1:{port}", db, server, thread, plane_of(app), found)
+    return LiveServer(f"http://127.0.0.1:{port}", db, server, thread, plane_of(app), found,
+                      settings)
 
 
 def run_uvicorn(app: Any, port: int) -> tuple[uvicorn.Server, threading.Thread]:
@@ -180,7 +184,9 @@ def serving(backend: str, services: tuple[str, ...] | None = None,
 
     `overrides` are other settings, e.g. `policy=PolicySettings(...)`.
     """
-    with throwaway_database(backend) as url:
+    with throwaway_database(backend) as url, tempfile.TemporaryDirectory() as store:
+        # Image data in a throw-away store too (the default is beside a SQLite file only).
+        overrides.setdefault("image", config.ImageSettings(store_dir=store))
         if services:
             live = start_server(config.Settings(database=url, services=services, **overrides))
         else:

@@ -336,6 +336,14 @@ _IMAGE: dict[str, Spec] = {
     "DELETE /v2/images/{image_id}": Spec({"image_id": ("image.1", "uuid.new")}),
     "PUT /v2/images/{image_id}/file": Spec({"image_id": ("image.1", "uuid.new")},
                                            content_type="application/octet-stream"),
+    "POST /v2/images/{image_id}/actions/deactivate": Spec(
+        {"image_id": ("image.1", "uuid.new")}),
+    "POST /v2/images/{image_id}/actions/reactivate": Spec(
+        {"image_id": ("image.1", "uuid.new")}),
+    "PUT /v2/images/{image_id}/tags/{tag}": Spec(
+        {"image_id": ("image.1", "uuid.new"), "tag": ("tag.1", "tag.new")}),
+    "DELETE /v2/images/{image_id}/tags/{tag}": Spec(
+        {"image_id": ("image.1", "uuid.new"), "tag": ("tag.1", "tag.new")}),
 }
 
 # The seeded records a path names, and one that does not exist. Hypothesis draws the first

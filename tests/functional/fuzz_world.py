@@ -212,7 +212,7 @@ class World:
         refs["image.1"] = ok(image.post("/v2/images", json={
             "name": "fz-image", "disk_format": "qcow2", "container_format": "bare",
             "visibility": "public"}))["id"]
-        ok(image.put(f"/v2/images/{refs['image.1']}/file", content=b"x",  # queued until then
+        ok(image.put(f"/v2/images/{refs['image.1']}/file", content=b"fz-image-data",
                      headers={"content-type": "application/octet-stream"}))
         refs["group.anti"] = ok(member.post("/os-server-groups", json={
             "server_group": {"name": "fz-anti", "policy": "anti-affinity"}}))["server_group"]["id"]

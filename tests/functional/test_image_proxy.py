@@ -49,6 +49,9 @@ def world(cloud: Cloud) -> Iterator[World]:
                           ).status_code == 204
         public = _create(admin, "snap", visibility="public", min_ram=512, min_disk=2,
                          instance_uuid=SERVER, image_type="snapshot")
+        assert admin.put(f"/v2/images/{public['id']}/file", content=b"snap",
+                         headers={"content-type": "application/octet-stream"}
+                         ).status_code == 204
         theirs = _create(eve, "theirs", visibility="private")
         yield World(cloud, glance, admin, mine, public, theirs)
 
@@ -82,7 +85,7 @@ def test_views_and_microversions(world: World) -> None:
                  "href": f"{base}/image/images/{world.mine['id']}"}]}
         detail = {i["id"]: i for i in nova.get("/images/detail").json()["images"]}
         snap = detail[world.public["id"]]
-        assert (snap["minRam"], snap["minDisk"], snap["OS-EXT-IMG-SIZE:size"]) == (512, 2, None)
+        assert (snap["minRam"], snap["minDisk"], snap["OS-EXT-IMG-SIZE:size"]) == (512, 2, 4)
         assert snap["server"] == {"id": SERVER, "links": [
             {"rel": "self", "href": f"{base}/compute/v2.1/servers/{SERVER}"},
             {"rel": "bookmark", "href": f"{base}/compute/servers/{SERVER}"}]}

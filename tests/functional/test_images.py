@@ -1,4 +1,5 @@
-"""Image records over HTTP: create (active at once), show, list with filters, patch, delete."""
+"""Image records over HTTP: create (queued until data arrives), show, list with filters,
+patch, delete."""
 
 from __future__ import annotations
 
@@ -33,9 +34,9 @@ def test_version_documents_need_no_token(live_stowage: LiveServer) -> None:
     assert httpx.get(f"{live_stowage.url}/image/v2").status_code == 200
 
 
-def test_create_is_active_with_properties_at_top_level(image: httpx.Client) -> None:
+def test_create_is_queued_with_properties_at_top_level(image: httpx.Client) -> None:
     made = create(image, "cirros", min_ram=64, **{"trait:HW_CPU_X86_AVX2": "required"})
-    assert made["status"] == "active"
+    assert made["status"] == "queued"
     assert made["trait:HW_CPU_X86_AVX2"] == "required"
     assert (made["visibility"], made["owner"], made["min_ram"]) == ("shared", "admin", 64)
     assert made["self"] == f"/v2/images/{made['id']}"
@@ -52,7 +53,8 @@ def test_list_filters(image: httpx.Client) -> None:
     by_id = image.get("/v2/images", params={"id": f"in:{a['id']},{b['id']}"})
     assert sorted(names(by_id)) == ["a", "b"]
     assert names(image.get("/v2/images", params={"visibility": "public"})) == ["b"]
-    assert names(image.get("/v2/images", params={"status": "queued"})) == []
+    assert names(image.get("/v2/images", params={"status": "active"})) == []
+    assert len(names(image.get("/v2/images", params={"status": "queued"}))) == 3
 
 
 def test_pages_follow_next(image: httpx.Client) -> None:

@@ -77,6 +77,10 @@ def public_image(cloud: Cloud, **values: Any) -> str:
                                                 "disk_format": "qcow2",
                                                 "container_format": "bare", **values})
         assert made.status_code == 201, made.text
+        # Queued until its data arrives, and only an active image boots.
+        uploaded = glance.put(f"/v2/images/{made.json()['id']}/file", content=b"x",
+                              headers={"content-type": "application/octet-stream"})
+        assert uploaded.status_code == 204, uploaded.text
         return str(made.json()["id"])
 
 

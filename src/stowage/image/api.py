@@ -1,5 +1,5 @@
 """Image API v2 routes: version documents, /v2/images (list, create), one image
-(show, JSON-patch, delete) and the bodiless upload that only records a size.
+(show, JSON-patch, delete); its data and status actions are api_data.py's.
 
 Request checks follow Glance's image schema: read-only attributes are a 403,
 extra properties must be strings, and PATCH needs Glance's json-patch media type.
@@ -8,14 +8,15 @@ Who may do what is Glance's rules (policy.py), asked once the image is known.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlencode
 
 import jsonschema
 
 from stowage.errors import NotFound
+from stowage.image import api_data, data, policy
 from stowage.image import images as img
-from stowage.image import policy
 from stowage.web import schema_report
 from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError
@@ -27,8 +28,14 @@ MAX_LIMIT = 1000
 READ_ONLY = ("status", "created_at", "updated_at", "size", "virtual_size", "checksum",
              "os_hash_algo", "os_hash_value", "self", "file", "schema", "direct_url",
              "locations", "os_hidden")
+# Glance's two patch media types: 2.1 is RFC 6902's form ({"op": "replace", "path":
+# "/name", "value": ...}); 2.0 names the operation as the key ({"replace": "/name",
+# "value": ...}), and its `add` of an attribute already there is a 409.
 PATCH_TYPES = ("application/openstack-images-v2.1-json-patch",
                "application/openstack-images-v2.0-json-patch")
+PATCH_OPS = ("add", "remove", "replace")
+# Glance keeps properties of this prefix for itself: a user may not set them (403).
+RESERVED_PREFIX = "os_glance"
 _UUID = "^([0-9a-fA-F]){8}-([0-9a-fA-F]){4}-([0-9a-fA-F]){4}-([0-9a-fA-F]){4}-([0-9a-fA-F]){12}$"
 PROPERTIES: dict[str, Any] = {
     "id": {"type": "string", "pattern": _UUID},
@@ -48,11 +55,6 @@ PROPERTIES: dict[str, Any] = {
 }
 IMAGE_SCHEMA = {"type": "object", "properties": PROPERTIES,
                 "additionalProperties": {"type": "string", "maxLength": 255}}
-PATCH_SCHEMA = {"type": "array", "items": {
-    "type": "object",
-    "properties": {"op": {"enum": ["add", "replace", "remove"]},
-                   "path": {"type": "string", "pattern": "^/[^/]+$"}, "value": {}},
-    "required": ["op", "path"]}}
 
 
 def _stamp(value: Any) -> str | None:
@@ -64,7 +66,8 @@ def view(image: img.Image) -> dict[str, Any]:
     body.update({
         "id": image.id, "name": image.name, "status": image.status,
         "visibility": image.visibility, "protected": image.protected, "os_hidden": False,
-        "checksum": None, "os_hash_algo": None, "os_hash_value": None, "owner": image.owner,
+        "checksum": image.checksum, "os_hash_algo": image.os_hash_algo,
+        "os_hash_value": image.os_hash_value, "owner": image.owner,
         "size": image.size, "virtual_size": None, "min_ram": image.min_ram,
         "min_disk": image.min_disk, "disk_format": image.disk_format,
         "container_format": image.container_format, "tags": image.tags,
@@ -110,6 +113,8 @@ def create_image(req: Request) -> Response:
         for name in READ_ONLY:
             if name in body:
                 raise HTTPError(403, f"Attribute '{name}' is read-only.")
+        for name in body:
+            _not_reserved(name)
     _check(body, IMAGE_SCHEMA)
     ctx = req.context
     visibility = body.get("visibility") or "shared"
@@ -193,30 +198,72 @@ def list_images(req: Request) -> Response:
     return json_response(body)
 
 
-def _changes(ops: list[dict[str, Any]]) -> list[tuple[str, str, Any]]:
+def _not_reserved(name: str) -> None:
+    if name.startswith(RESERVED_PREFIX):
+        raise HTTPError(403, f"Attribute '{name}' is reserved.")
+
+
+def _operation(raw: Any, form: str) -> tuple[str, str]:
+    """(op, path) of one patch operation in the media type's form, Glance's 400s."""
+    if not isinstance(raw, dict):
+        raise HTTPError(400, "Operations must be JSON objects.")
+    if form == "2.1":
+        op = raw.get("op")
+        if op not in PATCH_OPS:
+            raise HTTPError(400, "Unable to find `op` in JSON Schema change. It must be one "
+                                 f"of the following: {', '.join(PATCH_OPS)}.")
+        if "path" not in raw:
+            raise HTTPError(400, "Unable to find 'path' in JSON Schema change")
+        path = raw["path"]
+    else:
+        named = [key for key in PATCH_OPS if key in raw]
+        if len(named) != 1:
+            raise HTTPError(400, 'Operation objects must contain exactly one member named '
+                                 '"add", "remove", or "replace".')
+        op = named[0]
+        path = raw[op]
+    if not isinstance(path, str) or not re.fullmatch(r"/[^/]+", path):
+        raise HTTPError(400, f"Invalid JSON pointer for this resource: '{path}'")
+    return op, path
+
+
+def _changes(ops: Any, form: str) -> list[tuple[str, str, Any]]:
+    if not isinstance(ops, list):
+        raise HTTPError(400, "Request body must be a JSON array of operation objects.")
     changes = []
-    for op in ops:
-        name = op["path"][1:].replace("~1", "/").replace("~0", "~")
+    for raw in ops:
+        op, path = _operation(raw, form)
+        name = path[1:].replace("~1", "/").replace("~0", "~")
         if name in READ_ONLY or name == "id":
             raise HTTPError(403, f"Attribute '{name}' is read-only.")
-        if op["op"] != "remove":
-            if "value" not in op:
-                raise HTTPError(400, f"Operation '{op['op']}' on /{name} needs a value.")
-            _check({name: op["value"]}, IMAGE_SCHEMA)
-        changes.append((op["op"], name, op.get("value")))
+        _not_reserved(name)
+        if op != "remove":
+            if "value" not in raw:
+                raise HTTPError(400, f'Operation "{op}" requires a member named "value".')
+            _check({name: raw["value"]}, IMAGE_SCHEMA)
+        changes.append((op, name, raw.get("value")))
     return changes
+
+
+def _no_double_add(image: img.Image, changes: list[tuple[str, str, Any]]) -> None:
+    """The 2.0 form's `add` of an attribute the image has is Glance's 409."""
+    for op, name, _ in changes:
+        if op == "add" and (name in img.CORE_FIELDS or name in image.properties):
+            raise HTTPError(409, f"Property {name} already present.")
 
 
 def patch_image(req: Request) -> Response:
     ctype = (req.headers.get("content-type") or "").split(";")[0].strip().lower()
     if ctype not in PATCH_TYPES:
         raise HTTPError(415, f"Unsupported Content-Type {ctype or None}; use "
-                             f"{PATCH_TYPES[0]}", headers={"accept-patch": PATCH_TYPES[0]})
-    ops = _json(req)
-    _check(ops, PATCH_SCHEMA, "patch")
-    changes = _changes(ops)
+                             f"{PATCH_TYPES[0]}",
+                        headers={"accept-patch": ", ".join(sorted(PATCH_TYPES))})
+    form = "2.1" if ctype == PATCH_TYPES[0] else "2.0"
+    changes = _changes(_json(req), form)
     with req.app.db.write() as conn:
-        _held(req, conn, "modify_image")
+        image = _held(req, conn, "modify_image")
+        if form == "2.0":
+            _no_double_add(image, changes)
         for _, name, value in changes:
             if name == "visibility" and isinstance(value, str):
                 for action in _VISIBILITY_RULES.get(value, ()):
@@ -227,15 +274,34 @@ def patch_image(req: Request) -> Response:
 
 def delete_image(req: Request) -> Response:
     with req.app.db.write() as conn:
-        _held(req, conn, "delete_image")
-        img.delete(conn, req.params["image_id"], req.context)
+        image = _held(req, conn, "delete_image")
+        img.delete(conn, image.id, req.context)
+    data.remove(req.app.settings, image.id)
     return empty_response(204)
 
 
-def upload_image(req: Request) -> Response:
+def add_tag(req: Request) -> Response:
+    """Glance's PUT .../tags/{tag}: add one tag (already there: nothing); 204."""
+    tag = req.params["tag"]
+    _check({"tags": [tag]}, IMAGE_SCHEMA)
     with req.app.db.write() as conn:
-        _held(req, conn, "upload_image")
-        img.record_upload(conn, req.params["image_id"], req.context, req.body_size)
+        img.lock(conn, req.params["image_id"])
+        image = _held(req, conn, "modify_image")
+        if tag not in image.tags:
+            img.update(conn, image.id, req.context, [("replace", "tags", [*image.tags, tag])])
+    return empty_response(204)
+
+
+def delete_tag(req: Request) -> Response:
+    """Glance's DELETE .../tags/{tag}: 404 when the image has no such tag; 204."""
+    tag = req.params["tag"]
+    with req.app.db.write() as conn:
+        img.lock(conn, req.params["image_id"])
+        image = _held(req, conn, "modify_image")
+        if tag not in image.tags:
+            raise HTTPError(404, f"Tag {tag} not found")
+        img.update(conn, image.id, req.context,
+                   [("replace", "tags", [t for t in image.tags if t != tag])])
     return empty_response(204)
 
 
@@ -250,5 +316,10 @@ ROUTES = [
     Route("GET", _ONE, show_image),
     Route("PATCH", _ONE, patch_image),
     Route("DELETE", _ONE, delete_image),
-    Route("PUT", _ONE + "/file", upload_image, upload=True),
+    Route("PUT", _ONE + "/file", api_data.upload_image, upload=True),
+    Route("GET", _ONE + "/file", api_data.download_image),
+    Route("POST", _ONE + "/actions/deactivate", api_data.deactivate),
+    Route("POST", _ONE + "/actions/reactivate", api_data.reactivate),
+    Route("PUT", _ONE + "/tags/{tag}", add_tag),
+    Route("DELETE", _ONE + "/tags/{tag}", delete_tag),
 ]

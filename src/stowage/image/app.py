@@ -5,12 +5,15 @@ The Image API has no microversions, so responses carry no version headers.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+
+import sqlalchemy.exc
 
 from stowage.config import Settings
 from stowage.db import Database
 from stowage.identity.middleware import authenticator_for, challenge_for
-from stowage.image import policy
+from stowage.image import data, policy
 from stowage.image.api import PUBLIC_PATHS, ROUTES
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
@@ -21,6 +24,8 @@ from stowage.web.limits import BodyLimits
 from stowage.web.routing import Router
 
 __all__ = ["ImageState", "build_app", "render_error"]
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,4 +54,9 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         limits=BodyLimits.of(settings.api, "image"),
         cors=Cors(settings.cors) if settings.cors.allowed_origin else None,
     )
+    # Uploads cut short by a crash of this service: their images back to queued.
+    try:
+        data.recover(db, settings)
+    except sqlalchemy.exc.DBAPIError as exc:  # e.g. a database not migrated yet
+        LOG.warning("image uploads not recovered: %s", exc.orig)
     return ServiceApp(spec, ImageState(settings, db, policy.enforcer(settings.policy)))

@@ -37,7 +37,7 @@ from sqlalchemy.engine import Connection
 from stowage.config import Settings
 from stowage.context import RequestContext
 from stowage.db import Database
-from stowage.errors import Conflict, DomainError, NotFound
+from stowage.errors import Conflict, DomainError, Invalid, NotFound
 from stowage.image import images as img
 from stowage.image import tables as t
 from stowage.timeutil import utcnow
@@ -73,6 +73,14 @@ def store_dir(settings: Settings) -> Path:
     return Path("stowage_images")
 
 
+def _safe_id(image_id: str) -> str:
+    """An image id as a file name: a uuid, else NotFound (no image has another id)."""
+    try:
+        return str(uuid.UUID(image_id))
+    except ValueError:
+        raise NotFound(f"No image found with ID {image_id}") from None
+
+
 def data_path(settings: Settings, image_id: str) -> Path:
     """Where an active image's data lives (the id is a uuid: no path tricks)."""
     return store_dir(settings) / str(uuid.UUID(image_id))
@@ -86,6 +94,10 @@ def _start(conn: Connection, image_id: str, ctx: RequestContext,
     if image.status not in UPLOADABLE:
         raise Conflict(f"Image status transition from {image.status} to saving is not "
                        "allowed")
+    missing = [k for k in ("disk_format", "container_format") if not getattr(image, k)]
+    if missing:
+        noun = "Property" if len(missing) == 1 else "Properties"
+        raise Invalid(f"{noun} {', '.join(missing)} must be set prior to saving data.")
     room = settings.api.image_size_cap
     quota = settings.image.user_storage_quota
     if quota:
@@ -110,7 +122,7 @@ def _write(part: Path, chunks: Iterable[bytes], room: int,
     """Write the chunks to `part`: (size, md5, sha512) or TooLarge past `room` bytes."""
     md5, sha = hashlib.md5(usedforsecurity=False), hashlib.sha512()
     size = 0
-    with open(part, "xb") as out:
+    with open(part, "wb") as out:
         for chunk in chunks:
             size += len(chunk)
             if size > room:
@@ -149,12 +161,19 @@ def upload(db: Database, settings: Settings, image_id: str, chunks: Iterable[byt
     Returns the active image, with size, checksum and os_hash_*.
     """
     who = ctx or SERVICE
-    with db.write() as conn:
-        before, room = _start(conn, image_id, who, settings)
     directory = store_dir(settings)
-    part = directory / f"{before.id}.{os.getpid()}.{uuid.uuid4().hex}{_PART}"
+    directory.mkdir(parents=True, exist_ok=True)
+    # The .part file exists before the image is `saving`: `recover` in another
+    # process never takes a live upload for an interrupted one.
+    part = directory / f"{_safe_id(image_id)}.{os.getpid()}.{uuid.uuid4().hex}{_PART}"
+    part.touch(exist_ok=False)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        with db.write() as conn:
+            before, room = _start(conn, image_id, who, settings)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    try:
         size, checksum, digest = _write(part, chunks, room, settings)
         os.replace(part, data_path(settings, before.id))
         with db.write() as conn:
@@ -225,7 +244,7 @@ def recover(db: Database, settings: Settings) -> list[str]:
                 part.unlink()
     with db.write() as conn:
         stuck = [r.id for r in conn.execute(sa.select(_I.c.id).where(_I.c.status == "saving"))
-                 if r.id not in live]
+                 if r.id.lower() not in live]
         if stuck:
             conn.execute(_I.update().where(_I.c.id.in_(stuck), _I.c.status == "saving")
                          .values(status="queued", updated_at=utcnow()))

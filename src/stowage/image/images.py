@@ -24,7 +24,8 @@ from stowage.image import tables as t
 from stowage.timeutil import utcnow as _now
 
 __all__ = ["Image", "ListQuery", "CORE_FIELDS", "MAX_DB_INT", "create", "get", "list_images",
-           "lock", "update", "replace_properties", "exists", "delete", "record_upload"]
+           "lock", "update", "replace_properties", "exists", "delete", "record_upload",
+           "set_status"]
 
 _I = t.images
 # As Glance's database layer: min_disk and min_ram are 4-byte INTEGER columns.
@@ -195,9 +196,14 @@ def update(conn: Connection, image_id: str, ctx: RequestContext,
     """Apply (op, attribute, value) changes: add, replace or remove, all or none."""
     image = _owned(conn, image_id, ctx)
     core = {name: getattr(image, name) for name in CORE_FIELDS}
+    core["owner"] = image.owner
     extra = dict(image.properties)
     for op, name, value in changes:
-        if name in CORE_FIELDS:
+        if name == "owner" and op != "remove":
+            if value != image.owner and not ctx.is_admin:
+                raise Forbidden("You are not permitted to modify 'owner' on this image.")
+            core["owner"] = value
+        elif name in (*CORE_FIELDS, "owner"):
             if op == "remove":
                 raise Forbidden(f"Properties {name} cannot be removed.")
             core[name] = sorted(set(value)) if name == "tags" else value
@@ -240,3 +246,9 @@ def record_upload(conn: Connection, image_id: str, ctx: RequestContext, size: in
     image = _owned(conn, image_id, ctx)
     conn.execute(_I.update().where(_I.c.id == image.id)
                  .values(size=size, status="active", updated_at=_now()))
+
+
+def set_status(conn: Connection, image_id: str, status: str) -> None:
+    """Set the status the caller has checked (deactivate/reactivate), the row locked."""
+    conn.execute(_I.update().where(_I.c.id == image_id)
+                 .values(status=status, updated_at=_now()))

@@ -7,8 +7,10 @@ them since 2023.2):
 - a project's **readers** list images and see its own, public and community
   ones (`get_images`, `get_image`); its **members** also create images owned
   by the project (`add_image`), change, upload to and delete them
-  (`modify_image`, `upload_image`, `delete_image`) and make them community
-  images (`communitize_image`);
+  (`modify_image`, `upload_image`, `delete_image`), deactivate and
+  reactivate them (`deactivate`, `reactivate`), make them community images
+  (`communitize_image`) and download the data of the images they may see
+  (`download_image`); only an admin downloads a deactivated image's data;
 - making an image public (`publicize_image`) is for admins;
 - a token without a role, or without a project (system scope), may do none
   of it.
@@ -52,6 +54,13 @@ IMAGE_RULES: dict[str, tuple[str, str | None]] = {
     "communitize_image": (ADMIN_OR_MEMBER, _LEGACY),
     "delete_image": (ADMIN_OR_MEMBER, _LEGACY),
     "upload_image": (ADMIN_OR_MEMBER, _LEGACY),
+    # Downloading needs the member role (a reader may see an image, not fetch it).
+    "download_image": (f"{ADMIN} or (role:member and (project_id:%(project_id)s or "
+                       '"public":%(visibility)s or "community":%(visibility)s))', _LEGACY),
+    # Glance's defaults since 2023.1: the owner's members too (Tempest's
+    # test_deactivate_reactivate_image deactivates as the project's member).
+    "deactivate": (ADMIN_OR_MEMBER, _LEGACY),
+    "reactivate": (ADMIN_OR_MEMBER, _LEGACY),
 }
 
 

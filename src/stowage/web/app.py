@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,7 @@ from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.metrics import process as metrics
 from stowage.policy import PolicyNotAuthorized
+from stowage.web import limits as body_limits
 from stowage.web import microversion, requestlog
 from stowage.web.body import unstorable
 from stowage.web.errors import DETAIL_LIMIT, HTTPError, shorten
@@ -171,6 +172,12 @@ class ServiceApp:
                     cors.decorate(req, refused)
                 return refused
         resp = await run_in_threadpool(self.respond, req)
+        stream = req.stream
+        if stream is not None and stream.gone:
+            return None  # the client went away in the middle of its upload
+        if stream is not None and not stream.finished:
+            # Answered before the whole upload was read: the rest stays unread.
+            resp.headers.append(("connection", "close"))
         if cors is not None:
             cors.decorate(req, resp)
         return resp
@@ -186,6 +193,8 @@ class ServiceApp:
             req.body = await _read_all(receive)
             return None
         upload = self._is_upload(req)
+        if upload:
+            return self._stream_upload(req, receive, limits)
         try:
             body, size = await read_body(receive, req.headers, limits, upload)
         except BodyRefused as exc:
@@ -196,6 +205,19 @@ class ServiceApp:
         req.body = body
         if upload:
             req.uploaded = size
+        return None
+
+    def _stream_upload(self, req: Request, receive: Receive,
+                       limits: BodyLimits) -> Response | None:
+        """An upload's body is left for the handler to read as it stores it; only a
+        Content-Length over the cap is refused before (413)."""
+        declared = body_limits.declared_length(req.headers)
+        if declared is not None and declared > limits.upload_size:
+            err = HTTPError(413, f"Request is too large: the body is larger than "
+                                 f"{limits.upload_size} bytes.")
+            resp = (self.spec.render_too_large or self.spec.render_error)(req, err, False)
+            return self._stamp(req, resp, False)
+        req.stream = body_limits.UploadStream(receive, limits)
         return None
 
     def _admit(self, req: Request) -> Response | None:
@@ -351,10 +373,31 @@ async def _read_all(receive: Receive) -> bytes:
 async def send_response(send: Send, resp: Response) -> None:
     """Write `resp` to the ASGI connection (a HEAD's body is dropped by the server)."""
     headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
+    if resp.stream is not None:
+        await _send_stream(send, resp.status, headers, resp.stream)
+        return
     if resp.status not in (204, 304):
         headers.append((b"content-length", str(len(resp.body)).encode()))
     await send({"type": "http.response.start", "status": resp.status, "headers": headers})
     await send({"type": "http.response.body", "body": resp.body if resp.status != 204 else b""})
+
+
+async def _send_stream(send: Send, status: int, headers: list[tuple[bytes, bytes]],
+                       chunks: Iterator[bytes]) -> None:
+    """A streamed body: each chunk read in a worker thread (a file read blocks), sent
+    as it comes; the iterator is closed however the sending ends."""
+    try:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        while True:
+            chunk = await run_in_threadpool(next, chunks, b"")
+            if not chunk:
+                break
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -7,7 +7,7 @@ in a worker thread so that database calls never block the event loop.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -42,6 +42,9 @@ class Request:
     authenticated: bool = False
     # The bytes an upload (`Route.upload`) sent: counted as they came, not kept.
     uploaded: int | None = None
+    # An upload's body read off a socket, chunk by chunk as the handler asks
+    # (`web.limits.UploadStream`); None for an in-process request (its body is whole).
+    stream: Any = None
     # The matched route's template (`/servers/{server_id}`): what metrics label requests by.
     route: str = ""
     _query: list[tuple[str, str]] | None = None
@@ -80,6 +83,9 @@ class Response:
     status: int = 200
     body: bytes = b""
     headers: list[tuple[str, str]] = field(default_factory=list)
+    # A body too large to hold (image downloads): chunks read in a worker thread as
+    # they are sent, then closed; the handler sets Content-Length itself.
+    stream: Iterator[bytes] | None = None
 
     def header(self, name: str, value: str) -> Response:
         self.headers.append((name, value))

@@ -9,8 +9,10 @@ then never past `BodyLimits`:
 - a body that takes longer than `timeout` seconds in all -> 408; an image
   upload (`Route.upload`), whose data may rightly take hours, is instead
   held to `timeout` seconds between two chunks;
-- an upload's data is counted, never kept: the Image service records its
-  size only, and the cap is Glance's `image_size_cap`.
+- an upload's data is not read here at all: the handler pulls it chunk by
+  chunk from an `UploadStream` (the Image service writes each chunk to its
+  store as it comes), held to Glance's `image_size_cap` and to `timeout`
+  seconds between two chunks.
 
 Each refusal leaves the rest of the body unread; `web.app` answers and
 closes the connection.
@@ -19,14 +21,14 @@ closes the connection.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 from stowage.config import ApiSettings
 
-__all__ = ["BodyLimits", "BodyRefused", "ClientGone", "declared_length", "expects_body",
-           "read_body"]
+__all__ = ["BodyLimits", "BodyRefused", "ClientGone", "UploadStream", "declared_length",
+           "expects_body", "read_body"]
 
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 
@@ -97,3 +99,44 @@ async def read_body(receive: Receive, headers: Mapping[str, str], limits: BodyLi
         raise BodyRefused(408, f"The request body was not received within {limits.timeout:g} "
                                "seconds.") from None
     return b"".join(chunks), size
+
+
+class UploadStream:
+    """An upload's body as a plain iterator of chunks, for a handler running in a worker
+    thread (`web.app` runs the pipeline so): each chunk is awaited on the event loop.
+
+    Raises BodyRefused (413 past `limits.upload_size`, 408 after `limits.timeout`
+    seconds without a chunk) or ClientGone (`gone` is then true: nobody to answer).
+    `finished` tells whether the whole body was read: if not, the connection must close.
+    """
+
+    def __init__(self, receive: Receive, limits: BodyLimits) -> None:
+        self._receive = receive
+        self._limits = limits
+        self.received = 0
+        self.finished = False
+        self.gone = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        from anyio import from_thread
+
+        while not self.finished:
+            chunk = from_thread.run(self._next)
+            if chunk:
+                yield chunk
+
+    async def _next(self) -> bytes:
+        try:
+            message = await asyncio.wait_for(self._receive(), self._limits.timeout)
+        except TimeoutError:
+            raise BodyRefused(408, "The request body was not received within "
+                                   f"{self._limits.timeout:g} seconds.") from None
+        if message["type"] == "http.disconnect":
+            self.gone = True
+            raise ClientGone()
+        chunk: bytes = message.get("body", b"")
+        self.received += len(chunk)
+        if self.received > self._limits.upload_size:
+            raise _too_large(self._limits.upload_size)
+        self.finished = not message.get("more_body")
+        return chunk
