@@ -58,10 +58,15 @@ def _snapshot(cloud: Cloud, vm: Vm, name: str, **extra: Any) -> str:
 def test_snapshot_is_an_active_image_with_the_guests_disk(cloud: Cloud, vm: Vm) -> None:
     image_id = _snapshot(cloud, vm, "snap", metadata={"purpose": "backup"})
     vm.check(cloud, "ACTIVE", "active", RUNNING)  # nothing else changed
-    with _image_client(cloud) as glance:
+    with _image_client(cloud) as glance:  # `openstack image save`
         image = glance.get(f"/v2/images/{image_id}").json()
+        saved = glance.get(f"/v2/images/{image_id}/file")
     expected = disk_bytes(vm.id)
     assert image["status"] == "active" and image["size"] == DISK_SIZE
+    assert saved.status_code == 200 and saved.content == expected
+    assert image["checksum"] == hashlib.md5(expected).hexdigest()  # noqa: S324
+    assert (image["os_hash_algo"], image["os_hash_value"]) == (
+        "sha512", hashlib.sha512(expected).hexdigest())
     assert _stored(cloud, image_id) == (hashlib.md5(expected).hexdigest(),  # noqa: S324
                                         hashlib.sha512(expected).hexdigest(), expected)
     assert (image["owner"], image["visibility"]) == ("p1", "private")
