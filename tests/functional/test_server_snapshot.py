@@ -16,7 +16,7 @@ from stowage.compute.agent.sim_console import DISK_SIZE, disk_bytes
 from stowage.compute.states import PAUSED_POWER, RUNNING, SHUTDOWN
 from stowage.image import data, images
 from stowage.image import tables as image_tables
-from tests.functional.conftest import MEMBER, READER, Cloud
+from tests.functional.conftest import MEMBER, READER, Cloud, RecordingConductor
 from tests.functional.one_server import OneServer
 from tests.functional.servers import action, assert_invariants, boot, server
 from tests.functional.shelving import event_names, images_named, post_action, sts
@@ -206,3 +206,23 @@ def test_backups_rotate_per_type(cloud: Cloud, vm: Vm) -> None:
     assert _backups(cloud, vm, "daily") == []  # rotation 0: every backup goes, b0 too
     vm.check(cloud, "ACTIVE", "active", RUNNING)
     assert_invariants(cloud)
+
+
+def test_a_second_snapshot_while_one_is_in_progress_is_409(cloud: Cloud, vm: Vm,
+                                                           recorder: RecordingConductor) -> None:
+    """Tempest's test_create_second_image_when_first_image_is_being_saved, with the first
+    snapshot held at the conductor (the simulated one is done before a second request)."""
+    resp = post_action(vm.owner, vm.id, {"createImage": {"name": "first"}})
+    assert resp.status_code == 202, resp.text
+    image_id = resp.json()["image_id"]
+    assert [(m, kw["image_id"]) for m, kw in recorder.casts] == [("snapshot_server", image_id)]
+    assert images_named(cloud, "first")[0]["status"] == "queued"
+    assert server(cloud, vm.id)["OS-EXT-STS:task_state"] == "image_snapshot"
+    for body in ({"createImage": {"name": "second"}},
+                 {"createBackup": {"name": "b", "backup_type": "daily", "rotation": 1}}):
+        resp = post_action(vm.owner, vm.id, body)
+        assert resp.status_code == 409, resp.text
+        assert resp.json()["conflictingRequest"]["message"] == (
+            f"Cannot '{next(iter(body))}' instance {vm.id} while it is in task_state "
+            "image_snapshot")
+    assert images_named(cloud, "second") == []
