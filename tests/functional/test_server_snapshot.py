@@ -159,6 +159,8 @@ def test_shelved_image_has_data_and_unshelve_boots_from_it(cloud: Cloud, vm: Vm)
     action(cloud, vm.id, {"unshelve": None}, client=vm.owner)
     assert sts(server(cloud, vm.id))[:3] == ("ACTIVE", "active", None)
     assert images_named(cloud, "vm-shelved") == []  # Nova deletes it once unshelved
+    settings = cloud.plane.image_settings
+    assert settings is not None and not data.data_path(settings, shelved["id"]).exists()
     assert_invariants(cloud)
 
 

@@ -204,7 +204,8 @@ def _check_destination(req: Request, conn: Connection, instance: inst.Instance,
 def forget_snapshot(req: Request, conn: Connection, instance: inst.Instance) -> None:
     """A shelved server being deleted takes its snapshot image along (as Nova's delete)."""
     if instance.vm_state in (states.SHELVED, states.SHELVED_OFFLOADED):
-        forget_image(req.app.db, conn, (instance.system_metadata or {}).get("shelved_image_id"))
+        forget_image(req.app.db, conn, (instance.system_metadata or {}).get("shelved_image_id"),
+                     req.app.settings)
 
 
 # action name -> handler, merged into POST /servers/{id}/action (server_actions.py)

@@ -144,7 +144,7 @@ def _snapshot(req: Request, action: str, rule: str, name: str, metadata: dict[st
             {"task_state": None}, ("snapshot", op))
     except Exception:
         with req.app.db.write() as api:
-            forget_image(req.app.db, api, image_id)
+            forget_image(req.app.db, api, image_id, req.app.settings)
         raise
     if req.version.minor >= IMAGE_ID_BODY:
         return json_response({"image_id": image_id}, status=202)

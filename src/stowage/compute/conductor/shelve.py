@@ -49,11 +49,11 @@ from stowage.compute.conductor.tasks import accept as accept_operation
 from stowage.compute.instances import Instance, UnexpectedTaskState
 from stowage.compute.rpc import ConductorAPI
 from stowage.compute.states import TASK
-from stowage.config import ComputeSettings
+from stowage.config import ComputeSettings, Settings
 from stowage.context import RequestContext, new_request_id
 from stowage.db import Database
 from stowage.errors import NotFound
-from stowage.image import images
+from stowage.image import data, images
 from stowage.timeutil import utcnow
 
 __all__ = ["shelve_server", "offload_server", "recover_shelve", "offload_expired",
@@ -73,12 +73,16 @@ _SHELVING = (TASK.SHELVING, TASK.SHELVING_IMAGE_PENDING_UPLOAD,
              TASK.SHELVING_IMAGE_UPLOADING)
 
 
-def forget_image(api_db: Database, conn: Connection, image_id: str | None) -> None:
-    """Delete the shelved snapshot's record; one already gone is fine (as Nova's warning).
-    Images are the API database's (`api_db`), `conn` may be a cell's."""
+def forget_image(api_db: Database, conn: Connection, image_id: str | None,
+                 settings: Settings | None = None) -> None:
+    """Delete the shelved snapshot's record, and its data from the store of `settings`
+    (the deployment's; None: no data to remove); one already gone is fine (as Nova's
+    warning). Images are the API database's (`api_db`), `conn` may be a cell's."""
     if image_id:
         with api_db.using(conn, write=True) as api, contextlib.suppress(NotFound):
             images.delete(api, image_id, IMAGE_SERVICE)
+        if settings is not None:
+            data.remove(settings, image_id)
 
 
 @dataclass
