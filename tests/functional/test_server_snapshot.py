@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from typing import Any
 
 import httpx
@@ -87,6 +88,7 @@ def test_microversions_and_states(cloud: Cloud, vm: Vm) -> None:
     old = cloud.client("demo:p1", version="2.44", roles=MEMBER)
     resp = old.post(f"/servers/{vm.id}/action", json={"createImage": {"name": "old"}})
     assert resp.status_code == 202 and resp.content == b""
+    assert cloud.plane.drain(60)
     assert resp.headers["location"].rsplit("/", 1)[1] == images_named(cloud, "old")[0]["id"]
     for setup, power in (({"pause": None}, PAUSED_POWER), ({"unpause": None}, RUNNING),
                          ({"os-stop": None}, SHUTDOWN)):
@@ -194,9 +196,11 @@ def test_backups_rotate_per_type(cloud: Cloud, vm: Vm) -> None:
     assert _stored(cloud, first)[2] == disk_bytes(vm.id)
     assert event_names(cloud, vm.id, "createBackup") == [("compute_backup_instance",
                                                           "Success")]
+    time.sleep(1.1)  # MySQL keeps created_at to the second: b1 < b2 < b3 for sure
     _backup(cloud, vm, "b2", "daily", "2")
     _backup(cloud, vm, "w1", "weekly", 2)
     assert _backups(cloud, vm, "daily") == ["b1", "b2"]
+    time.sleep(1.1)
     _backup(cloud, vm, "b3", "daily", 2)  # b1 rotated out
     assert _backups(cloud, vm, "daily") == ["b2", "b3"]
     assert _backups(cloud, vm, "weekly") == ["w1"]
@@ -217,6 +221,7 @@ def test_a_second_snapshot_while_one_is_in_progress_is_409(cloud: Cloud, vm: Vm,
     resp = post_action(vm.owner, vm.id, {"createImage": {"name": "first"}})
     assert resp.status_code == 202, resp.text
     image_id = resp.json()["image_id"]
+    assert cloud.plane.drain(60)  # the cast delivered (to the recorder, which keeps it)
     assert [(m, kw["image_id"]) for m, kw in recorder.casts] == [("snapshot_server", image_id)]
     assert images_named(cloud, "first")[0]["status"] == "queued"
     assert server(cloud, vm.id)["OS-EXT-STS:task_state"] == "image_snapshot"

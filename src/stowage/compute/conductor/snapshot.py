@@ -84,13 +84,19 @@ def drop_image(ops: Ops, image_id: str | None) -> None:
         data.remove(ops.image_settings, image_id)
 
 
-def rotate_backups(ops: Ops, instance_uuid: str, backup_type: str, rotation: int) -> None:
-    """Delete the server's oldest backups of `backup_type` beyond `rotation` (Nova's)."""
+def rotate_backups(ops: Ops, instance_uuid: str, backup_type: str, rotation: int,
+                   new: str) -> None:
+    """Delete the server's oldest backups of `backup_type` beyond `rotation` (Nova's).
+
+    Newest first by `created_at`, which MySQL keeps to the second: among backups
+    of the same second the one just made (`new`) counts as the newest.
+    """
     wanted = {"image_type": "backup", "backup_type": backup_type,
               "instance_uuid": instance_uuid}
     with ops.api_db.read() as conn:
         found = images.list_images(conn, SERVICE, images.ListQuery(properties=wanted))
-    for image in found[rotation:]:  # newest first
+    found.sort(key=lambda i: (i.created_at, i.id == new), reverse=True)
+    for image in found[rotation:]:
         LOG.info("rotating out backup %s of %s", image.id, instance_uuid)
         drop_image(ops, image.id)
 
@@ -127,7 +133,7 @@ class TakeSnapshot(Step):
                         self.instance.uuid)
         if self.backup:
             rotate_backups(self.ops, self.instance.uuid, str(self.backup["backup_type"]),
-                           int(self.backup["rotation"]))
+                           int(self.backup["rotation"]), self.image_id)
 
     def after(self, conn: Connection) -> None:
         instances.save(conn, self.instance.uuid, expected_task_state=SNAPSHOTTING,
