@@ -233,7 +233,8 @@ def _control_plane(settings: config.Settings, db: Database, placement_app: Any,
     everything = isinstance(transport, LocalTransport) or has_hosts
     plane = ControlPlane(settings.compute, db, placement, network, transport=transport,
                          roles=ALL_ROLES if everything else (),
-                         cell_db=cells.database(cells.default()), cells=cells)
+                         cell_db=cells.database(cells.default()), cells=cells,
+                         image_settings=settings)
     try:
         plane.start()
     except ValueError as exc:  # a host the deployment cannot run (e.g. an unknown cell)
@@ -547,6 +548,7 @@ def _worker(args: argparse.Namespace) -> int:
     placement, network = _clients(settings, db, None, None)
     plane = ControlPlane(settings.compute, db, placement, network,
                          cell_db=cells.database(cells.default()), cells=cells,
+                         image_settings=settings,
                          transport=get_transport(settings.transport_url,
                                                  namespace=settings.control_exchange),
                          roles=(WORKERS[args.command],),

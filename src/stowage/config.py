@@ -187,6 +187,9 @@ class ComputeSettings:
     default_floating_pool: str = "nova"
     # Nova's option: a resize may pick the server's own host.
     allow_resize_to_same_host: bool = False
+    # Nova's `[api] enable_instance_password`: rescue answers the guest's admin password
+    # (given, or generated); off, it answers `{}`.
+    enable_instance_password: bool = True
     # Where a new deployment's first cell, cell1, keeps its records (docs/cells.md):
     # "beside", in a SQLite file next to a SQLite API database's (stowage.db ->
     # stowage_cell1.db); "@api", in the API database itself; any other value is its

@@ -58,7 +58,9 @@ class Stowage:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         config = workdir / f"stowage-{self.port}.toml"
-        config.write_text(f'[compute]\ncrash_at = "{crash_at}"\nupdate_resources_interval = 3600\n'
+        # Image data (snapshots, shelved images) in the test's directory, whatever the backend.
+        config.write_text(f'[image]\nstore_dir = "{workdir / "images"}"\n'
+                          f'[compute]\ncrash_at = "{crash_at}"\nupdate_resources_interval = 3600\n'
                           + options, encoding="utf-8")
         self.log = workdir / f"stowage-{self.port}.log"
         with self.log.open("wb") as out:

@@ -660,6 +660,15 @@ _ACTION_BODIES: dict[str, list[Any]] = {
                       {"addFloatingIp": {"address": Ref("fip.1.address"),
                                          "fixed_address": "10.0.0.3"}}],
     "removeFloatingIp": [{"removeFloatingIp": {"address": Ref("fip.1.address")}}],
+    "rescue": [{"rescue": None}, {"rescue": {"adminPass": "secret",
+                                             "rescue_image_ref": Ref("image.1")}}],
+    "unrescue": [{"unrescue": None}],
+    "createImage": [{"createImage": {"name": "fz-snap"}},
+                    {"createImage": {"name": "fz-snap", "metadata": {"k": "v"}}}],
+    "createBackup": [{"createBackup": {"name": "fz-backup", "backup_type": "daily",
+                                       "rotation": 1}},
+                     {"createBackup": {"name": "fz-backup", "backup_type": "weekly",
+                                       "rotation": "0", "metadata": {"k": "v"}}}],
 }
 ACTIONS = {name: Spec(_ACTION_SERVERS, bodies) for name, bodies in _ACTION_BODIES.items()}
 

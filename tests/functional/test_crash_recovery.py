@@ -57,6 +57,7 @@ from stowage.compute.conductor import (
     resize_end,
 )
 from stowage.compute.conductor import shelve as shelving
+from stowage.compute.conductor import snapshot as snapshots
 from stowage.compute.conductor import unshelve as unshelving
 from stowage.compute.conductor.manager import RECOVERY
 from stowage.db import Database, schema
@@ -75,6 +76,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     **guest_actions.STEPS,
     "rebuild": rebuild.STEPS,
     **power_update.STEPS,
+    "snapshot": snapshots.STEPS,
 }
 FULL = os.environ.get("STOWAGE_CRASH_FULL") == "1"
 # Operations that run the very steps of another one: a sample of their points by default.
@@ -175,6 +177,11 @@ class World:
         assert s.compute.delete(f"/servers/{self.server}").status_code == 204
         s.wait_status(self.server, "SOFT_DELETED")
 
+    def rescued(self, s: Stowage) -> None:
+        self.boot(s)
+        assert s.action(self.server, {"rescue": None}).status_code == 200
+        s.wait_status(self.server, "RESCUE")
+
     def stopped(self, s: Stowage) -> None:
         self.boot(s)
         assert s.action(self.server, {"os-stop": None}).status_code == 202
@@ -215,6 +222,9 @@ _BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
     "reboot_hard": lambda w: {"reboot": {"type": "HARD"}},
     "rebuild": lambda w: {"rebuild": {"imageRef": w.image}},
     "restore": lambda w: {"restore": None},
+    "rescue": lambda w: {"rescue": None},
+    "unrescue": lambda w: {"unrescue": None},
+    "snapshot": lambda w: {"createImage": {"name": "crash-snap"}},
     **{op: (lambda o: lambda w: {o: None})(op)
        for op in ("pause", "unpause", "suspend", "resume")},
 }
@@ -231,6 +241,7 @@ _SETUP: dict[str, str | None] = {
     "reboot": "boot", "reboot_hard": "stopped", "pause": "boot", "unpause": "paused",
     "suspend": "boot", "resume": "suspended", "rebuild": "boot",
     "soft_delete": "boot", "restore": "soft_deleted", "power_update": "boot",
+    "rescue": "boot", "unrescue": "rescued", "snapshot": "boot",
 }
 
 
@@ -255,7 +266,8 @@ def _expected_status(operation: str, point: str, view: dict[str, Any] | None) ->
     return {"delete": {None}, "stop": {"SHUTOFF"}, "power_update": {"SHUTOFF"},
             "shelve": {"SHELVED_OFFLOADED"},
             "shelve_offload": {"SHELVED_OFFLOADED"}, "pause": {"PAUSED"},
-            "suspend": {"SUSPENDED"}, "soft_delete": {"SOFT_DELETED"}}.get(operation,
+            "suspend": {"SUSPENDED"}, "soft_delete": {"SOFT_DELETED"},
+            "rescue": {"RESCUE"}}.get(operation,
                                                                            {"ACTIVE"})
 
 
@@ -278,6 +290,9 @@ def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> No
     if operation.startswith(("shelve", "unshelve")):
         # Forward, always; the snapshot stays while shelved and goes once unshelved.
         assert len(_images(s, "vm-shelved")) == (1 if status == "SHELVED_OFFLOADED" else 0)
+    if operation == "snapshot":  # forward with its data, or failed and gone: never half made
+        assert [i["status"] for i in _images(s, "crash-snap")] in ([], ["active"])
+        assert view is not None and view["OS-EXT-STS:task_state"] is None
     if view is None:
         assert s.held(w.server) == {} and guests == {}
         assert moves == []  # a deleted server's migrations are hidden, as in Nova
@@ -309,7 +324,8 @@ def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> No
         assert all(s.held(m["uuid"]) == {} for m in moves)
         power = {"SHUTOFF": 4, "PAUSED": 3, "SUSPENDED": 7, "SOFT_DELETED": 4}.get(str(status),
                                                                                   1)
-        assert guests == {(host, ""): power}
+        rescue_disk = {(host, "rescue"): 4} if status == "RESCUE" else {}
+        assert guests == {(host, ""): power, **rescue_disk}
         if operation == "revert_resize" or (operation in ("resize", "migrate")):
             assert want == SMALL
         if operation == "confirm_resize":

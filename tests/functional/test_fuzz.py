@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 
@@ -161,16 +162,18 @@ class _ErrorLog(logging.Handler):
         return "\n".join(formatter.format(r)[-3000:] for r in self.records[-3:])
 
 
-def _settings(url: str) -> config.Settings:
-    """No periodic task runs during the fuzzing (a heartbeat would be a changed row)."""
+def _settings(url: str, store: str) -> config.Settings:
+    """No periodic task runs during the fuzzing (a heartbeat would be a changed row); image
+    data (uploads, snapshots) in the throw-away `store`."""
     return config.Settings(database=url, compute=config.ComputeSettings(
-        report_interval=86400, update_resources_interval=86400, service_down_time=10**7))
+        report_interval=86400, update_resources_interval=86400, service_down_time=10**7),
+        image=config.ImageSettings(store_dir=store))
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def attacker(request: pytest.FixtureRequest) -> Iterator[Attacker]:
-    with throwaway_database(request.param) as url:
-        live = start_server(_settings(url), at_root=False)
+    with throwaway_database(request.param) as url, tempfile.TemporaryDirectory() as store:
+        live = start_server(_settings(url, store), at_root=False)
         logger = logging.getLogger("stowage")
         attacker = Attacker(World(live), request.param)
         logger.addHandler(attacker.errors)

@@ -46,10 +46,10 @@ from stowage.placement.client import PlacementClient
 
 __all__ = ["audit", "orphans", "delete_orphans", "node_uuids", "Dbs", "live_instances"]
 
-# States in which a server holds exactly its flavor on its host (a paused, suspended or
-# soft-deleted one keeps it until it is deleted).
+# States in which a server holds exactly its flavor on its host (a paused, suspended,
+# rescued or soft-deleted one keeps it until it is deleted).
 _SETTLED = (states.ACTIVE, states.STOPPED, states.SHELVED, states.ERROR, states.PAUSED,
-            states.SUSPENDED, states.SOFT_DELETED)
+            states.SUSPENDED, states.RESCUED, states.SOFT_DELETED)
 
 
 def _holdings(placement: PlacementClient, providers: list[dict[str, Any]]

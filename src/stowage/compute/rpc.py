@@ -41,7 +41,7 @@ LONG_AGENT_STEPS = frozenset({
     "build_and_run_instance", "prep_resize", "resize_instance", "finish_resize",
     "revert_resize", "finish_revert_resize", "confirm_resize",
     "rebuild_instance", "rebuild_in_place", "snapshot_instance", "shelve_offload_instance",
-    "unshelve_instance", "live_migration", "post_live_migration",
+    "unshelve_instance", "rescue_instance", "live_migration", "post_live_migration",
     "post_live_migration_at_destination",
 })
 
@@ -105,11 +105,13 @@ class ConductorAPI:
                             request_id=request_id, on=on, operation_uuid=operation_uuid)
 
     def guest_action(self, instance_uuid: str, request_id: str, action: str,
-                     operation_uuid: str | None = None) -> None:
-        """reboot, reboot_hard, pause, unpause, suspend or resume on the server's host."""
+                     operation_uuid: str | None = None,
+                     args: dict[str, Any] | None = None) -> None:
+        """reboot, reboot_hard, pause, unpause, suspend, resume, rescue or unrescue on the
+        server's host (`args`: a rescue's image)."""
         self.transport.cast(CONDUCTOR, "guest_action", instance_uuid=instance_uuid,
                             request_id=request_id, action=action,
-                            operation_uuid=operation_uuid)
+                            operation_uuid=operation_uuid, **({"args": args} if args else {}))
 
     def rebuild_server(self, instance_uuid: str, request_id: str, args: dict[str, Any],
                        operation_uuid: str | None = None) -> None:
@@ -129,6 +131,16 @@ class ConductorAPI:
         self.transport.cast(CONDUCTOR, "shelve_server", instance_uuid=instance_uuid,
                             request_id=request_id, image_id=image_id,
                             operation_uuid=operation_uuid)
+
+    def snapshot_server(self, instance_uuid: str, request_id: str, image_id: str,
+                        operation_uuid: str | None = None,
+                        backup: dict[str, Any] | None = None) -> None:
+        """createImage (createBackup with `backup`: backup_type, rotation): the root disk
+        into `image_id` (conductor/snapshot.py)."""
+        self.transport.cast(CONDUCTOR, "snapshot_server", instance_uuid=instance_uuid,
+                            request_id=request_id, image_id=image_id,
+                            operation_uuid=operation_uuid,
+                            **({"backup": backup} if backup else {}))
 
     def shelve_offload(self, instance_uuid: str, request_id: str,
                        operation_uuid: str | None = None) -> None:

@@ -39,7 +39,7 @@ from stowage.compute.conductor.manager import Conductor
 from stowage.compute.hosts import SIM_BRIDGE, HostConfig, load_hosts_file, sim_hosts
 from stowage.compute.reachable import until_reachable
 from stowage.compute.scheduler.manager import Scheduler
-from stowage.config import ComputeSettings
+from stowage.config import ComputeSettings, Settings
 from stowage.db import Database
 from stowage.db.engine import sides
 from stowage.errors import NotFound
@@ -76,11 +76,14 @@ class ControlPlane:
                  placement: PlacementClient, network: NetworkClient | None = None, *,
                  transport: Transport | None = None, roles: Collection[str] = ALL_ROLES,
                  host_names: Sequence[str] = (), cell_db: Database | None = None,
-                 cells: Cells | None = None) -> None:
+                 cells: Cells | None = None, image_settings: Settings | None = None) -> None:
         unknown = set(roles) - ALL_ROLES
         if unknown:
             raise ValueError(f"unknown control plane role(s) {sorted(unknown)}")
         self.settings = settings
+        # The whole deployment's settings, for the image store snapshots are written to
+        # (image/data.py); None: snapshots record their size only (unit tests).
+        self.image_settings = image_settings
         # The API database and the cell's (`db` itself when one database holds both):
         # compute/cells.py.
         self.api_db, self.db = sides(db, cell_db)
@@ -99,7 +102,8 @@ class ControlPlane:
         # The default cell's conductor; each other cell database gets one of its own when
         # the plane starts (or a cast first names it): `conductors`, keyed by database.
         self.conductor = (Conductor(settings, db, placement, self.transport, network,
-                                    cell_db=self.db, cells=cells)
+                                    cell_db=self.db, cells=cells,
+                                    image_settings=image_settings)
                           if CONDUCTOR_ROLE in self.roles else None)
         self.conductors: dict[str, Conductor] = (
             {} if self.conductor is None else {_key(self.db): self.conductor})
@@ -159,7 +163,8 @@ class ControlPlane:
             found = self.conductors.get(_key(cell_db))
             if found is None:
                 found = Conductor(self.settings, self.api_db, self.placement, self.transport,
-                                  self.network, cell_db=cell_db, cells=self.cells)
+                                  self.network, cell_db=cell_db, cells=self.cells,
+                                  image_settings=self.image_settings)
                 self.conductors[_key(cell_db)] = found
             else:
                 recover = False

@@ -8,7 +8,7 @@ computed from the first two, as Nova's `api/openstack/common.py` does.
 from __future__ import annotations
 
 __all__ = ["ACTIVE", "BUILDING", "STOPPED", "RESIZED", "ERROR", "DELETED", "SHELVED",
-           "SHELVED_OFFLOADED", "PAUSED", "SUSPENDED", "SOFT_DELETED", "status_of",
+           "SHELVED_OFFLOADED", "PAUSED", "SUSPENDED", "RESCUED", "SOFT_DELETED", "status_of",
            "RUNNING", "SHUTDOWN", "NOSTATE", "PAUSED_POWER", "SUSPENDED_POWER", "TASK"]
 
 # vm_states
@@ -25,6 +25,9 @@ SHELVED_OFFLOADED = "shelved_offloaded"
 # Guest actions (conductor/guest_actions.py): the guest kept on its host, and its allocation.
 PAUSED = "paused"
 SUSPENDED = "suspended"
+# Rescue (api/server_rescue.py): the guest boots a rescue disk on its host, holding its
+# allocation; unrescue brings back its own disk.
+RESCUED = "rescued"
 # Deferred delete (`reclaim_instance_interval` > 0): powered off, holding its host and
 # allocation until restored, force-deleted or reclaimed by the conductor's periodic task.
 SOFT_DELETED = "soft-delete"
@@ -71,6 +74,13 @@ class TASK:
     RESUMING = "resuming"
     SOFT_DELETING = "soft-deleting"
     RESTORING = "restoring"
+    RESCUING = "rescuing"
+    UNRESCUING = "unrescuing"
+    # createImage (conductor/snapshot.py): Nova's snapshot task states, in order.
+    IMAGE_SNAPSHOT = "image_snapshot"
+    IMAGE_BACKUP = "image_backup"  # createBackup's first, then the two below
+    IMAGE_PENDING_UPLOAD = "image_pending_upload"
+    IMAGE_UPLOADING = "image_uploading"
 
 
 # vm_state -> {task_state or "default": status}
@@ -91,6 +101,7 @@ _STATE_MAP: dict[str, dict[str | None, str]] = {
     SHELVED_OFFLOADED: {"default": "SHELVED_OFFLOADED"},
     PAUSED: {"default": "PAUSED", TASK.MIGRATING: "MIGRATING"},
     SUSPENDED: {"default": "SUSPENDED"},
+    RESCUED: {"default": "RESCUE"},
     SOFT_DELETED: {"default": "SOFT_DELETED"},
 }
 # A rebuild (evacuate) shows REBUILD from every state it may start in, as Nova's map does.

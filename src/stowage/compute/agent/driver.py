@@ -53,6 +53,13 @@ class Driver(Protocol):
 
     def resume(self, instance_uuid: str) -> None: ...
 
+    def rescue(self, instance_uuid: str, image_ref: str | None) -> None:
+        """Boot the guest from a rescue disk (`image_ref`, else its own image), its own
+        disk set aside and attached; a guest already rescued is left as it is."""
+
+    def unrescue(self, instance_uuid: str) -> None:
+        """Drop the rescue disk and boot the guest's own again (running)."""
+
     def migrate_disk_and_power_off(self, instance_uuid: str, migration_uuid: str,
                                    dest_host: str, flavor: Mapping[str, Any]) -> None:
         """Source side of a move: stop the guest and set its disks aside for `dest_host`."""
@@ -68,8 +75,9 @@ class Driver(Protocol):
                                 power_on: bool) -> None:
         """Source side: bring back the guest the move set aside."""
 
-    def snapshot(self, instance_uuid: str, image_id: str) -> None:
-        """Upload the guest's root disk as image `image_id` (shelve); the guest is kept."""
+    def snapshot(self, instance_uuid: str, image_id: str) -> bytes:
+        """The guest's root disk as the bytes of image `image_id` (createImage, shelve);
+        the guest is kept. The conductor stores them in the Image service."""
 
     # Live migration (agent/live_migration.py runs them; the conductor orders them).
     def check_can_live_migrate_destination(self, instance_uuid: str,

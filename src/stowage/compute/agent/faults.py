@@ -43,6 +43,7 @@ DRIVER_STEPS: tuple[str, ...] = (
     *LIVE_STEPS,  # live migration's steps (sim_live_migration.py)
     "attach_interface", "detach_interface",  # os-interface: plugging a port
     "reboot", "pause", "unpause", "suspend", "resume", "rebuild",  # guest actions
+    "rescue", "unrescue",
     "inject_network_info")
 PREP_RESIZE = "prep_resize"
 HEARTBEAT = "heartbeat"

@@ -343,6 +343,12 @@ class ComputeAgent(LiveMigrationSteps, EvacuationSteps, ShelvingSteps, GuestQuer
     def resume_instance(self, instance_uuid: str) -> None:
         self.driver.resume(instance_uuid)
 
+    def rescue_instance(self, instance_uuid: str, image_ref: str | None = None) -> None:
+        self.driver.rescue(instance_uuid, image_ref)
+
+    def unrescue_instance(self, instance_uuid: str) -> None:
+        self.driver.unrescue(instance_uuid)
+
     def rebuild_in_place(self, instance_uuid: str, flavor: dict[str, Any], power_on: bool,
                          preserve_ephemeral: bool = False) -> None:
         """Recreate the guest from its (new) image on this host; its claims stay as they are."""

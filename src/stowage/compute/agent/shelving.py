@@ -16,6 +16,7 @@ and the scheduler claims the host on unshelve.
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any
 
 from stowage.compute.agent.driver import Driver
@@ -41,9 +42,10 @@ class ShelvingSteps:
         def _save_pci(self) -> None:
             ...
 
-    def snapshot_instance(self, instance_uuid: str, image_id: str) -> None:
-        """Upload the (powered-off) guest's root disk as the shelved image."""
-        self.driver.snapshot(instance_uuid, image_id)
+    def snapshot_instance(self, instance_uuid: str, image_id: str) -> str:
+        """The guest's root disk (createImage, shelve, a cross-cell move), base64 for the
+        RPC's JSON; the conductor stores it as the image's data."""
+        return base64.b64encode(self.driver.snapshot(instance_uuid, image_id)).decode()
 
     def shelve_offload_instance(self, instance_uuid: str) -> None:
         """Remove the shelved guest from this host, and the PCI devices it held here.

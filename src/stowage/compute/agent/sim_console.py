@@ -12,20 +12,26 @@ Diagnostics are read from the same guest: its power state, how long since
 it booted, its flavor's CPUs, memory and disks, and the NICs of its ports.
 The simulated guest does no work, so its counters (CPU time, bytes and
 packets) are zero rather than invented.
+
+Its root disk, as a snapshot uploads it (`disk_bytes`), is a few KiB
+generated from the instance's uuid: the same bytes every time, so an image
+made from a server has a size and checksum a test can predict.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stowage.compute.states import RUNNING
 
 __all__ = ["MAX_LINES", "boot_lines", "shutdown_lines", "network_lines", "tail",
-           "diagnostics", "legacy_diagnostics", "STATE_NAMES"]
+           "diagnostics", "legacy_diagnostics", "STATE_NAMES", "disk_bytes", "DISK_SIZE"]
 
 MAX_LINES = 1000
+DISK_SIZE = 4096  # bytes of a simulated root disk
 # Nova's power_state.STATE_MAP: the names diagnostics and errors use.
 STATE_NAMES = {0: "pending", 1: "running", 3: "paused", 4: "shutdown", 6: "crashed",
                7: "suspended"}
@@ -113,3 +119,14 @@ def legacy_diagnostics(flavor: Mapping[str, Any], nics: Sequence[Mapping[str, An
                       for what in ("rx", "rx_drop", "rx_errors", "rx_packets",
                                    "tx", "tx_drop", "tx_errors", "tx_packets")})
     return found
+
+
+def disk_bytes(instance_uuid: str) -> bytes:
+    """The simulated root disk of `instance_uuid`: a header naming it, then a sha256
+    stream seeded by it, `DISK_SIZE` bytes in all."""
+    out = bytearray(f"stowage simulated disk of instance {instance_uuid}\n".encode())
+    block = instance_uuid.encode()
+    while len(out) < DISK_SIZE:
+        block = hashlib.sha256(block).digest()
+        out += block
+    return bytes(out[:DISK_SIZE])

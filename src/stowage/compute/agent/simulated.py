@@ -40,10 +40,12 @@ from stowage.compute.agent.sim_live_migration import CopyJob, SimulatedLiveMigra
 from stowage.compute.states import NOSTATE, PAUSED_POWER, RUNNING, SHUTDOWN, SUSPENDED_POWER
 from stowage.timeutil import utcnow
 
-__all__ = ["SimulatedDriver", "SimulatedFault", "Guest", "STEPS"]
+__all__ = ["SimulatedDriver", "SimulatedFault", "Guest", "STEPS", "RESCUE_KEY"]
 
 # The steps a fault can be armed on (faults.py lists and explains them).
 STEPS = ARMABLE_STEPS
+# The leftover that holds a rescued guest's own disk (in place of a migration uuid).
+RESCUE_KEY = "rescue"
 
 
 @dataclass
@@ -265,12 +267,47 @@ class SimulatedDriver(SimulatedLiveMigration):
                 self._power_change(instance_uuid, guest, power)
             self._save(instance_uuid)
 
-    # --- shelve -----------------------------------------------------------------
-    def snapshot(self, instance_uuid: str, image_id: str) -> None:
-        """Copy the guest's root disk into `image_id`: nothing to keep without image bytes."""
+    # --- rescue -----------------------------------------------------------------
+    def rescue(self, instance_uuid: str, image_ref: str | None) -> None:
+        """The guest's own disk set aside (a leftover keyed RESCUE_KEY, so it outlives a
+        restart) and a rescue guest booted from `image_ref` in its place."""
+        with self._lock:
+            self.checkpoint("rescue")
+            if (instance_uuid, RESCUE_KEY) in self.leftovers:
+                return
+            guest = self._guest(instance_uuid)
+            own = Guest(guest.flavor, guest.power_state, guest.incoming, guest.console)
+            self._power_change(instance_uuid, own, SHUTDOWN)
+            self.leftovers[(instance_uuid, RESCUE_KEY)] = own
+            rescue = Guest(dict(guest.flavor), SHUTDOWN, guest.incoming, list(own.console))
+            rescue.write([f"Booting rescue disk {image_ref or 'of the instance image'}"])
+            self.guests[instance_uuid] = self._booted(instance_uuid, rescue)
+            self._save(instance_uuid)
+
+    def unrescue(self, instance_uuid: str) -> None:
+        """The rescue guest gone, the guest's own disk booted again."""
+        with self._lock:
+            self.checkpoint("unrescue")
+            own = self.leftovers.pop((instance_uuid, RESCUE_KEY), None)
+            if own is None:
+                self._guest(instance_uuid)  # unrescued already (a retry): nothing to do
+                return
+            own.console = list(self._guest(instance_uuid).console)
+            self.guests[instance_uuid] = self._booted(instance_uuid, own)
+            self._save(instance_uuid)
+
+    def rescued(self, instance_uuid: str) -> bool:
+        with self._lock:
+            return (instance_uuid, RESCUE_KEY) in self.leftovers
+
+    # --- snapshots ----------------------------------------------------------------
+    def snapshot(self, instance_uuid: str, image_id: str) -> bytes:
+        """The guest's root disk: a few KiB generated from the instance's uuid, the same
+        each time (sim_console.disk_bytes)."""
         with self._lock:
             self.checkpoint("snapshot")
             self._guest(instance_uuid)
+            return sim_console.disk_bytes(instance_uuid)
 
     # --- inspection ---------------------------------------------------------------
     def list_instances(self) -> list[str]:

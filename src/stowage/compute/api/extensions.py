@@ -28,6 +28,7 @@ _UPDATED = "2014-12-03T00:00:00Z"
 EXTENSIONS: tuple[tuple[str, str, str], ...] = (
     ("NMN", "Multinic", "Multiple network support."),
     ("OS-DCF", "DiskConfig", "Disk Management Extension."),
+    ("os-create-backup", "CreateBackup", "Create a backup of a server."),
     ("OS-EXT-AZ", "ExtendedAvailabilityZone", "Extended Availability Zone support."),
     ("OS-EXT-IPS", "ExtendedIps", "Adds type parameter to the ip list."),
     ("OS-EXT-IPS-MAC", "ExtendedIpsMac", "Adds mac address parameter to the ip list."),
@@ -83,6 +84,7 @@ EXTENSIONS: tuple[tuple[str, str, str], ...] = (
     ("os-pause-server", "PauseServer", "Enable pause/unpause server actions."),
     ("os-quota-class-sets", "QuotaClasses", "Quota classes management support."),
     ("os-quota-sets", "Quotas", "Quotas management support."),
+    ("os-rescue", "Rescue", "Instance rescue mode."),
     ("os-server-diagnostics", "ServerDiagnostics", "Allow Admins to view server "
                                                    "diagnostics through server action."),
     ("os-server-external-events", "ServerExternalEvents", "Server External Event Triggers."),

@@ -36,7 +36,8 @@ The other actions live with their kin: os-migrateLive
 (server_live_migrate.py), evacuate (server_evacuate.py), shelve,
 shelveOffload, unshelve (server_shelve.py), reboot, pause, unpause, suspend,
 resume, lock, unlock (server_guest_actions.py), rebuild (server_rebuild.py),
-restore, forceDelete (server_deferred_delete.py).
+restore, forceDelete (server_deferred_delete.py), rescue, unrescue
+(server_rescue.py), createImage (server_snapshot.py).
 """
 
 from __future__ import annotations
@@ -60,8 +61,10 @@ from stowage.compute.api import (
     server_guest_actions,
     server_live_migrate,
     server_rebuild,
+    server_rescue,
     server_security_groups,
     server_shelve,
+    server_snapshot,
 )
 from stowage.compute.api import server_queries as queries
 from stowage.compute.api.action_common import (
@@ -309,6 +312,8 @@ _ACTIONS: dict[str, Handler] = {
     **server_shelve.ACTIONS,
     **server_guest_actions.ACTIONS,
     **server_rebuild.ACTIONS,
+    **server_rescue.ACTIONS,
+    **server_snapshot.ACTIONS,
     **server_deferred_delete.ACTIONS,
     **server_guest.ACTIONS,
     **server_security_groups.ACTIONS,

@@ -54,9 +54,9 @@ from stowage.compute.api.server_common import (
     move_state,
     target,
 )
+from stowage.compute.api.server_snapshot import snapshot_record
 from stowage.compute.conductor.shelve import forget_image
 from stowage.compute.states import TASK
-from stowage.image import images
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response
 
@@ -108,19 +108,8 @@ def _shelve(req: Request, body: Any) -> Response:
 
 
 def _snapshot_record(req: Request, conn: Connection, instance: inst.Instance) -> str:
-    """The image the shelve uploads into, owned by the server's project (Nova's rules)."""
-    ctx = req.context
-    foreign = ctx.project_id != instance.project_id
-    values: dict[str, Any] = {
-        "name": f"{instance.display_name}-shelved", "owner": instance.project_id,
-        "visibility": "shared" if foreign else "private",
-        "min_disk": int(instance.flavor.get("root_gb") or 0),
-        "instance_uuid": instance.uuid, "user_id": str(ctx.user_id),
-        "image_type": "snapshot", "base_image_ref": instance.image_ref or ""}
-    if foreign:
-        values["instance_owner"] = instance.project_id
-    with req.app.db.using(conn, write=True) as api:
-        return images.create(api, ctx, values).id
+    """The image the shelve uploads into: createImage's record named `<name>-shelved`."""
+    return snapshot_record(req, conn, instance, f"{instance.display_name}-shelved", {})
 
 
 def _shelve_offload(req: Request, body: Any) -> Response:
@@ -215,7 +204,8 @@ def _check_destination(req: Request, conn: Connection, instance: inst.Instance,
 def forget_snapshot(req: Request, conn: Connection, instance: inst.Instance) -> None:
     """A shelved server being deleted takes its snapshot image along (as Nova's delete)."""
     if instance.vm_state in (states.SHELVED, states.SHELVED_OFFLOADED):
-        forget_image(req.app.db, conn, (instance.system_metadata or {}).get("shelved_image_id"))
+        forget_image(req.app.db, conn, (instance.system_metadata or {}).get("shelved_image_id"),
+                     req.app.settings)
 
 
 # action name -> handler, merged into POST /servers/{id}/action (server_actions.py)

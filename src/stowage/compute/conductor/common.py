@@ -34,7 +34,7 @@ from stowage.compute.conductor.tasks import Batch, CrashHook, Journal
 from stowage.compute.instances import Instance
 from stowage.compute.migrations import Migration
 from stowage.compute.rpc import AgentAPI, ConductorAPI, SchedulerAPI
-from stowage.config import ComputeSettings
+from stowage.config import ComputeSettings, Settings
 from stowage.db import Database
 from stowage.errors import NotFound
 from stowage.messaging import MessagingError, RemoteError
@@ -135,6 +135,9 @@ class Ops:
     # to hand a server carried to another cell's database over to (conductor/carry.py).
     cells: Cells | None = None
     conductor: ConductorAPI | None = None
+    # The deployment's settings, for the image store snapshots go to (image/data.py);
+    # None: a snapshot only records its size.
+    image_settings: Settings | None = None
     _events: dict[str, ActionEvents] = field(default_factory=dict, init=False, repr=False)
 
     def journal(self, operation: str, instance_uuid: str | None, uuid: str | None = None,

@@ -181,7 +181,7 @@ def snapshots(move: Move) -> bool:
 
 def forget_snapshot(ops: Ops, migration: Migration) -> None:
     with ops.db.write() as conn:
-        shelve.forget_image(ops.api_db, conn, snapshot_id(migration))
+        shelve.forget_image(ops.api_db, conn, snapshot_id(migration), ops.image_settings)
 
 
 class Swap(Step):
@@ -210,7 +210,8 @@ class Swap(Step):
                            vm_state=states.RESIZED, task_state=None)
         cell_copy.show(conn, uuid)
         # The destination runs from the snapshot now: it is not kept (as Nova).
-        shelve.forget_image(self.move.ops.api_db, conn, snapshot_id(self.move.migration))
+        shelve.forget_image(self.move.ops.api_db, conn, snapshot_id(self.move.migration),
+                            self.move.ops.image_settings)
 
     def rollback(self) -> None:
         m = self.move

@@ -1,5 +1,5 @@
 """Guest actions on the server's own host: reboot, pause, unpause, suspend, resume,
-and the guest's side of a deferred delete (soft_delete, restore).
+rescue, unrescue, and the guest's side of a deferred delete (soft_delete, restore).
 
 None moves the server or changes what it holds: its allocation, host and
 flavor stay; only the guest's power state and the instance's vm_state
@@ -13,7 +13,10 @@ os-stop/os-start (`lifecycle.power`):
 
 A failure leaves the server as Nova's compute manager does: the task state
 is reverted and a fault recorded; a reboot that failed puts the server in
-ERROR unless its guest still runs (Nova's `reboot_instance`). A hard reboot
+ERROR unless its guest still runs (Nova's `reboot_instance`), a rescue that
+failed puts it in ERROR (Nova's `rescue_instance`), an unrescue that failed
+leaves it RESCUED. A rescue's arguments (the rescue image) are the ones the
+API journaled (`args`). A hard reboot
 of a server in ERROR brings it back to ACTIVE when its guest exists.
 
 Every step is idempotent, so a crash is recovered by running the operation
@@ -23,7 +26,9 @@ again while the server is still in one of its task states (`recover`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from stowage.compute import states
 from stowage.compute.conductor.common import Ops
@@ -65,6 +70,10 @@ ACTIONS: dict[str, GuestAction] = {a.name: a for a in (
                 "compute_suspend_instance", states.SUSPENDED, states.SUSPENDED_POWER),
     GuestAction("resume", (TASK.RESUMING,), None, "resume_instance", "compute_resume_instance",
                 states.ACTIVE, states.RUNNING),
+    GuestAction("rescue", (TASK.RESCUING,), None, "rescue_instance", "compute_rescue_instance",
+                states.RESCUED, states.RUNNING),
+    GuestAction("unrescue", (TASK.UNRESCUING,), None, "unrescue_instance",
+                "compute_unrescue_instance", states.ACTIVE, states.RUNNING),
     # Deferred delete (api/server_deferred_delete.py): the guest powered off, then on.
     GuestAction("soft_delete", (TASK.SOFT_DELETING,), None, "power_off_instance",
                 "compute_soft_delete_instance", states.SOFT_DELETED, states.SHUTDOWN),
@@ -75,7 +84,8 @@ ACTIONS: dict[str, GuestAction] = {a.name: a for a in (
 STEPS: dict[str, tuple[str, ...]] = {name: (name,) for name in ACTIONS}
 
 
-def run(ops: Ops, instance_uuid: str, name: str, journal: Journal) -> None:
+def run(ops: Ops, instance_uuid: str, name: str, journal: Journal,
+        args: Mapping[str, Any] | None = None) -> None:
     """Do the action on the server's host and settle the instance on its outcome."""
     action = ACTIONS[name]
     inst = ops.instance(instance_uuid)
@@ -87,7 +97,11 @@ def run(ops: Ops, instance_uuid: str, name: str, journal: Journal) -> None:
             return
         task = action.started
     journal.record(name, "executing")
-    kwargs = {"hard": name == "reboot_hard"} if action.method == "reboot_instance" else {}
+    kwargs: dict[str, Any] = {}
+    if action.method == "reboot_instance":
+        kwargs["hard"] = name == "reboot_hard"
+    elif name == "rescue":
+        kwargs["image_ref"] = (args or {}).get("rescue_image_ref")
     try:
         with ops.event(inst.uuid, action.event, inst.host):
             ops.call_agent(inst.host, action.method, instance_uuid=inst.uuid, **kwargs)
@@ -107,6 +121,8 @@ def _failed(ops: Ops, inst: Instance, action: GuestAction, task: str | None,
     values: dict[str, object] = {"task_state": None}
     if action.name == "soft_delete":
         values["deleted_at"] = None  # not soft deleted after all: nothing to reclaim
+    if action.name == "rescue":
+        values["vm_state"] = states.ERROR
     if action.method == "reboot_instance":
         power = ops.guest_power(inst.host, inst.uuid)
         values["power_state"] = power
@@ -136,6 +152,6 @@ def recover(ops: Ops, op: Interrupted, journal: Journal) -> None:
     if inst.deleted:
         return
     if inst.task_state in ACTIONS[op.operation].tasks:
-        run(ops, inst.uuid, op.operation, journal)
+        run(ops, inst.uuid, op.operation, journal, op.args)
     else:
         ops.finish_action(inst.uuid, None if op.state(op.operation) == "done" else "Error")

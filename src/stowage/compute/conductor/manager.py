@@ -24,6 +24,8 @@ touched:
     delete           delete again (idempotent; a server already gone is only finished)
     shelve, shelve_offload   forward: the shelve (or the offload) again from where the
                      task state stands; every step is idempotent
+    snapshot         forward while in a snapshot task state (idempotent); else the image is
+                     deleted unless the snapshot was done
     unshelve         forward: a guest proven spawned on its claimed host -> ACTIVE; else
                      guest destroyed, claim dropped, unshelved again (the power-on of a
                      still-shelved server: powered on again)
@@ -74,6 +76,7 @@ from stowage.compute.conductor import (
     rebuild,
     resize_end,
     shelve,
+    snapshot,
     tasks,
     unshelve,
 )
@@ -81,7 +84,7 @@ from stowage.compute.conductor.common import Ops
 from stowage.compute.conductor.leases import LeaseLost, Leases
 from stowage.compute.conductor.tasks import Interrupted, Journal
 from stowage.compute.rpc import AgentAPI, ConductorAPI, SchedulerAPI
-from stowage.config import ComputeSettings
+from stowage.config import ComputeSettings, Settings
 from stowage.context import new_request_id
 from stowage.db import Database
 from stowage.db.engine import sides
@@ -111,6 +114,7 @@ RECOVERY: dict[str, Recover] = {
     "delete": lifecycle.recover_delete,
     "shelve": shelve.recover_shelve,
     "shelve_offload": shelve.recover_shelve,
+    "snapshot": snapshot.recover_snapshot,
     "unshelve": unshelve.recover_unshelve,
     "unshelve_power_on": unshelve.recover_unshelve_power_on,
     "evacuate": evacuate.recover_evacuation,
@@ -134,8 +138,10 @@ def _cell_of(cells: Cells) -> Callable[[str], str]:
 class Conductor:
     def __init__(self, settings: ComputeSettings, db: Database, placement: PlacementClient,
                  transport: Transport, network: NetworkClient | None = None, *,
-                 cell_db: Database | None = None, cells: Cells | None = None) -> None:
+                 cell_db: Database | None = None, cells: Cells | None = None,
+                 image_settings: Settings | None = None) -> None:
         self.settings = settings
+        self.image_settings = image_settings  # the image store of snapshots (None: none)
         # The API database (request specs, flavors, groups, quotas, aggregates) and the
         # cell's (one conductor per cell database: runtime.CellRouter routes the casts).
         self.api_db, self.db = sides(db, cell_db)
@@ -152,7 +158,7 @@ class Conductor:
         return Ops(self.settings, self.db, self.api_db, self.placement, self.agents,
                    self.scheduler,
                    request_id, tasks.crash_hook(self.settings.crash_at), self.network,
-                   self.leases, self.cells, self.api)
+                   self.leases, self.cells, self.api, self.image_settings)
 
     def _run(self, operation: str, instance_uuid: str, request_id: str,
              operation_uuid: str | None, work: Callable[[Ops, Journal], None],
@@ -257,10 +263,12 @@ class Conductor:
                   lambda ops, j: lifecycle.power(ops, instance_uuid, on, j))
 
     def guest_action(self, instance_uuid: str, request_id: str, action: str,
-                     operation_uuid: str | None = None) -> None:
-        """reboot, reboot_hard, pause, unpause, suspend or resume (guest_actions.py)."""
+                     operation_uuid: str | None = None,
+                     args: dict[str, Any] | None = None) -> None:
+        """reboot, reboot_hard, pause, unpause, suspend, resume, rescue or unrescue
+        (guest_actions.py); `args`: what the API journaled (a rescue's image)."""
         self._run(action, instance_uuid, request_id, operation_uuid,
-                  lambda ops, j: guest_actions.run(ops, instance_uuid, action, j))
+                  lambda ops, j: guest_actions.run(ops, instance_uuid, action, j, args))
 
     def rebuild_server(self, instance_uuid: str, request_id: str, args: dict[str, Any],
                        operation_uuid: str | None = None) -> None:
@@ -277,6 +285,13 @@ class Conductor:
                       operation_uuid: str | None = None) -> None:
         self._run("shelve", instance_uuid, request_id, operation_uuid,
                   lambda ops, j: shelve.shelve_server(ops, instance_uuid, image_id, j))
+
+    def snapshot_server(self, instance_uuid: str, request_id: str, image_id: str,
+                        operation_uuid: str | None = None,
+                        backup: dict[str, Any] | None = None) -> None:
+        self._run("snapshot", instance_uuid, request_id, operation_uuid,
+                  lambda ops, j: snapshot.snapshot_server(ops, instance_uuid, image_id, j,
+                                                          backup))
 
     def shelve_offload(self, instance_uuid: str, request_id: str,
                        operation_uuid: str | None = None) -> None:

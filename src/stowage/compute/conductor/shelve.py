@@ -42,18 +42,18 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, aggregates, instances, migrations, services, states
-from stowage.compute.conductor import port_homes, ports
+from stowage.compute.conductor import port_homes, ports, snapshot
 from stowage.compute.conductor.common import OnServer, Ops
 from stowage.compute.conductor.tasks import Interrupted, Journal, Step, StepFailed, run_steps
 from stowage.compute.conductor.tasks import accept as accept_operation
 from stowage.compute.instances import Instance, UnexpectedTaskState
 from stowage.compute.rpc import ConductorAPI
 from stowage.compute.states import TASK
-from stowage.config import ComputeSettings
+from stowage.config import ComputeSettings, Settings
 from stowage.context import RequestContext, new_request_id
 from stowage.db import Database
 from stowage.errors import NotFound
-from stowage.image import images
+from stowage.image import data, images
 from stowage.timeutil import utcnow
 
 __all__ = ["shelve_server", "offload_server", "recover_shelve", "offload_expired",
@@ -73,12 +73,16 @@ _SHELVING = (TASK.SHELVING, TASK.SHELVING_IMAGE_PENDING_UPLOAD,
              TASK.SHELVING_IMAGE_UPLOADING)
 
 
-def forget_image(api_db: Database, conn: Connection, image_id: str | None) -> None:
-    """Delete the shelved snapshot's record; one already gone is fine (as Nova's warning).
-    Images are the API database's (`api_db`), `conn` may be a cell's."""
+def forget_image(api_db: Database, conn: Connection, image_id: str | None,
+                 settings: Settings | None = None) -> None:
+    """Delete the shelved snapshot's record, and its data from the store of `settings`
+    (the deployment's; None: no data to remove); one already gone is fine (as Nova's
+    warning). Images are the API database's (`api_db`), `conn` may be a cell's."""
     if image_id:
         with api_db.using(conn, write=True) as api, contextlib.suppress(NotFound):
             images.delete(api, image_id, IMAGE_SERVICE)
+        if settings is not None:
+            data.remove(settings, image_id)
 
 
 @dataclass
@@ -142,17 +146,13 @@ class Snapshot(Step):
                        task_state=TASK.SHELVING_IMAGE_PENDING_UPLOAD)
 
     def execute(self) -> None:
-        self.sh.ops.call_agent(self.sh.host, "snapshot_instance",
-                               instance_uuid=self.sh.instance.uuid, image_id=self.sh.image_id)
-
-    def after(self, conn: Connection) -> None:
         sh = self.sh
-        instances.save(conn, sh.instance.uuid, expected_task_state=_SHELVING,
-                       task_state=TASK.SHELVING_IMAGE_UPLOADING)
         assert sh.image_id is not None
-        size = int(sh.instance.flavor.get("root_gb") or 0) * 1024 ** 3
-        with sh.ops.api_db.using(conn, write=True) as api:
-            images.record_upload(api, sh.image_id, IMAGE_SERVICE, size)
+        encoded = sh.ops.call_agent(sh.host, "snapshot_instance",
+                                    instance_uuid=sh.instance.uuid, image_id=sh.image_id)
+        sh.ops.update(sh.instance.uuid, expected_task_state=_SHELVING,
+                      task_state=TASK.SHELVING_IMAGE_UPLOADING)
+        snapshot.store_snapshot(sh.ops, sh.image_id, encoded)
 
 
 class Settle(Step):
@@ -291,8 +291,7 @@ def offload_server(ops: Ops, instance_uuid: str, journal: Journal) -> None:
 
 
 def _drop_image(ops: Ops, image_id: str | None) -> None:
-    with ops.api_db.write() as conn:
-        forget_image(ops.api_db, conn, image_id)
+    snapshot.drop_image(ops, image_id)
 
 
 def _shelve_failed(sh: Shelving, failure: StepFailed) -> None:

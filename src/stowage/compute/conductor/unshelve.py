@@ -101,7 +101,7 @@ class Unshelving(OnServer):
         instances.save(conn, self.instance.uuid, expected_task_state=expected,
                        vm_state=states.ACTIVE, task_state=None, power_state=states.RUNNING,
                        system_metadata=facts, **values)
-        forget_image(self.ops.api_db, conn, self.image_id)
+        forget_image(self.ops.api_db, conn, self.image_id, self.ops.image_settings)
 
 
 class Schedule(Step):
