@@ -70,15 +70,10 @@ class ComputeFilter:
     name = "ComputeFilter"
 
     def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
-        rec = host.record
-        if rec.forced_down:
-            return "compute service is forced down"
-        if not rec.service_up:
-            return "compute service is down"
-        if rec.service_disabled:
-            why = f" ({rec.disabled_reason})" if rec.disabled_reason else ""
-            return f"compute service is disabled{why}"
-        return None
+        """Forced down, down, or disabled: the record's verdict, taken when it was built
+        (the up/down verdict is part of a record's identity: NodeRecords rebuilds it
+        when that changes at a decision's `now`)."""
+        return host.record.service_refusal
 
 
 class AvailabilityZoneFilter:

@@ -295,7 +295,7 @@ class Scheduler:
                     for host in cell_records.hosts_of(conn, cell)}
 
     def _ranked(self, hosts: list[HostState], req: SchedulingRequest,
-                rejections: list[Rejection]) -> list[WeighedHost]:
+                rejections: list[Rejection]) -> Sequence[WeighedHost]:
         """The hosts that pass the filters, best first; one pipeline for a decision and
         for a preview, so a drain plan picks what a move would."""
         passed = run_filters(hosts, req, rejections,
