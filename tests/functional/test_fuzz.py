@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 
 from stowage import config
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.conftest import start_server
 from tests.functional.fuzz_requests import (
     ACTIONS,
@@ -169,7 +169,7 @@ def _settings(url: str) -> config.Settings:
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def attacker(request: pytest.FixtureRequest) -> Iterator[Attacker]:
-    with throwaway_database(request.param) as url:
+    with migrated_database(request.param) as url:
         live = start_server(_settings(url), at_root=False)
         logger = logging.getLogger("stowage")
         attacker = Attacker(World(live), request.param)
