@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests import dbs
+from tests.conformance import databases as conformance_databases
 from tests.conformance.summary import ConformanceSummary
 from tests.keystone.fixture import keystone  # noqa: F401 -- the real Keystone's fixture
 from tests.nova.suite import SUMMARY_PROPERTY as NOVA_SUMMARY
@@ -124,7 +125,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionfinish() -> None:
     """Wait for the throw-away databases still being dropped (tests/dbs.py drops them on
     a background thread), and drop this process's templates; a failed drop is reported."""
-    for failure in dbs.finish_drops():  # on stderr: an xdist worker has no terminal
+    for failure in dbs.finish_drops() + conformance_databases.finish_drops():
+        # on stderr: an xdist worker has no terminal
         print(f"could not drop a test database: {failure}", file=sys.stderr)
 
 
