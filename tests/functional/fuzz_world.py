@@ -341,11 +341,21 @@ def _engine(live: LiveServer, table: sa.Table) -> sa.Engine:
     return live.cell_db.engine if in_cell else live.db.engine
 
 
-def _read(live: LiveServer, tables: list[sa.Table]) -> dict[str, list[Any]]:
-    found: dict[str, list[Any]] = {}
+def _by_engine(live: LiveServer, tables: list[sa.Table]) -> dict[sa.Engine, list[sa.Table]]:
+    """`tables` grouped by the database holding them, each group in the given order."""
+    grouped: dict[sa.Engine, list[sa.Table]] = {}
     for table in tables:
-        with _engine(live, table).connect() as conn:
-            found[table.name] = list(conn.execute(sa.select(table)))
+        grouped.setdefault(_engine(live, table), []).append(table)
+    return grouped
+
+
+def _read(live: LiveServer, tables: list[sa.Table]) -> dict[str, list[Any]]:
+    """Every row of `tables`, one connection (and transaction) per database."""
+    found: dict[str, list[Any]] = {}
+    for engine, grouped in _by_engine(live, tables).items():
+        with engine.connect() as conn:
+            for table in grouped:
+                found[table.name] = list(conn.execute(sa.select(table)))
     return found
 
 
@@ -401,11 +411,8 @@ def dump(live: LiveServer) -> Dump:
     half of the fuzz test's time. The rows are the driver's values (dates as text on
     SQLite), compared only with another dump's.
     """
-    by_engine: dict[sa.Engine, list[sa.Table]] = {}
-    for table in _tables():
-        by_engine.setdefault(_engine(live, table), []).append(table)
     found: Dump = {}
-    for engine, tables in by_engine.items():
+    for engine, tables in _by_engine(live, _tables()).items():
         quote = engine.dialect.identifier_preparer.quote
         raw = engine.raw_connection()
         try:
