@@ -36,7 +36,7 @@ from stowage.image import tables as image_tables
 from stowage.network import tables as network_tables
 from stowage.placement import changes, tables
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 
 
 def free_port() -> int:
@@ -184,7 +184,7 @@ def serving(backend: str, services: tuple[str, ...] | None = None,
 
     `overrides` are other settings, e.g. `policy=PolicySettings(...)`.
     """
-    with throwaway_database(backend) as url, tempfile.TemporaryDirectory() as store:
+    with migrated_database(backend) as url, tempfile.TemporaryDirectory() as store:
         # Image data in a throw-away store too (the default is beside a SQLite file only).
         overrides.setdefault("image", config.ImageSettings(store_dir=store))
         if services:
@@ -227,7 +227,7 @@ def live_stowage(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
     with contextlib.ExitStack() as stack:
         overrides: dict[str, Any] = {}
         if CELLS_APART:
-            cell_url = stack.enter_context(throwaway_database(request.param))
+            cell_url = stack.enter_context(migrated_database(request.param))
             overrides["compute"] = config.ComputeSettings(cell1_database=cell_url)
         yield stack.enter_context(serving(request.param, **overrides))
 

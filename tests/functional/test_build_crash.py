@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from stowage.compute import tables as t
 from stowage.db import Database, schema
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.crashing import Stowage, running
 
 POINT = "build:api_records:done"
@@ -47,7 +47,7 @@ def _boot(s: Stowage, flavor: str, image: str, group: str) -> str:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_build_cut_off_before_its_cell_commit_leaves_no_api_records(
         backend: str, tmp_path: Path) -> None:
-    with throwaway_database(backend) as url, throwaway_database(backend) as cell1_url:
+    with migrated_database(backend) as url, migrated_database(backend) as cell1_url:
         db = Database(url)
         schema.upgrade(db)
         options = f'cell1_database = "{cell1_url}"\nconductor_lease_seconds = 1\n'

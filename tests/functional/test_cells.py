@@ -22,7 +22,7 @@ from stowage.config import ComputeSettings
 from stowage.db import Database, schema
 from stowage.db.engine import CELL
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.conftest import Cloud, LiveServer, serving
 from tests.functional.servers import (
     action,
@@ -47,7 +47,7 @@ LARGE = flavor_amounts(2, 1024, 10)
 def live_stowage(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
     """This module's server (the conftest's `cloud` runs on it): cell1 in a database of
     its own, a second throw-away one on the same backend."""
-    with throwaway_database(request.param) as cell_url, \
+    with migrated_database(request.param) as cell_url, \
             serving(request.param, compute=ComputeSettings(cell1_database=cell_url)) as live:
         yield live
 
@@ -161,7 +161,7 @@ def test_delete_leaves_nothing_claimed_and_the_records_in_place(
 @pytest.fixture
 def cell2(live_stowage: LiveServer) -> Iterator[Database]:
     """A second cell's database on the same backend (not mapped: the copy is the test)."""
-    with throwaway_database(live_stowage.db.backend) as url:
+    with migrated_database(live_stowage.db.backend) as url:
         database = Database(url)
         schema.upgrade(database)
         try:

@@ -34,7 +34,7 @@ from stowage.config import ComputeSettings
 from stowage.db import Database, schema
 from stowage.placement.client import PlacementClient
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.crashing import LARGE, SMALL, Stowage, running
 from tests.functional.two_cells import holders
 
@@ -55,7 +55,7 @@ def _cases() -> list[Any]:
 @contextmanager
 def _deployment(backend: str) -> Iterator[tuple[str, cell_records.Cells]]:
     """An API database with cell0, cell1 and cell2 (cell2 in a second database)."""
-    with throwaway_database(backend) as url, throwaway_database(backend) as cell2_url:
+    with migrated_database(backend) as url, migrated_database(backend) as cell2_url:
         api = Database(url)
         schema.upgrade(api)
         cells = cell_records.bootstrap_with(api, ComputeSettings())

@@ -36,7 +36,7 @@ from stowage.compute.conductor.leases import LeaseLost, Leases
 from stowage.compute.conductor.manager import Conductor
 from stowage.db import Database, schema
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database, throwaway_database
 from tests.functional.conftest import Cloud, RecordingConductor
 from tests.functional.servers import (
     assert_invariants,
@@ -222,7 +222,7 @@ def test_a_cast_that_comes_after_a_take_over_does_nothing(peers: Peers) -> None:
 # --- the journal alone: conductors racing on the tables ---------------------------------
 @pytest.fixture(params=BACKENDS)
 def db(request: pytest.FixtureRequest) -> Iterator[Database]:
-    with throwaway_database(request.param) as url:
+    with migrated_database(request.param) as url:
         database = Database(url)
         schema.upgrade(database)
         try:

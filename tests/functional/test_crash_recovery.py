@@ -62,7 +62,7 @@ from stowage.compute.conductor import unshelve as unshelving
 from stowage.compute.conductor.manager import RECOVERY
 from stowage.db import Database, schema
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.crashing import LARGE, SMALL, Stowage, cell_database, running
 
 OPERATIONS: dict[str, tuple[str, ...]] = {
@@ -342,7 +342,7 @@ def _images(s: Stowage, name: str) -> list[dict[str, Any]]:
 def _crash_and_recover(backend: str, tmp_path: Path, point: str,
                        again: str = "") -> None:
     operation = point.split(":")[0]
-    with throwaway_database(backend) as url:
+    with migrated_database(backend) as url:
         db = Database(url)
         schema.upgrade(db)
         try:
@@ -474,7 +474,7 @@ def _check_offloaded_port(s: Stowage, db: Database, w: PortWorld) -> None:
 def test_a_crash_with_a_qos_port_binds_it_where_the_server_is(point: str, want: str,
                                                               tmp_path: Path) -> None:
     operation = point.split(":")[0]
-    with throwaway_database(BACKENDS[0]) as url:
+    with migrated_database(BACKENDS[0]) as url:
         db = Database(url)
         schema.upgrade(db)
         try:

@@ -29,7 +29,7 @@ import sqlalchemy as sa
 from stowage.compute import tables as t
 from stowage.db import Database, schema
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional import servers as sv
 from tests.functional.conftest import Cloud
 from tests.functional.crashing import SMALL, Stowage, cell_database, running
@@ -288,7 +288,7 @@ def test_a_crash_during_a_local_delete_is_recovered(point: str, tmp_path: Path) 
     """kill -9 right after the local decision, or after the allocation went: the restart
     deletes again (still locally: the host stays forced down), and its agent, once it
     starts again after that, destroys the guest."""
-    with throwaway_database(BACKENDS[0]) as url:
+    with migrated_database(BACKENDS[0]) as url:
         db = Database(url)
         schema.upgrade(db)
         try:

@@ -19,7 +19,7 @@ import pytest
 
 from stowage.db import Database, schema
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.conftest import Cloud
 from tests.functional.crashing import Stowage, running
 from tests.functional.servers import (
@@ -72,7 +72,7 @@ def test_the_drain_command_killed_mid_drain_resumes(cloud: Cloud, tmp_path: Path
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_serve_killed_mid_drain_resumes_after_its_restart(backend: str,
                                                             tmp_path: Path) -> None:
-    with throwaway_database(backend) as url:
+    with migrated_database(backend) as url:
         db = Database(url)
         schema.upgrade(db)
         try:

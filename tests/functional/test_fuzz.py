@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 
 from stowage import config
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.conftest import start_server
 from tests.functional.fuzz_requests import (
     ACTIONS,
@@ -172,7 +172,7 @@ def _settings(url: str, store: str) -> config.Settings:
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def attacker(request: pytest.FixtureRequest) -> Iterator[Attacker]:
-    with throwaway_database(request.param) as url, tempfile.TemporaryDirectory() as store:
+    with migrated_database(request.param) as url, tempfile.TemporaryDirectory() as store:
         live = start_server(_settings(url, store), at_root=False)
         logger = logging.getLogger("stowage")
         attacker = Attacker(World(live), request.param)

@@ -24,13 +24,13 @@ from stowage.compute.server_groups import PolicyViolated
 from stowage.db import Database, schema
 from stowage.db.engine import API, CELL
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 
 
 @pytest.fixture(params=[b for b in BACKENDS if b != "sqlite"])
 def two_databases(request: pytest.FixtureRequest) -> Iterator[tuple[Database, Database]]:
-    with throwaway_database(request.param) as api_url, \
-            throwaway_database(request.param) as cell_url:
+    with migrated_database(request.param) as api_url, \
+            migrated_database(request.param) as cell_url:
         api, cell = Database(api_url), Database(cell_url)
         schema.upgrade(api)
         schema.upgrade(cell)

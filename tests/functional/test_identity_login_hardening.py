@@ -32,7 +32,7 @@ from stowage.identity import login as login_module
 from stowage.identity.lockout import Lockout
 from stowage.identity.tables import identity_login_failures
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.conftest import LiveServer, start_server
 from tests.functional.identity import identity_settings, login, password_body
 
@@ -45,7 +45,7 @@ def locking(request: pytest.FixtureRequest) -> Iterator[LiveServer]:
     """Placement and identity, lockout after 3 wrong passwords for 600 s."""
     identity = dataclasses.replace(identity_settings(), lockout_failure_attempts=3,
                                    lockout_duration=600)
-    with throwaway_database(request.param) as url:
+    with migrated_database(request.param) as url:
         live = start_server(config.Settings(
             database=url, services=("placement",), identity=identity,
             api=config.ApiSettings(auth_strategy="builtin-identity")), at_root=False)

@@ -19,7 +19,7 @@ import pytest
 from stowage import config
 from stowage.compute.hosts import HostConfig
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.conftest import LiveServer, start_server
 from tests.functional.identity import identity_settings, login, token_client
 
@@ -28,7 +28,7 @@ from tests.functional.identity import identity_settings, login, token_client
 def split(request: pytest.FixtureRequest) -> Iterator[tuple[LiveServer, LiveServer]]:
     common = {"api": config.ApiSettings(auth_strategy="builtin-identity"),
               "identity": identity_settings()}
-    with throwaway_database(request.param) as url:
+    with migrated_database(request.param) as url:
         a = start_server(config.Settings(database=url, services=(
             "placement", "network", "image"), **common))
         b = start_server(config.Settings(database=url, services=("compute",), compute=(

@@ -26,7 +26,7 @@ from kombu import Connection
 from stowage.messaging.amqp_wire import Names, kombu_url
 from tests.conformance.server import free_port
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional import brokers
 from tests.functional.conftest import api_client
 from tests.functional.metrics_scrape import Samples, scrape, value
@@ -58,7 +58,7 @@ def workers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Workers]
     brokers.skip_without_broker()
     port, namespace = free_port(), brokers.namespace()
     binds = {"conductor": f"127.0.0.1:{free_port()}", "scheduler": f"127.0.0.1:{free_port()}"}
-    with throwaway_database(request.param) as database:
+    with migrated_database(request.param) as database:
         def args(role: str) -> list[str]:
             config = _config(tmp_path / f"{role}.toml", port, namespace, binds.get(role, ""))
             return ["--config", str(config), "--database", database,

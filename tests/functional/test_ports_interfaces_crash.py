@@ -23,7 +23,7 @@ import pytest
 from stowage.compute.conductor import interfaces
 from stowage.db import Database, schema
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.crashing import SMALL, Stowage, running
 from tests.functional.test_crash_recovery import _PORT_OPTIONS, _PORT_QOS, PortWorld, _bridge
 
@@ -50,7 +50,7 @@ def _second_port(s: Stowage, w: PortWorld) -> str:
 @pytest.mark.parametrize("point", POINTS)
 def test_a_crash_of_an_attach_or_detach_is_recovered(point: str, tmp_path: Path) -> None:
     operation = point.split(":")[0]
-    with throwaway_database(BACKENDS[0]) as url:
+    with migrated_database(BACKENDS[0]) as url:
         db = Database(url)
         schema.upgrade(db)
         try:

@@ -14,14 +14,14 @@ import pytest
 
 from stowage.db import Database
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.crashing import SMALL, running
 from tests.functional.test_crash_recovery import World
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_revert_after_a_clean_restart(backend: str, tmp_path: Path) -> None:
-    with throwaway_database(backend) as url:
+    with migrated_database(backend) as url:
         with running(url, tmp_path) as s:
             w = World(s)
             w.resized(s)
@@ -43,7 +43,7 @@ def test_revert_after_a_clean_restart(backend: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("backend", BACKENDS[:1])
 def test_stop_start_after_a_clean_restart(backend: str, tmp_path: Path) -> None:
     """The restarted hosts know their guests and their power state."""
-    with throwaway_database(backend) as url:
+    with migrated_database(backend) as url:
         with running(url, tmp_path) as s:
             w = World(s)
             w.stopped(s)

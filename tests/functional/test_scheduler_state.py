@@ -37,7 +37,7 @@ from stowage.config import ComputeSettings
 from stowage.db import Database, schema
 from stowage.placement.client import Holding
 from stowage.timeutil import utcnow
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 
 SETTINGS = dataclasses.replace(ComputeSettings(), enabled_filters=OPTIONAL_FILTERS)
 ZONES = ("az1", "az2")
@@ -47,7 +47,7 @@ FLAVOR = {"id": 1, "flavorid": "1", "name": "small", "vcpus": 2, "memory_mb": 20
 
 @pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def db(request: pytest.FixtureRequest) -> Iterator[Database]:
-    with throwaway_database(request.param) as url:
+    with migrated_database(request.param) as url:
         database = Database(url)
         schema.upgrade(database)
         yield database

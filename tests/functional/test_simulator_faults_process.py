@@ -20,7 +20,7 @@ from kombu import Connection
 
 from stowage.messaging.amqp_wire import Names, kombu_url
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional import brokers
 from tests.functional.conftest import api_client, free_port
 from tests.functional.processes import STARTED, StowageProcess, answers_http, logged
@@ -49,7 +49,7 @@ def test_faults_reach_an_agent_process_and_a_kill_ends_it(tmp_path: Path) -> Non
     config.write_text(f'control_exchange = "{namespace}"\n[compute]\n'
                       f'placement_url = "http://127.0.0.1:{port}/placement"\n')
     (tmp_path / "hosts.toml").write_text(HOSTS_FILE)
-    with throwaway_database(BACKEND) as database:
+    with migrated_database(BACKEND) as database:
         common = ["--config", str(config), "--database", database,
                   "--transport-url", brokers.URL]
         api = StowageProcess("api", ["serve", "--services", "placement,compute",

@@ -14,7 +14,7 @@ from stowage.compute import cells as cell_records
 from stowage.compute import tables as t
 from stowage.config import ComputeSettings
 from stowage.db import Database, schema
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 from tests.functional.conftest import Cloud, LiveServer, serving
 from tests.functional.servers import boot, flavor_id, image, server
 
@@ -22,8 +22,8 @@ from tests.functional.servers import boot, flavor_id, image, server
 @contextmanager
 def serving_two_cells(backend: str, **overrides: Any) -> Iterator[LiveServer]:
     """cell2 created as an operator would (`overrides`: more settings, e.g. policy)."""
-    with throwaway_database(backend) as cell1_url, \
-            throwaway_database(backend) as cell2_url, \
+    with migrated_database(backend) as cell1_url, \
+            migrated_database(backend) as cell2_url, \
             serving(backend, compute=ComputeSettings(cell1_database=cell1_url),
                     **overrides) as live:
         add_cell(live, "cell2", cell2_url)

@@ -11,7 +11,7 @@ from stowage.compute import instances
 from stowage.db import Database, schema
 from stowage.errors import NotFound
 from tests.conftest import BACKENDS
-from tests.dbs import throwaway_database
+from tests.dbs import migrated_database
 
 SPEC = {"flavor": {"id": "1", "vcpus": 2, "extra_specs": {"hw:cpu_policy": "dedicated"}},
         "num_instances": 1, "security_groups": ["default", "wébsg"], "scheduler_hints": {},
@@ -20,7 +20,7 @@ SPEC = {"flavor": {"id": "1", "vcpus": 2, "extra_specs": {"hw:cpu_policy": "dedi
 
 @pytest.fixture(params=BACKENDS)
 def db(request: pytest.FixtureRequest) -> Iterator[Database]:
-    with throwaway_database(request.param) as url:
+    with migrated_database(request.param) as url:
         made = Database(url)
         schema.upgrade(made)
         yield made
