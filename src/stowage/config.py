@@ -266,6 +266,10 @@ class ComputeSettings:
     # Simulated hosts: seconds a live migration's copy lasts (0 = at once), so that
     # abort and force-complete can be exercised.
     sim_live_migration_seconds: float = 0.0
+    # Simulated hosts: seconds a snapshot's disk copy lasts (createImage, createBackup,
+    # shelve; 0 = at once), so that what a server refuses while its image is being
+    # saved can be exercised, as Tempest's second-snapshot test does.
+    sim_snapshot_seconds: float = 0.0
     # Seconds a conductor's lease on an operation it runs lasts (conductor/leases.py):
     # renewed every third of it; when it expires (the conductor died), another
     # conductor takes the operation over and finishes or undoes it. Nova has no such

@@ -98,7 +98,10 @@ class Cloud:
 def _config(workdir: Path, cloud_accounts: list[Account]) -> Path:
     lines = ["[api]", 'auth_strategy = "builtin-identity"', "",
              "[compute]", f"sim_hosts = {HOSTS}", "sim_network_devices = true",
-             "update_resources_interval = 5.0", ""]
+             "update_resources_interval = 5.0",
+             # A snapshot lasts long enough that Tempest's second createImage meets the
+             # first still saving (ImagesOneServerNegativeTestJSON).
+             "sim_snapshot_seconds = 2.0", ""]
     lines += identity_section([*cloud_accounts, IDENTITY_ADMIN], PASSWORD)
     path = workdir / "stowage.toml"
     path.write_text("\n".join(lines) + "\n")

@@ -75,9 +75,10 @@ class Driver(Protocol):
                                 power_on: bool) -> None:
         """Source side: bring back the guest the move set aside."""
 
-    def snapshot(self, instance_uuid: str, image_id: str) -> bytes:
+    def snapshot(self, instance_uuid: str, image_id: str, seconds: float = 0.0) -> bytes:
         """The guest's root disk as the bytes of image `image_id` (createImage, shelve);
-        the guest is kept. The conductor stores them in the Image service."""
+        the guest is kept. The conductor stores them in the Image service. `seconds`
+        is how long a simulated copy lasts; a real driver takes what it takes."""
 
     # Live migration (agent/live_migration.py runs them; the conductor orders them).
     def check_can_live_migrate_destination(self, instance_uuid: str,

@@ -23,6 +23,7 @@ from stowage.compute.agent.driver import Driver
 
 if TYPE_CHECKING:
     from stowage.compute.agent.pci import PciTracker
+    from stowage.config import ComputeSettings
 
 __all__ = ["ShelvingSteps"]
 
@@ -32,6 +33,7 @@ class ShelvingSteps:
 
     driver: Driver
     pci: PciTracker
+    settings: ComputeSettings
 
     if TYPE_CHECKING:  # provided by ComputeAgent
         def build_and_run_instance(self, instance_uuid: str, flavor: dict[str, Any],
@@ -45,7 +47,8 @@ class ShelvingSteps:
     def snapshot_instance(self, instance_uuid: str, image_id: str) -> str:
         """The guest's root disk (createImage, shelve, a cross-cell move), base64 for the
         RPC's JSON; the conductor stores it as the image's data."""
-        return base64.b64encode(self.driver.snapshot(instance_uuid, image_id)).decode()
+        disk = self.driver.snapshot(instance_uuid, image_id, self.settings.sim_snapshot_seconds)
+        return base64.b64encode(disk).decode()
 
     def shelve_offload_instance(self, instance_uuid: str) -> None:
         """Remove the shelved guest from this host, and the PCI devices it held here.

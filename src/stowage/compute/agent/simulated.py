@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -301,11 +302,16 @@ class SimulatedDriver(SimulatedLiveMigration):
             return (instance_uuid, RESCUE_KEY) in self.leftovers
 
     # --- snapshots ----------------------------------------------------------------
-    def snapshot(self, instance_uuid: str, image_id: str) -> bytes:
+    def snapshot(self, instance_uuid: str, image_id: str, seconds: float = 0.0) -> bytes:
         """The guest's root disk: a few KiB generated from the instance's uuid, the same
-        each time (sim_console.disk_bytes)."""
+        each time (sim_console.disk_bytes), after `seconds` of copying (outside the
+        host's lock, as a real copy does not stop the host's other work)."""
         with self._lock:
             self.checkpoint("snapshot")
+            self._guest(instance_uuid)
+        if seconds > 0:
+            time.sleep(seconds)
+        with self._lock:
             self._guest(instance_uuid)
             return sim_console.disk_bytes(instance_uuid)
 
