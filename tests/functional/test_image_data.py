@@ -10,7 +10,6 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 import httpx
@@ -20,22 +19,12 @@ from stowage import config
 from stowage.image import data
 from tests.conftest import BACKENDS
 from tests.functional.conftest import MEMBER, LiveServer, api_client, serving
+from tests.functional.image_calls import create, show
 
 OCTETS = {"content-type": "application/octet-stream"}
 PAYLOAD = bytes(range(256)) * 40 + b"tail"  # 10,244 bytes
 
 
-def create(client: httpx.Client, name: str = "img", **fields: Any) -> dict[str, Any]:
-    resp = client.post("/v2/images", json={"name": name, "disk_format": "raw",
-                                           "container_format": "bare", **fields})
-    assert resp.status_code == 201, resp.text
-    return dict(resp.json())
-
-
-def show(client: httpx.Client, image_id: str) -> dict[str, Any]:
-    resp = client.get(f"/v2/images/{image_id}")
-    assert resp.status_code == 200, resp.text
-    return dict(resp.json())
 
 
 def chunked(body: bytes, size: int = 1000) -> Iterator[bytes]:

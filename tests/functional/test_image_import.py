@@ -14,22 +14,12 @@ from stowage import config
 from stowage.image import imports
 from tests.conftest import BACKENDS
 from tests.functional.conftest import MEMBER, LiveServer, api_client, serving
+from tests.functional.image_calls import create, show
 
 OCTETS = {"content-type": "application/octet-stream"}
 PAYLOAD = bytes(range(256)) * 20
 
 
-def create(client: httpx.Client, **fields: Any) -> dict[str, Any]:
-    body = {"name": "img", "disk_format": "raw", "container_format": "bare", **fields}
-    resp = client.post("/v2/images", json=body)
-    assert resp.status_code == 201, resp.text
-    return dict(resp.json())
-
-
-def show(client: httpx.Client, image_id: str) -> dict[str, Any]:
-    resp = client.get(f"/v2/images/{image_id}")
-    assert resp.status_code == 200, resp.text
-    return dict(resp.json())
 
 
 def do_import(client: httpx.Client, image_id: str, name: str = "glance-direct",

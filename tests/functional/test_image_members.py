@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from stowage.image import members, tables
 from tests.functional.conftest import MEMBER, LiveServer, api_client
+from tests.functional.image_calls import create
 
 
 @pytest.fixture
@@ -28,12 +29,6 @@ def people(image: httpx.Client, live_stowage: LiveServer) -> Iterator[dict[str, 
     for client in clients.values():
         client.close()
 
-
-def create(client: httpx.Client, name: str, **fields: Any) -> dict[str, Any]:
-    resp = client.post("/v2/images", json={"name": name, "disk_format": "raw",
-                                           "container_format": "bare", **fields})
-    assert resp.status_code == 201, resp.text
-    return dict(resp.json())
 
 
 def listed(client: httpx.Client, **params: str) -> list[str]:
