@@ -47,6 +47,8 @@ def names(client: httpx.Client, **params: str) -> list[str]:
 
 
 def test_namespace_lifecycle(admin: httpx.Client) -> None:
+    created = admin.post(NS, json={"namespace": "ns-loc"})
+    assert created.headers["location"].endswith("/v2/metadefs/namespaces/ns-loc")
     made = make(admin, "ns-life", display_name="Life", description="d", visibility="public",
                 protected=True, resource_type_associations=[{"name": "OS::Glance::Image",
                                                              "prefix": "hw_"}],
@@ -63,12 +65,19 @@ def test_namespace_lifecycle(admin: httpx.Client) -> None:
     assert shown["tags"] == [{"name": "t1"}]
     assert shown["resource_type_associations"][0]["prefix"] == "hw_"
     assert names(admin, resource_types="OS::Glance::Image") == ["ns-life"]
+    assert admin.delete(f"{NS}/ns-loc").status_code == 204
     assert names(admin, resource_types="OS::Nova::Flavor") == []
     # Protected: not deleted, nor emptied.
     refused = admin.delete(f"{NS}/ns-life")
     assert refused.status_code == 403
     assert "is protected and cannot be deleted" in refused.text
     assert admin.delete(f"{NS}/ns-life/objects").status_code == 403
+    one = admin.delete(f"{NS}/ns-life/objects/o1")
+    assert one.status_code == 403
+    assert "Metadata definition object o1 is protected" in one.text
+    assert admin.delete(f"{NS}/ns-life/tags/t1").status_code == 403
+    assert admin.delete(f"{NS}/ns-life/resource_types/OS::Glance::Image").status_code == 403
+    assert admin.get(f"{NS}/ns-life/tags/t1").status_code == 200
     changed = admin.put(f"{NS}/ns-life", json={"namespace": "ns-renamed",
                                                "visibility": "private", "protected": False})
     assert changed.status_code == 200, changed.text
@@ -106,6 +115,11 @@ def test_objects_properties_tags(admin: httpx.Client, live_stowage: LiveServer) 
     assert admin.post(f"{base}/tags/A").status_code == 409  # case-insensitive
     replaced = admin.post(f"{base}/tags", json={"tags": [{"name": "z"}]})
     assert [t["name"] for t in replaced.json()["tags"]] == ["z"]
+    # Appending a tag already held: 409, and nothing appended.
+    clash = admin.post(f"{base}/tags", json={"tags": [{"name": "w"}, {"name": "Z"}]},
+                       headers={"x-openstack-append": "true"})
+    assert clash.status_code == 409
+    assert [t["name"] for t in admin.get(f"{base}/tags").json()["tags"]] == ["z"]
     assert admin.post(f"{base}/tags/y").status_code == 201
     assert admin.put(f"{base}/tags/y", json={"name": "x"}).json()["name"] == "x"
     assert admin.delete(f"{base}/tags/x").status_code == 204
@@ -130,10 +144,17 @@ def test_resource_types_and_associations(admin: httpx.Client) -> None:
     assert (made.status_code, made.json()["name"]) == (201, "OS::Nova::Flavor")
     again = admin.post(f"{NS}/ns-rt/resource_types", json={"name": "OS::Nova::Flavor"})
     assert again.status_code == 409
-    unknown = admin.post(f"{NS}/ns-rt/resource_types", json={"name": "OS::Nope"})
-    assert unknown.status_code == 404
+    # As Glance: an unknown resource type is created by its first association.
+    unknown = admin.post(f"{NS}/ns-rt/resource_types", json={"name": "OS::Fz::Thing"})
+    assert unknown.status_code == 201, unknown.text
+    listed = [r["name"] for r in admin.get("/v2/metadefs/resource_types").json()
+              ["resource_types"]]
+    assert "OS::Fz::Thing" in listed
+    missing = admin.delete(f"{NS}/ns-rt/resource_types/OS::Nope")
+    assert missing.status_code == 404
+    assert "resource-type with name=OS::Nope" in missing.text
     linked = admin.get(f"{NS}/ns-rt/resource_types").json()["resource_type_associations"]
-    assert [a["name"] for a in linked] == ["OS::Nova::Flavor"]
+    assert [a["name"] for a in linked] == ["OS::Fz::Thing", "OS::Nova::Flavor"]
     assert admin.delete(f"{NS}/ns-rt/resource_types/OS::Nova::Flavor").status_code == 204
     assert admin.delete(f"{NS}/ns-rt/resource_types/OS::Nova::Flavor").status_code == 404
 
@@ -145,6 +166,9 @@ def test_duplicates_and_bad_input_change_nothing(admin: httpx.Client) -> None:
     assert "ns-dup" in dup.text
     assert admin.post(NS, json={"namespace": "x" * 81}).status_code == 400
     assert admin.post(NS, json={"namespace": "ns-v", "visibility": "shared"}).status_code == 400
+    long_prop = admin.post(NS, json={"namespace": "ns-p", "properties": {
+        "p" * 81: {"title": "t", "type": "string"}}})
+    assert long_prop.status_code == 400
     assert admin.post(NS, json={"namespace": "ns-ro", "self": "/x"}).status_code == 403
     # A nested object that clashes: nothing of the namespace is kept.
     clash = admin.post(NS, json={"namespace": "ns-half", "tags": [{"name": "a"},
@@ -155,6 +179,10 @@ def test_duplicates_and_bad_input_change_nothing(admin: httpx.Client) -> None:
     assert admin.get(f"{NS}/nope/objects").status_code == 404
     assert admin.get(f"{NS}/ns-dup/objects/nope").status_code == 404
     assert admin.put(f"{NS}/nope", json={"namespace": "nope"}).status_code == 404
+    make(admin, "ns-other")
+    taken = admin.put(f"{NS}/ns-other", json={"namespace": "ns-dup"})
+    assert taken.status_code == 409
+    assert admin.get(f"{NS}/ns-other").status_code == 200
 
 
 def test_members_read_public_and_own_write_nothing(admin: httpx.Client,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
 
 import sqlalchemy.exc
 
@@ -55,8 +54,7 @@ def _view(kind: str, ns: md.Namespace, item: items.Item) -> dict[str, Any]:
             "updated_at": stamp(item.updated_at)}
     if kind == "object":
         view["schema"] = "/v2/schemas/metadefs/object"
-        view["self"] = (f"/v2/metadefs/namespaces/{quote(ns.namespace, safe='')}/objects/"
-                        f"{quote(item.name, safe='')}")
+        view["self"] = f"/v2/metadefs/namespaces/{ns.namespace}/objects/{item.name}"
     return view
 
 

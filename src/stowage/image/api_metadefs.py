@@ -70,7 +70,7 @@ def namespace_view(ns: md.Namespace) -> dict[str, Any]:
             "protected": ns.protected, "owner": ns.owner,
             "created_at": stamp(ns.created_at), "updated_at": stamp(ns.updated_at),
             "schema": "/v2/schemas/metadefs/namespace",
-            "self": f"/v2/metadefs/namespaces/{quote(ns.namespace, safe='')}"}
+            "self": f"/v2/metadefs/namespaces/{ns.namespace}"}
     return {k: v for k, v in view.items() if v is not None}
 
 
@@ -129,12 +129,12 @@ def list_namespaces(req: Request) -> Response:
             view = namespace_view(ns)
             linked = [association_view(a) for a in md.associations(conn, ns)]
             shown.append({**view, "resource_type_associations": linked} if linked else view)
-    body: dict[str, Any] = {"namespaces": shown, "first": "/v2/metadefs/namespaces",
-                            "schema": "/v2/schemas/metadefs/namespaces"}
+    # Glance's links: `first` keeps the query but the marker, `next` adds the last one.
+    params = [(k, v) for k, v in req.query if k != "marker"]
+    body: dict[str, Any] = {"namespaces": shown, "schema": "/v2/schemas/metadefs/namespaces",
+                            "first": _NS + (f"?{urlencode(params)}" if params else "")}
     if found and len(found) == limit:
-        params = [(k, v) for k, v in req.query if k != "marker"]
-        body["next"] = "/v2/metadefs/namespaces?" + urlencode(
-            [*params, ("marker", found[-1].namespace)])
+        body["next"] = f"{_NS}?" + urlencode([*params, ("marker", found[-1].namespace)])
     return json_response(body)
 
 
@@ -162,7 +162,8 @@ def create_namespace(req: Request) -> Response:
             shown = _full_view(conn, ns)
     except sqlalchemy.exc.IntegrityError as exc:
         raise duplicate_race(exc) from None
-    return json_response(shown, status=201)
+    where = req.url(f"{_NS}/{quote(ns.namespace, safe=':')}")
+    return json_response(shown, status=201).header("Location", where)
 
 
 def show_namespace(req: Request) -> Response:
@@ -178,7 +179,7 @@ def update_namespace(req: Request) -> Response:
         with req.app.db.write() as conn:
             ns = md.get_for_update(conn, req.params["namespace"], req.context)
             enforce(req, "modify_metadef_namespace")
-            changed = md.update(conn, ns, body)
+            changed = md.update(conn, ns, body, req.context)
     except sqlalchemy.exc.IntegrityError as exc:
         raise duplicate_race(exc) from None
     return json_response(namespace_view(changed))

@@ -3,8 +3,8 @@
 Each is a name unique within its namespace (tags: whatever the case, as
 Glance's) with a body: an object's description, `required` and
 `properties`; a property's JSON schema (`title`, `type`, `enum`, ...); a tag
-has none. Clearing all of one kind (`delete_all`) is a change to the
-namespace, refused when it is protected, as Glance refuses it. The callers
+has none. Nothing is deleted from a protected namespace, one item or all
+of a kind (Glance's 403). The callers
 (api_metadef_items.py) hold the namespace's row lock while they write.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from stowage.errors import Conflict, NotFound
+from stowage.errors import Conflict, Forbidden, Invalid, NotFound
 from stowage.image import tables as t
 from stowage.image.metadefs import Namespace, protected
 from stowage.timeutil import utcnow
@@ -92,8 +92,18 @@ def _row(kind: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
     return {"name": name} if kind == "tag" else {"name": name, "body": dict(body)}
 
 
+# The longest name the tables hold (Glance's columns: 80).
+NAME_MAX = 80
+
+
+def _check_name(kind: str, name: str) -> None:
+    if not name or len(name) > NAME_MAX:
+        raise Invalid(f"The {kind} name must be 1 to {NAME_MAX} characters long.")
+
+
 def create(conn: Connection, kind: str, ns: Namespace, name: str,
            body: Mapping[str, Any]) -> Item:
+    _check_name(kind, name)
     if _taken(conn, kind, ns, name):
         raise duplicate(kind, ns, name)
     now = utcnow()
@@ -106,6 +116,7 @@ def update(conn: Connection, kind: str, ns: Namespace, name: str, new_name: str,
            body: Mapping[str, Any]) -> Item:
     """Replace `name`'s body (and name): Glance's PUT."""
     old = get(conn, kind, ns, name)
+    _check_name(kind, new_name)
     if new_name != name and _taken(conn, kind, ns, new_name, other_than=name):
         raise duplicate(kind, ns, new_name)
     table, now = KINDS[kind], utcnow()
@@ -115,11 +126,13 @@ def update(conn: Connection, kind: str, ns: Namespace, name: str, new_name: str,
 
 
 def delete(conn: Connection, kind: str, ns: Namespace, name: str) -> None:
+    """Delete one; in a protected namespace, nothing is deleted (Glance: 403)."""
+    get(conn, kind, ns, name)
+    if ns.protected:
+        raise Forbidden(f"Metadata definition {kind} {name} is protected and cannot be "
+                        "deleted.")
     table = KINDS[kind]
-    gone = conn.execute(table.delete().where(table.c.namespace_id == ns.id,
-                                             table.c.name == name)).rowcount
-    if not gone:
-        raise not_found(kind, ns, name)
+    conn.execute(table.delete().where(table.c.namespace_id == ns.id, table.c.name == name))
 
 
 def delete_all(conn: Connection, kind: str, ns: Namespace) -> None:
@@ -132,13 +145,14 @@ def delete_all(conn: Connection, kind: str, ns: Namespace) -> None:
 def replace_tags(conn: Connection, ns: Namespace, names: Sequence[str],
                  append: bool) -> list[Item]:
     """POST .../tags: these tags instead of the namespace's (or besides them, with
-    `append`); a name given twice, or already held when appending, is a conflict."""
+    `append`); a name given twice, or already held when appending, is a conflict. An
+    empty list replaces nothing, as Glance's database layer does."""
     seen: set[str] = set()
     for name in names:
         if name.lower() in seen:
             raise duplicate("tag", ns, name)
         seen.add(name.lower())
     table = KINDS["tag"]
-    if not append:
+    if names and not append:
         conn.execute(table.delete().where(table.c.namespace_id == ns.id))
     return [create(conn, "tag", ns, name, {}) for name in names]

@@ -11,8 +11,8 @@ default) is the API's to check (api_metadefs.py).
 Resource types name the kinds of resource (`OS::Glance::Image`, ...). Glance
 loads them with its shipped namespaces (`glance-manage db_load_metadefs`);
 here `seed_resource_types` inserts the standard names when the service
-starts, so that a new cloud lists them, and an association to an unknown
-resource type is "not found", as Glance answers.
+starts, so that a new cloud lists them; an association to a resource type
+not known yet creates it, as Glance's does.
 """
 
 from __future__ import annotations
@@ -163,8 +163,10 @@ def create(conn: Connection, values: Mapping[str, Any], ctx: RequestContext) -> 
     return Namespace(id=int(new_id), **row)
 
 
-def update(conn: Connection, ns: Namespace, values: Mapping[str, Any]) -> Namespace:
-    """Glance's PUT: every attribute from the body, absent ones back to their defaults."""
+def update(conn: Connection, ns: Namespace, values: Mapping[str, Any],
+           ctx: RequestContext) -> Namespace:
+    """Glance's PUT: every attribute from the body, absent ones back to their defaults
+    (the owner: the caller's project)."""
     name = values.get("namespace") or ns.namespace
     if name != ns.namespace and _taken(conn, name):
         raise duplicate(name)
@@ -173,7 +175,8 @@ def update(conn: Connection, ns: Namespace, values: Mapping[str, Any]) -> Namesp
            "description": values.get("description"),
            "visibility": values.get("visibility") or "private",
            "protected": bool(values.get("protected", False)),
-           "owner": values.get("owner") or ns.owner, "updated_at": utcnow()}
+           "owner": values.get("owner") or ctx.project_id or ns.owner,
+           "updated_at": utcnow()}
     conn.execute(_N.update().where(_N.c.id == ns.id).values(**row))
     return Namespace(id=ns.id, created_at=ns.created_at, **row)
 
@@ -210,10 +213,13 @@ def _association_missing(ns: Namespace, name: str) -> NotFound:
 
 
 def _resource_type_id(conn: Connection, name: str) -> int:
+    """The resource type's id; Glance creates one it does not know (not protected)."""
     found = conn.execute(sa.select(_R.c.id).where(_R.c.name == name)).scalar()
     if found is None:
-        raise NotFound(f"The metadata definition resource-type with name={name}, was not "
-                       "found.")
+        now = utcnow()
+        conn.execute(_R.insert().values(name=name, protected=False, created_at=now,
+                                        updated_at=now))
+        found = conn.execute(sa.select(_R.c.id).where(_R.c.name == name)).scalar_one()
     return int(found)
 
 
@@ -234,9 +240,14 @@ def associate(conn: Connection, ns: Namespace, name: str, prefix: str | None,
 
 def dissociate(conn: Connection, ns: Namespace, name: str) -> None:
     found = conn.execute(sa.select(_R.c.id).where(_R.c.name == name)).scalar()
-    gone = 0
-    if found is not None:
-        gone = conn.execute(_A.delete().where(_A.c.namespace_id == ns.id,
-                                              _A.c.resource_type_id == found)).rowcount
-    if not gone:
+    if found is None:
+        raise NotFound(f"The metadata definition resource-type with name={name}, was not "
+                       "found.")
+    held = conn.execute(sa.select(_A.c.namespace_id).where(
+        _A.c.namespace_id == ns.id, _A.c.resource_type_id == found)).first()
+    if held is None:
         raise _association_missing(ns, name)
+    if ns.protected:
+        raise Forbidden(f"Metadata definition resource-type-association {name} is protected "
+                        "and cannot be deleted.")
+    conn.execute(_A.delete().where(_A.c.namespace_id == ns.id, _A.c.resource_type_id == found))
