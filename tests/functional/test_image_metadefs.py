@@ -64,6 +64,13 @@ def test_namespace_lifecycle(admin: httpx.Client) -> None:
     assert [o["name"] for o in shown["objects"]] == ["o1"]
     assert shown["tags"] == [{"name": "t1"}]
     assert shown["resource_type_associations"][0]["prefix"] == "hw_"
+    assert shown["objects"][0]["self"] == "/v2/metadefs/namespaces/ns-life/objects/o1"
+    # As the resource type knows them: property names with the association's prefix.
+    as_image = admin.get(f"{NS}/ns-life", params={"resource_type": "OS::Glance::Image"}).json()
+    assert list(as_image["properties"]) == ["hw_p1"]
+    assert as_image["objects"][0]["required"] == ["hw_p1"]
+    as_flavor = admin.get(f"{NS}/ns-life", params={"resource_type": "OS::Nova::Flavor"}).json()
+    assert list(as_flavor["properties"]) == ["p1"]
     assert names(admin, resource_types="OS::Glance::Image") == ["ns-life"]
     assert admin.delete(f"{NS}/ns-loc").status_code == 204
     assert names(admin, resource_types="OS::Nova::Flavor") == []

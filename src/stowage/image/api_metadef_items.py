@@ -24,8 +24,9 @@ import sqlalchemy.exc
 
 from stowage.image import metadef_items as items
 from stowage.image import metadefs as md
-from stowage.image.api_metadefs import duplicate_race, enforce, stamp
+from stowage.image.api_metadefs import duplicate_race, enforce
 from stowage.image.metadef_schemas import body_of, validate
+from stowage.image.metadef_views import item_view
 from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
@@ -45,17 +46,6 @@ _RULES = {
             "delete_metadef_tag", "delete_metadef_tags"),
 }
 _NAME_MAX = 80
-
-
-def _view(kind: str, ns: md.Namespace, item: items.Item) -> dict[str, Any]:
-    if kind == "property":
-        return {"name": item.name, **item.body}
-    view = {"name": item.name, **item.body, "created_at": stamp(item.created_at),
-            "updated_at": stamp(item.updated_at)}
-    if kind == "object":
-        view["schema"] = "/v2/schemas/metadefs/object"
-        view["self"] = f"/v2/metadefs/namespaces/{ns.namespace}/objects/{item.name}"
-    return view
 
 
 def _named(kind: str, req: Request) -> tuple[str, dict[str, Any]]:
@@ -78,16 +68,16 @@ def _handlers(kind: str) -> list[Route]:
             enforce(req, every)
             found = items.list_items(conn, kind, ns)
         if kind == "property":
-            return json_response({"properties": {i.name: _view(kind, ns, i) for i in found},
+            return json_response({"properties": {i.name: item_view(kind, ns, i) for i in found},
                                   "schema": "/v2/schemas/metadefs/properties"})
-        return json_response({_PLURAL[kind]: [_view(kind, ns, i) for i in found],
+        return json_response({_PLURAL[kind]: [item_view(kind, ns, i) for i in found],
                               "schema": f"/v2/schemas/metadefs/{_PLURAL[kind]}"})
 
     def shown(req: Request) -> Response:
         with req.app.db.read() as conn:
             ns = md.get(conn, req.params["namespace"], req.context)
             enforce(req, one)
-            return json_response(_view(kind, ns, items.get(conn, kind, ns,
+            return json_response(item_view(kind, ns, items.get(conn, kind, ns,
                                                            req.params["name"])))
 
     def created(req: Request) -> Response:
@@ -133,7 +123,7 @@ def _write(req: Request, action: str,
             item = change(conn, ns)
     except sqlalchemy.exc.IntegrityError as exc:
         raise duplicate_race(exc) from None
-    return json_response(_view(kind, ns, item), status=status)
+    return json_response(item_view(kind, ns, item), status=status)
 
 
 def create_tag(req: Request) -> Response:

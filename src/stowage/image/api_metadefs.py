@@ -4,7 +4,8 @@
                                                        marker, sort_key, sort_dir
     POST   /v2/metadefs/namespaces                    201 (with nested associations,
                                                        properties, objects, tags)
-    GET    /v2/metadefs/namespaces/{ns}               with what it holds
+    GET    /v2/metadefs/namespaces/{ns}               with what it holds (?resource_type:
+                                                       property names with its prefix)
     PUT    /v2/metadefs/namespaces/{ns}               every attribute replaced
     DELETE /v2/metadefs/namespaces/{ns}               204; 403 when protected
     GET    /v2/metadefs/resource_types
@@ -20,7 +21,6 @@ api_metadef_items.py.
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -32,19 +32,16 @@ from stowage.image import metadef_items as items
 from stowage.image import metadefs as md
 from stowage.image import policy
 from stowage.image.metadef_schemas import body_of
+from stowage.image.metadef_views import association_view, full_view, namespace_view, stamp
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
-__all__ = ["ROUTES", "stamp", "namespace_view", "enforce", "duplicate_race"]
+__all__ = ["ROUTES", "enforce", "duplicate_race"]
 
 _SORT_KEYS = ("created_at", "updated_at", "namespace")
 # Glance's limit_param_default and api_limit_max.
 _LIMIT_DEFAULT, _LIMIT_MAX = 25, 1000
-
-
-def stamp(value: datetime.datetime | None) -> str | None:
-    return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def enforce(req: Request, action: str) -> None:
@@ -56,36 +53,6 @@ def duplicate_race(exc: sqlalchemy.exc.IntegrityError) -> Conflict:
     """Two writers inserting the same name: the loser's unique violation, as a 409."""
     return Conflict(f"Conflict: a metadata definition of that name already exists "
                     f"({type(exc.orig).__name__}).")
-
-
-def association_view(a: md.Association) -> dict[str, Any]:
-    view = {"name": a.name, "prefix": a.prefix, "properties_target": a.properties_target,
-            "created_at": stamp(a.created_at), "updated_at": stamp(a.updated_at)}
-    return {k: v for k, v in view.items() if v is not None}
-
-
-def namespace_view(ns: md.Namespace) -> dict[str, Any]:
-    view = {"namespace": ns.namespace, "display_name": ns.display_name,
-            "description": ns.description, "visibility": ns.visibility,
-            "protected": ns.protected, "owner": ns.owner,
-            "created_at": stamp(ns.created_at), "updated_at": stamp(ns.updated_at),
-            "schema": "/v2/schemas/metadefs/namespace",
-            "self": f"/v2/metadefs/namespaces/{ns.namespace}"}
-    return {k: v for k, v in view.items() if v is not None}
-
-
-def _full_view(conn: Connection, ns: md.Namespace) -> dict[str, Any]:
-    """A namespace with what it holds (each kind shown only when it has some)."""
-    view = namespace_view(ns)
-    held: dict[str, Any] = {
-        "resource_type_associations": [association_view(a)
-                                       for a in md.associations(conn, ns)],
-        "properties": {p.name: {"name": p.name, **p.body}
-                       for p in items.list_items(conn, "property", ns)},
-        "objects": [{"name": o.name, **o.body} for o in items.list_items(conn, "object", ns)],
-        "tags": [{"name": t.name} for t in items.list_items(conn, "tag", ns)],
-    }
-    return {**view, **{k: v for k, v in held.items() if v}}
 
 
 def _int_param(req: Request, name: str, default: int) -> int:
@@ -159,7 +126,7 @@ def create_namespace(req: Request) -> Response:
         with req.app.db.write() as conn:
             ns = md.create(conn, body, req.context)
             _create_held(conn, ns, body)
-            shown = _full_view(conn, ns)
+            shown = full_view(conn, ns)
     except sqlalchemy.exc.IntegrityError as exc:
         raise duplicate_race(exc) from None
     where = req.url(f"{_NS}/{quote(ns.namespace, safe=':')}")
@@ -170,7 +137,7 @@ def show_namespace(req: Request) -> Response:
     with req.app.db.read() as conn:
         ns = md.get(conn, req.params["namespace"], req.context)
         enforce(req, "get_metadef_namespace")
-        return json_response(_full_view(conn, ns))
+        return json_response(full_view(conn, ns, _one(req, "resource_type")))
 
 
 def update_namespace(req: Request) -> Response:
