@@ -71,6 +71,10 @@ def test_namespace_lifecycle(admin: httpx.Client) -> None:
     assert as_image["objects"][0]["required"] == ["hw_p1"]
     as_flavor = admin.get(f"{NS}/ns-life", params={"resource_type": "OS::Nova::Flavor"}).json()
     assert list(as_flavor["properties"]) == ["p1"]
+    image_rt = {"resource_type": "OS::Glance::Image"}
+    one = admin.get(f"{NS}/ns-life/properties/hw_p1", params=image_rt)
+    assert (one.status_code, one.json()["name"]) == (200, "p1")
+    assert admin.get(f"{NS}/ns-life/properties/p1", params=image_rt).status_code == 404
     assert names(admin, resource_types="OS::Glance::Image") == ["ns-life"]
     assert admin.delete(f"{NS}/ns-loc").status_code == 204
     assert names(admin, resource_types="OS::Nova::Flavor") == []
@@ -184,6 +188,9 @@ def test_duplicates_and_bad_input_change_nothing(admin: httpx.Client) -> None:
     assert names(admin) == ["ns-dup"]
     assert admin.get(f"{NS}/nope").status_code == 404
     assert admin.get(f"{NS}/nope/objects").status_code == 404
+    hidden = admin.get(f"{NS}/nope/properties")
+    assert hidden.status_code == 404
+    assert "Namespace nope not found" in hidden.text
     assert admin.get(f"{NS}/ns-dup/objects/nope").status_code == 404
     assert admin.put(f"{NS}/nope", json={"namespace": "nope"}).status_code == 404
     make(admin, "ns-other")

@@ -21,10 +21,12 @@ from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy.exc
+from sqlalchemy.engine import Connection
 
+from stowage.errors import NotFound
 from stowage.image import metadef_items as items
 from stowage.image import metadefs as md
-from stowage.image.api_metadefs import duplicate_race, enforce
+from stowage.image.api_metadefs import duplicate_race, enforce, namespace_of
 from stowage.image.metadef_schemas import body_of, validate
 from stowage.image.metadef_views import item_view
 from stowage.web.body import InvalidJSON, load_json
@@ -58,13 +60,27 @@ def _named(kind: str, req: Request) -> tuple[str, dict[str, Any]]:
     return name, {k: v for k, v in body.items() if k != "name"}
 
 
+def _unprefixed(conn: Connection, ns: md.Namespace, name: str, resource_type: str) -> str:
+    """Glance's `GET .../properties/{name}?resource_type=X`: `name` as X knows it, the
+    prefix of the namespace's association to X taken off."""
+    linked = next((a for a in md.associations(conn, ns) if a.name == resource_type), None)
+    if linked is None:
+        raise NotFound(f"The metadata definition resource-type association of resource-type="
+                       f"{resource_type} to namespace={ns.namespace}, was not found.")
+    prefix = linked.prefix
+    if not prefix or not name.startswith(prefix):
+        raise NotFound(f"Property {name} does not start with the expected resource type "
+                       f"association prefix of '{prefix}'.")
+    return name[len(prefix):]
+
+
 def _handlers(kind: str) -> list[Route]:
     one, every, add, modify, remove, clear = _RULES[kind]
     base = f"/v2/metadefs/namespaces/{{namespace}}/{_PLURAL[kind]}"
 
     def listed(req: Request) -> Response:
         with req.app.db.read() as conn:
-            ns = md.get(conn, req.params["namespace"], req.context)
+            ns = namespace_of(req, conn, short=kind == "property")
             enforce(req, every)
             found = items.list_items(conn, kind, ns)
         if kind == "property":
@@ -75,10 +91,12 @@ def _handlers(kind: str) -> list[Route]:
 
     def shown(req: Request) -> Response:
         with req.app.db.read() as conn:
-            ns = md.get(conn, req.params["namespace"], req.context)
+            ns = namespace_of(req, conn, short=kind == "property")
             enforce(req, one)
-            return json_response(item_view(kind, ns, items.get(conn, kind, ns,
-                                                           req.params["name"])))
+            name = req.params["name"]
+            if kind == "property" and req.query_values("resource_type"):
+                name = _unprefixed(conn, ns, name, req.query_values("resource_type")[-1])
+            return json_response(item_view(kind, ns, items.get(conn, kind, ns, name)))
 
     def created(req: Request) -> Response:
         name, body = _named(kind, req)
@@ -92,14 +110,14 @@ def _handlers(kind: str) -> list[Route]:
 
     def deleted(req: Request) -> Response:
         with req.app.db.write() as conn:
-            ns = md.get_for_update(conn, req.params["namespace"], req.context)
+            ns = namespace_of(req, conn, lock=True, short=kind == "property")
             enforce(req, remove)
             items.delete(conn, kind, ns, req.params["name"])
         return empty_response(204)
 
     def cleared(req: Request) -> Response:
         with req.app.db.write() as conn:
-            ns = md.get_for_update(conn, req.params["namespace"], req.context)
+            ns = namespace_of(req, conn, lock=True)
             enforce(req, clear)
             items.delete_all(conn, kind, ns)
         return empty_response(204)
@@ -118,7 +136,7 @@ def _write(req: Request, action: str,
     """Run `change` on the locked namespace after `action`'s rule; duplicates are 409."""
     try:
         with req.app.db.write() as conn:
-            ns = md.get_for_update(conn, req.params["namespace"], req.context)
+            ns = namespace_of(req, conn, lock=True, short=kind == "property")
             enforce(req, action)
             item = change(conn, ns)
     except sqlalchemy.exc.IntegrityError as exc:

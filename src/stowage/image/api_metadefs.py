@@ -27,7 +27,7 @@ from urllib.parse import quote, urlencode
 import sqlalchemy.exc
 from sqlalchemy.engine import Connection
 
-from stowage.errors import Conflict
+from stowage.errors import Conflict, NotFound
 from stowage.image import metadef_items as items
 from stowage.image import metadefs as md
 from stowage.image import policy
@@ -37,7 +37,7 @@ from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
 from stowage.web.routing import Route
 
-__all__ = ["ROUTES", "enforce", "duplicate_race"]
+__all__ = ["ROUTES", "enforce", "namespace_of", "duplicate_race"]
 
 _SORT_KEYS = ("created_at", "updated_at", "namespace")
 # Glance's limit_param_default and api_limit_max.
@@ -47,6 +47,19 @@ _LIMIT_DEFAULT, _LIMIT_MAX = 25, 1000
 def enforce(req: Request, action: str) -> None:
     if not req.app.enforcer.allowed(action, req.context, req.context.policy_target()):
         raise policy.denied(action)
+
+
+def namespace_of(req: Request, conn: Connection, *, lock: bool = False,
+                 short: bool = False) -> md.Namespace:
+    """The path's namespace (its row locked with `lock`). Glance's property and
+    resource-type routes say "Namespace <name> not found" when it is not visible."""
+    name = req.params["namespace"]
+    try:
+        return (md.get_for_update if lock else md.get)(conn, name, req.context)
+    except NotFound:
+        if short:
+            raise NotFound(f"Namespace {name} not found") from None
+        raise
 
 
 def duplicate_race(exc: sqlalchemy.exc.IntegrityError) -> Conflict:
@@ -171,7 +184,7 @@ def list_resource_types(req: Request) -> Response:
 
 def list_associations(req: Request) -> Response:
     with req.app.db.read() as conn:
-        ns = md.get(conn, req.params["namespace"], req.context)
+        ns = namespace_of(req, conn, short=True)
         enforce(req, "get_metadef_resource_type")
         found = md.associations(conn, ns)
     return json_response({"resource_type_associations": [association_view(a)
@@ -182,7 +195,7 @@ def create_association(req: Request) -> Response:
     body = body_of(req, "resource_type")
     try:
         with req.app.db.write() as conn:
-            ns = md.get_for_update(conn, req.params["namespace"], req.context)
+            ns = namespace_of(req, conn, lock=True, short=True)
             enforce(req, "add_metadef_resource_type_association")
             made = md.associate(conn, ns, body["name"], body.get("prefix"),
                                 body.get("properties_target"))
@@ -193,7 +206,7 @@ def create_association(req: Request) -> Response:
 
 def delete_association(req: Request) -> Response:
     with req.app.db.write() as conn:
-        ns = md.get_for_update(conn, req.params["namespace"], req.context)
+        ns = namespace_of(req, conn, lock=True, short=True)
         enforce(req, "remove_metadef_resource_type_association")
         md.dissociate(conn, ns, req.params["name"])
     return empty_response(204)
