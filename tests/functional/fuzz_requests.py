@@ -330,6 +330,47 @@ _COMPUTE: dict[str, Spec] = {
         {"network_id": ("net.tenant", "uuid.new")}),
 }
 
+# Metadata definitions: the seeded namespace fz-ns and what it holds (admins write).
+_MDNS = ("mdns.1", "mdns.new")
+_MD = "/v2/metadefs/namespaces/{namespace}"
+_MD_PROP = {"name": Ref("md.new"), "title": "fz", "type": "string", "enum": ["a"]}
+_METADEFS: dict[str, Spec] = {
+    "POST /v2/metadefs/namespaces": Spec(bodies=[
+        {"namespace": Ref("mdns.new"), "visibility": "public", "protected": False,
+         "display_name": "fz", "description": "fz", "tags": [{"name": "t"}],
+         "resource_type_associations": [{"name": Ref("rtype.new"), "prefix": "hw_"}],
+         "objects": [{"name": "o", "required": ["p"]}],
+         "properties": {"p": {"title": "p", "type": "integer", "minimum": 0}}}]),
+    f"PUT {_MD}": Spec({"namespace": _MDNS}, [
+        {"namespace": Ref("mdns.1"), "visibility": "private", "protected": True}]),
+    f"DELETE {_MD}": Spec({"namespace": _MDNS}),
+    f"POST {_MD}/resource_types": Spec({"namespace": _MDNS}, [
+        {"name": Ref("rtype.new"), "prefix": "fz_", "properties_target": "image"}]),
+    f"DELETE {_MD}/resource_types/{{name}}": Spec(
+        {"namespace": _MDNS, "name": ("rtype.1", "rtype.new")}),
+    f"POST {_MD}/objects": Spec({"namespace": _MDNS}, [
+        {"name": Ref("md.new"), "description": "fz", "required": ["p"],
+         "properties": {"p": {"title": "p", "type": "string"}}}]),
+    f"PUT {_MD}/objects/{{name}}": Spec({"namespace": _MDNS, "name": ("md.obj", "md.new")},
+                                        [{"name": Ref("md.new"), "description": "fz"}]),
+    f"DELETE {_MD}/objects/{{name}}": Spec({"namespace": _MDNS,
+                                            "name": ("md.obj", "md.new")}),
+    f"DELETE {_MD}/objects": Spec({"namespace": _MDNS}),
+    f"POST {_MD}/properties": Spec({"namespace": _MDNS}, [_MD_PROP]),
+    f"PUT {_MD}/properties/{{name}}": Spec({"namespace": _MDNS,
+                                            "name": ("md.prop", "md.new")}, [_MD_PROP]),
+    f"DELETE {_MD}/properties/{{name}}": Spec({"namespace": _MDNS,
+                                               "name": ("md.prop", "md.new")}),
+    f"DELETE {_MD}/properties": Spec({"namespace": _MDNS}),
+    f"POST {_MD}/tags": Spec({"namespace": _MDNS}, [{"tags": [{"name": Ref("md.new")},
+                                                              {"name": "fz-b"}]}]),
+    f"POST {_MD}/tags/{{name}}": Spec({"namespace": _MDNS, "name": ("md.new", "md.tag")}),
+    f"PUT {_MD}/tags/{{name}}": Spec({"namespace": _MDNS, "name": ("md.tag", "md.new")},
+                                     [{"name": Ref("md.new")}]),
+    f"DELETE {_MD}/tags/{{name}}": Spec({"namespace": _MDNS, "name": ("md.tag", "md.new")}),
+    f"DELETE {_MD}/tags": Spec({"namespace": _MDNS}),
+}
+
 _IMAGE: dict[str, Spec] = {
     "POST /v2/images": Spec(bodies=[
         {"name": "fz-new", "id": Ref("uuid.new"), "disk_format": "qcow2",
@@ -366,6 +407,7 @@ _IMAGE: dict[str, Spec] = {
     "POST /v2/tasks": Spec(bodies=[{"type": "import", "input": {
         "import_from": "http://example.com/fz.qcow2", "import_from_format": "qcow2",
         "image_properties": {"name": "fz-task"}}}]),
+    **_METADEFS,
 }
 
 # The seeded records a path names, and one that does not exist. Hypothesis draws the first

@@ -17,6 +17,7 @@ fuzzed paths and bodies hit real records::
       flavors fz-small 1/512/1 (extra spec hw:cpu_policy), fz-big 2/1024/2,
               fz-private (access: fuzzproj)
       image fz-image (public); fz-shared (shared, queued; member fuzzproj, pending)
+      metadef namespace fz-ns (public; OS::Glance::Image; fz-obj, fz-prop, fz-tag)
       key pair fz-key (user fuzzer, an ed25519 ssh key)
 
       network fz-provider  vlan physnet0/100, shared (fuzzproj)
@@ -46,6 +47,7 @@ import sqlalchemy as sa
 
 from stowage.compute import tables as compute_tables
 from stowage.compute.hosts import HostConfig
+from stowage.image import metadefs
 from stowage.image import tables as image_tables
 from stowage.network import tables as network_tables
 from stowage.placement import changes
@@ -83,6 +85,9 @@ _FIXED = {
     "mac.plain": "fa:16:3e:00:00:01", "quota.class": "default", "aggregate.missing": "99999",
     "keypair.1": "fz-key", "keypair.new": "fz-new", "meta.key": "fz", "meta.new": "fz-new",
     "tag.1": "fz", "tag.new": "fz-new", "member.1": PROJECT, "member.new": "fz-new-project",
+    "mdns.1": "fz-ns", "mdns.new": "fz-ns-new", "md.obj": "fz-obj", "md.prop": "fz-prop",
+    "md.tag": "fz-tag", "md.new": "fz-md-new", "rtype.1": "OS::Glance::Image",
+    "rtype.new": "OS::Nova::Flavor",
     "ssh.public": "ssh-ed25519 "
                   "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl",
 }
@@ -131,6 +136,7 @@ class World:
                 self.client("compute", "member", "compute latest") as member, \
                 self.client("image") as image:
             self._seed_compute(admin, member, image)
+            self._seed_metadefs(image)
         with self.client("network") as admin, self.client("network", "member") as member:
             self._seed_network(admin, member)
         self.settle()
@@ -195,6 +201,17 @@ class World:
                             refs["rp.child"]: {"resources": {refs["rc.custom"]: 1}}},
             "project_id": PROJECT, "user_id": "fuzzer", "consumer_generation": None,
             "consumer_type": "INSTANCE"}))
+
+    def _seed_metadefs(self, image: httpx.Client) -> None:
+        """Namespace fz-ns (public; OS::Glance::Image; fz-obj, fz-prop, fz-tag), and the
+        standard resource types the service seeds when it starts."""
+        metadefs.seed_resource_types(self.live.db)
+        refs = self.refs
+        ok(image.post("/v2/metadefs/namespaces", json={
+            "namespace": refs["mdns.1"], "visibility": "public",
+            "resource_type_associations": [{"name": refs["rtype.1"]}],
+            "objects": [{"name": refs["md.obj"]}], "tags": [{"name": refs["md.tag"]}],
+            "properties": {refs["md.prop"]: {"title": "fz", "type": "string"}}}))
 
     def _seed_compute(self, admin: httpx.Client, member: httpx.Client,
                       image: httpx.Client) -> None:

@@ -13,7 +13,17 @@ import sqlalchemy.exc
 from stowage.config import Settings
 from stowage.db import Database
 from stowage.identity.middleware import authenticator_for, challenge_for
-from stowage.image import api_import, api_members, api_tasks, data, policy
+from stowage.image import (
+    api_import,
+    api_members,
+    api_metadef_items,
+    api_metadefs,
+    api_tasks,
+    data,
+    metadef_schemas,
+    metadefs,
+    policy,
+)
 from stowage.image.api import PUBLIC_PATHS, ROUTES
 from stowage.policy import Enforcer
 from stowage.web.app import ServiceApp, ServiceSpec
@@ -36,8 +46,10 @@ class ImageState:
     enforcer: Enforcer
 
 
-# Every route of the Image service: images and their data, members, import, tasks.
-ALL_ROUTES = [*ROUTES, *api_members.ROUTES, *api_import.ROUTES, *api_tasks.ROUTES]
+# Every route of the Image service: images and their data, members, import, tasks,
+# metadata definitions.
+ALL_ROUTES = [*ROUTES, *api_members.ROUTES, *api_import.ROUTES, *api_tasks.ROUTES,
+              *api_metadefs.ROUTES, *api_metadef_items.ROUTES, *metadef_schemas.ROUTES]
 
 
 def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:
@@ -63,4 +75,9 @@ def build_app(settings: Settings, db: Database) -> ServiceApp:
         data.recover(db, settings)
     except sqlalchemy.exc.DBAPIError as exc:  # e.g. a database not migrated yet
         LOG.warning("image uploads not recovered: %s", exc.orig)
+    # What `glance-manage db_load_metadefs` gives a new Glance: the standard resource types.
+    try:
+        metadefs.seed_resource_types(db)
+    except sqlalchemy.exc.DBAPIError as exc:
+        LOG.warning("metadata definition resource types not seeded: %s", exc.orig)
     return ServiceApp(spec, ImageState(settings, db, policy.enforcer(settings.policy)))

@@ -25,6 +25,11 @@ remove them (`add_member`, `delete_member`), the owner's readers and the
 member itself see them (`get_member(s)`), and only the member answers
 (`modify_member`: `member_id` is the caller's project when it is one). Tasks
 (image/api_tasks.py) need `tasks_api_access`, an admin's.
+
+Metadata definitions (image/api_metadefs.py), as Glance's secure-RBAC
+defaults: every `get_metadef_*` rule is `metadef_default` (anyone), every
+write `metadef_admin` (admins); which namespaces one sees is the records'
+to decide (metadefs.py: public ones and one's project's).
 """
 
 from __future__ import annotations
@@ -84,6 +89,21 @@ IMAGE_RULES: dict[str, tuple[str, str | None]] = {
     "add_task": (_LEGACY, None),
     "modify_task": (_LEGACY, None),
     "tasks_api_access": (ADMIN, None),
+    **{name: ("rule:metadef_default", None) for name in (
+        "get_metadef_namespace", "get_metadef_namespaces", "get_metadef_object",
+        "get_metadef_objects", "get_metadef_property", "get_metadef_properties",
+        "get_metadef_tag", "get_metadef_tags", "list_metadef_resource_types",
+        "get_metadef_resource_type")},
+    **{name: ("rule:metadef_admin", None) for name in (
+        "add_metadef_namespace", "modify_metadef_namespace", "delete_metadef_namespace",
+        "add_metadef_object", "modify_metadef_object", "delete_metadef_object",
+        "add_metadef_property", "modify_metadef_property", "remove_metadef_property",
+        "add_metadef_tag", "add_metadef_tags", "modify_metadef_tag", "delete_metadef_tag",
+        "delete_metadef_tags", "add_metadef_resource_type_association",
+        "remove_metadef_resource_type_association")},
+    # Metadata definitions (api_metadefs.py): anyone reads what they may see, admins write.
+    "metadef_default": ("", None),
+    "metadef_admin": (ADMIN, None),
 }
 
 

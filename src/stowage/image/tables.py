@@ -1,4 +1,5 @@
-"""SQLAlchemy Core tables of the Image service: image records, their members and tasks.
+"""SQLAlchemy Core tables of the Image service: image records, their members and tasks,
+and Glance's metadata definitions (metadefs.py).
 
 Properties that the API shows as top-level keys but that have no column of
 their own (`trait:...`, `hw_...`, anything a user adds) live in `properties`.
@@ -10,7 +11,9 @@ import sqlalchemy as sa
 
 from stowage.placement.tables import exact_string
 
-__all__ = ["metadata", "images", "image_members", "image_tasks"]
+__all__ = ["metadata", "images", "image_members", "image_tasks", "metadef_namespaces",
+           "metadef_resource_types", "metadef_associations", "metadef_objects",
+           "metadef_properties", "metadef_tags"]
 
 metadata = sa.MetaData()
 
@@ -69,3 +72,59 @@ image_tasks = sa.Table(
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.Column("updated_at", sa.DateTime, nullable=False),
 )
+
+# Glance's metadata definitions (image/metadefs.py): namespaces, and what each holds.
+# Children name their namespace by its integer id, so that renaming a namespace moves
+# nothing; deleting one deletes its children in the same transaction.
+metadef_namespaces = sa.Table(
+    "metadef_namespaces", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("namespace", exact_string(80), nullable=False, unique=True),
+    sa.Column("display_name", sa.String(80), nullable=True),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("visibility", sa.String(32), nullable=False),
+    sa.Column("protected", sa.Boolean, nullable=False),
+    sa.Column("owner", exact_string(255), nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+)
+
+metadef_resource_types = sa.Table(
+    "metadef_resource_types", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", exact_string(80), nullable=False, unique=True),
+    sa.Column("protected", sa.Boolean, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+)
+
+metadef_associations = sa.Table(
+    "metadef_namespace_resource_types", metadata,
+    sa.Column("namespace_id", sa.Integer, primary_key=True),
+    sa.Column("resource_type_id", sa.Integer, primary_key=True),
+    sa.Column("prefix", sa.String(80), nullable=True),
+    sa.Column("properties_target", sa.String(80), nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=True),
+)
+
+
+def _member_table(name: str, *extra: sa.Column[object]) -> sa.Table:
+    """Objects, properties and tags: a name unique within its namespace, and a body."""
+    return sa.Table(
+        name, metadata,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("namespace_id", sa.Integer, nullable=False),
+        sa.Column("name", exact_string(80), nullable=False),
+        *extra,
+        sa.Column("created_at", sa.DateTime, nullable=False),
+        sa.Column("updated_at", sa.DateTime, nullable=True),
+        sa.UniqueConstraint("namespace_id", "name", name=f"uq_{name}_namespace_name"),
+    )
+
+
+# `body`: an object's description, required and properties; a property's JSON schema.
+metadef_objects = _member_table("metadef_objects", sa.Column("body", sa.JSON, nullable=False))
+metadef_properties = _member_table("metadef_properties",
+                                   sa.Column("body", sa.JSON, nullable=False))
+metadef_tags = _member_table("metadef_tags")
