@@ -1,7 +1,7 @@
 """Glance's metadata definitions: namespaces, resource types and their associations,
 and the objects, properties and tags a namespace holds (image/metadefs.py).
 
-Revision ID: 0030
+Revision ID: 0029
 Revises: 0028
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
 
-revision = "0030"
+revision = "0029"
 down_revision = "0028"
 branch_labels = None
 depends_on = None
