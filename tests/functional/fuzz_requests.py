@@ -474,6 +474,7 @@ _L3: dict[str, Spec] = {
 
 
 _POOL = ("pool.used", "pool.free", "uuid.new")
+_AGENT = ("agent.1", "agent.2", "uuid.new")
 
 
 def _tag_specs(collection: str, ids: Sequence[str]) -> dict[str, Spec]:
@@ -646,6 +647,11 @@ _NETWORK: dict[str, Spec] = {
             {"subnetpool": {"is_default": True, "min_prefixlen": 20}}]),
     "DELETE /v2.0/subnetpools/{subnetpool_id}": Spec({"subnetpool_id": _POOL},
                                                      caller="member", if_match=True),
+    # Agents (extension agent): admins only.
+    "PUT /v2.0/agents/{agent_id}": Spec({"agent_id": _AGENT}, bodies=[
+        {"agent": {"admin_state_up": False, "description": "fuzzed"}},
+        {"agent": {"admin_state_up": True, "description": None}}]),
+    "DELETE /v2.0/agents/{agent_id}": Spec({"agent_id": _AGENT}),
     **{key: spec for collection, ids in (
         ("networks", _NET), ("subnets", _SUBNET), ("ports", _PORT),
         ("security-groups", _SG), ("routers", _ROUTER), ("floatingips", _FIP),

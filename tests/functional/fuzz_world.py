@@ -298,6 +298,7 @@ class World:
         self._seed_security_groups(member)
         self._seed_l3(admin, member)
         self._seed_subnetpools(member)
+        self._seed_agents(admin)
 
     def _seed_l3(self, admin: httpx.Client, member: httpx.Client) -> None:
         """An external network, a router from it to the tenant subnet, a bare router, a
@@ -322,6 +323,13 @@ class World:
             "floating_network_id": refs["net.public"],
             "port_id": refs["port.tenant"]}}))["floatingip"]
         refs["fip.1"], refs["fip.1.address"] = fip["id"], fip["floating_ip_address"]
+
+    def _seed_agents(self, admin: httpx.Client) -> None:
+        """`agent.1`, `agent.2`: L2 agents of the seeded compute hosts (extension agent)."""
+        found = ok(admin.get("/v2.0/agents"))["agents"]
+        ids = [a["id"] for a in found if a["host"] in (self.refs["host.1"], self.refs["host.2"])]
+        assert len(ids) >= 2, found
+        self.refs["agent.1"], self.refs["agent.2"] = ids[0], ids[1]
 
     def _seed_subnetpools(self, member: httpx.Client) -> None:
         """`pool.used` (a subnet of net.tenant was allocated from it) and `pool.free`."""

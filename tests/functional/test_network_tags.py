@@ -6,8 +6,10 @@ writers."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import httpx
+import sqlalchemy as sa
 
 from tests.functional import networking as nw
 from tests.functional.conftest import MEMBER, READER, LiveServer, api_client
@@ -19,8 +21,17 @@ def _records(client: httpx.Client) -> dict[str, str]:
     port = nw.port(client, net["id"])
     group = nw.made(client.post("/v2.0/security-groups", json={"security_group": {
         "name": "web"}}), "security_group")
+    router = nw.made(client.post("/v2.0/routers", json={"router": {"name": "r"}}), "router")
     return {"networks": net["id"], "subnets": sub["id"], "ports": port["id"],
-            "security-groups": group["id"]}
+            "security-groups": group["id"], "routers": router["id"],
+            "floatingips": _floating_ip(client)["id"]}
+
+
+def _floating_ip(client: httpx.Client) -> dict[str, Any]:
+    public = nw.network(client, "public", **{"router:external": True})
+    nw.subnet(client, public["id"], cidr="172.24.4.0/24")
+    return nw.made(client.post("/v2.0/floatingips", json={"floatingip": {
+        "floating_network_id": public["id"]}}), "floatingip")
 
 
 def test_tag_routes_on_every_resource(network: httpx.Client) -> None:
@@ -152,3 +163,28 @@ def test_ports_tagged_at_creation(network: httpx.Client) -> None:
     message = nw.neutron_error(network.put(f"/v2.0/ports/{one['id']}", json={"port": {
         "tags": ["z"]}}), 400, "HTTPBadRequest")
     assert "tags" in message
+
+
+def test_routers_and_floating_ips_take_tags(live_stowage: LiveServer,
+                                            network: httpx.Client) -> None:
+    """Tags shown on show/list/update, tag filters on their lists, forgotten on delete."""
+    fip = _floating_ip(network)
+    routers = [nw.made(network.post("/v2.0/routers", json={"router": {"name": n}}), "router")
+               for n in ("r1", "r2")]
+    for kind, record_id in (("routers", routers[0]["id"]), ("floatingips", fip["id"])):
+        assert network.put(f"/v2.0/{kind}/{record_id}/tags",
+                           json={"tags": ["red", "blue"]}).status_code == 200
+        shown = next(iter(network.get(f"/v2.0/{kind}/{record_id}").json().values()))
+        assert sorted(shown["tags"]) == ["blue", "red"]
+        listed = network.get(f"/v2.0/{kind}", params={"tags": "red,blue"}).json()[kind]
+        assert [r["id"] for r in listed] == [record_id]
+        assert network.get(f"/v2.0/{kind}", params={"not-tags-any": "red"}).json()[kind] \
+            == ([] if kind == "floatingips" else [r for r in network.get(
+                f"/v2.0/{kind}").json()[kind] if r["id"] == routers[1]["id"]])
+    renamed = network.put(f"/v2.0/routers/{routers[0]['id']}", json={"router": {
+        "name": "r1b"}}).json()["router"]
+    assert sorted(renamed["tags"]) == ["blue", "red"]
+    assert network.delete(f"/v2.0/routers/{routers[0]['id']}").status_code == 204
+    assert network.delete(f"/v2.0/floatingips/{fip['id']}").status_code == 204
+    with live_stowage.db.read() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM network_tags")).scalar() == 0

@@ -13,7 +13,14 @@ from pathlib import Path
 import yaml
 
 from stowage.config import ComputeSettings
-from tests.tempest.cloud import IDENTITY_ADMIN, NETWORK, PASSWORD, PUBLIC_NETWORK, Cloud
+from tests.tempest.cloud import (
+    IDENTITY_ADMIN,
+    NETWORK,
+    PASSWORD,
+    PUBLIC_NETWORK,
+    Account,
+    Cloud,
+)
 
 __all__ = ["prepare"]
 
@@ -46,9 +53,19 @@ def _ini(sections: dict[str, dict[str, object]]) -> str:
     return "\n".join(out)
 
 
+def _alt_last(account: Account) -> bool:
+    """Whether Tempest must not hand `account` out as an untyped credential."""
+    return account.roles == ("reader",)
+
+
 def _accounts_yaml(cloud: Cloud) -> str:
+    """Tempest's accounts file. Its `alt` credential asks for no role, and Tempest
+    then hands out the first free non-admin account in file order (preprov_creds.py),
+    so reader-only accounts go last: `alt` is always a member or manager (it shares
+    images and makes ports), while the reader personas still find their reader in
+    the primary's project."""
     entries = []
-    for account in cloud.accounts:
+    for account in sorted(cloud.accounts, key=_alt_last):
         entry: dict[str, object] = {
             "username": account.username, "project_name": account.project,
             "password": PASSWORD, "user_domain_name": "Default",

@@ -27,7 +27,7 @@ MIGRATIONS = Path(__file__).parent / "migrations"
 # The newest revision under migrations/versions (tests/unit/test_schema_head.py holds
 # the two equal). A database already there needs no Alembic: importing it is half a
 # second of every process start, and a deployment starts many processes.
-HEAD = "0029"
+HEAD = "0030"
 
 
 def _alembic_config() -> Config:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stowage.compute.cells import Cells
 from stowage.config import Settings
 from stowage.db import Database
 from stowage.identity.middleware import authenticator_for, challenge_for
@@ -29,7 +30,7 @@ __all__ = ["NetworkState", "build_app", "render_error", "HANDLER_MODULES"]
 # One module per URL noun, in matching order.
 HANDLER_MODULES = ("versions", "networks", "subnets", "ports", "bindings", "qos",
                    "security_groups", "quotas", "routers", "floating_ips", "subnetpools",
-                   "tags")
+                   "tags", "agents")
 # The error `type` Neutron gives a status when no specific exception names one.
 _DEFAULT_TYPES = {400: "HTTPBadRequest", 401: "HTTPUnauthorized", 403: "HTTPForbidden",
                   404: "HTTPNotFound", 405: "HTTPMethodNotAllowed", 406: "HTTPNotAcceptable",
@@ -47,6 +48,9 @@ class NetworkState:
     enforcer: Enforcer
     # How Compute hears of a bound port's deletion (compute_events.py); None: nobody to tell.
     notify: Notify | None = None
+    # Where the compute hosts' services are, whose L2 agents /v2.0/agents shows (agents.py);
+    # opened on the first agents request.
+    cells: Cells | None = None
 
 
 def render_error(req: Request, err: HTTPError, versioned: bool) -> Response:

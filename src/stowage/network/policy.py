@@ -206,13 +206,16 @@ _FLOATING_IPS: Rules = {
 _QUOTAS: Rules = {name: (ADMIN, _LEGACY_ADMIN)
                   for name in ("get_quota", "update_quota", "delete_quota")}
 
+# Agents (neutron/conf/policies/agent.py): admins only; the others list none.
+_AGENTS: Rules = {name: (ADMIN, _LEGACY_ADMIN)
+                  for name in ("get_agent", "update_agent", "delete_agent")}
+
 # Tags (standard-attr-tag): `get_<collection>_tags` as reading the record,
-# `create_/update_/delete_<collection>_tags` as changing it (neutron/conf/policies/*.py);
-# routers, floating IPs and subnet pools, whose records other modules serve, have
-# Neutron's project reader / member defaults.
+# `create_/update_/delete_<collection>_tags` as changing it (neutron/conf/policies/*.py).
 TAGGED_COLLECTIONS = ("networks", "subnets", "ports", "security_groups", "routers",
                       "floatingips", "subnetpools")
-_SERVED = {**_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS, **_SUBNETPOOLS}
+_SERVED = {**_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS, **_SUBNETPOOLS,
+           **_ROUTERS, **_FLOATING_IPS}
 
 
 def _tag_rules() -> Rules:
@@ -229,7 +232,7 @@ def _tag_rules() -> Rules:
 
 NETWORK_RULES: Rules = {**_BASE, **_NETWORKS, **_SUBNETS, **_PORTS, **_SECURITY_GROUPS,
                         **_QOS, **_ROUTERS, **_FLOATING_IPS, **_QUOTAS, **_SUBNETPOOLS,
-                        **_tag_rules()}
+                        **_AGENTS, **_tag_rules()}
 
 
 def enforcer(settings: PolicySettings) -> Enforcer:

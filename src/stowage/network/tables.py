@@ -43,7 +43,8 @@ __all__ = ["metadata", "qos_policies", "qos_minimum_bandwidth_rules", "networks"
            "ports", "port_bindings", "ip_allocations", "security_groups",
            "default_security_groups", "security_group_rules", "port_security_groups",
            "network_quotas", "network_quota_holds", "routers", "floatingips", "network_tags",
-           "port_address_pairs", "port_dhcp_options", "subnetpools", "subnetpool_allocations"]
+           "port_address_pairs", "port_dhcp_options", "subnetpools", "subnetpool_allocations",
+           "network_agents"]
 
 metadata = sa.MetaData()
 
@@ -315,4 +316,21 @@ subnetpool_allocations = sa.Table(
     sa.Column("subnetpool_id", exact_string(36), sa.ForeignKey("subnetpools.id"),
               nullable=False),
     sa.Index("ix_subnetpool_allocations_pool", "subnetpool_id"),
+)
+
+# The L2 agents of the compute hosts (agents.py): one row per agent registration.
+network_agents = sa.Table(
+    "network_agents", metadata,
+    sa.Column("id", exact_string(36), primary_key=True),
+    sa.Column("agent_type", sa.String(64), nullable=False),
+    sa.Column("host", exact_string(255), nullable=False),
+    # `host` while the agent is registered, NULL once deleted: one live agent of a type
+    # per host, however many readers register it at once (NULLs never collide).
+    sa.Column("live_host", exact_string(255), nullable=True),
+    sa.Column("admin_state_up", sa.Boolean, nullable=False),
+    sa.Column("description", sa.String(255), nullable=True),
+    sa.Column("created_at", _STAMP, nullable=False),
+    sa.Column("deleted_at", _STAMP, nullable=True),
+    sa.UniqueConstraint("agent_type", "live_host", name="uniq_network_agents_live"),
+    sa.Index("ix_network_agents_host", "host"),
 )

@@ -9,8 +9,7 @@ is the record's table, whose `revision_number` every tag change bumps (as
 Neutron's tags are standard attributes). The tag routes
 (network/api/tags.py) and the `get_/create_/update_/delete_<collection>_tags`
 rules (network/policy.py) exist for every collection in `COLLECTIONS`;
-routers, floating IPs and subnet pools are there already and wait only for
-their `register` call.
+each record kind in it has registered below.
 
 Every write bumps the record's revision first (`standard.lock`), which takes
 its row lock: two writers of one record's tags run one after the other.
@@ -28,7 +27,15 @@ from sqlalchemy.engine import Connection
 from stowage.context import RequestContext
 from stowage.errors import DomainError
 from stowage.network import errors as e
-from stowage.network import networks, ports, security_groups, subnetpools, subnets
+from stowage.network import (
+    floating_ips,
+    networks,
+    ports,
+    routers,
+    security_groups,
+    subnetpools,
+    subnets,
+)
 from stowage.network import tables as t
 from stowage.network.policy import TAGGED_COLLECTIONS
 from stowage.network.standard import lock, try_insert
@@ -181,3 +188,7 @@ register("ports", t.ports, _port)
 register("security_groups", t.security_groups, _group)
 register("subnetpools", t.subnetpools, lambda conn, ctx, record_id: subnetpools.target(
     subnetpools.get(conn, ctx, record_id)))
+register("routers", t.routers, lambda conn, ctx, record_id: routers.target(
+    routers.get(conn, ctx, record_id)))
+register("floatingips", t.floatingips, lambda conn, ctx, record_id: floating_ips.target(
+    floating_ips.get(conn, ctx, record_id)))

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from stowage.network import compute_events, floating_ips, ports
+from stowage.network import compute_events, floating_ips, ports, tags
 from stowage.network.api import common, views
 from stowage.network.api.attributes import (
     DESCRIPTION,
@@ -33,11 +33,11 @@ ATTRS = owned_attrs(
     Attr("subnet_id", uuid_or_none, put=False),
     Attr("port_id", uuid_or_none),
     Attr("fixed_ip_address", ip_address_or_none),
-    *read_only("status", "router_id", "port_details"),
+    *read_only("status", "router_id", "port_details", "tags"),
 )
 FILTERS = ("id", "description", "floating_network_id", "floating_ip_address", "port_id",
            "fixed_ip_address", "router_id", "status", "tenant_id", "project_id",
-           "revision_number")
+           "revision_number", *tags.FILTERS)
 
 
 def _render(conn: Connection, req: Request,
@@ -66,6 +66,7 @@ def list_floating_ips(req: Request) -> Response:
 def show_floating_ip(req: Request) -> Response:
     view = common.read(req, lambda conn: _one(
         conn, req, floating_ips.get(conn, req.context, req.params["floatingip_id"])))
+    view = common.with_tags(req, "floatingips", [view])[0]
     return json_response({"floatingip": common.select_fields(view, common.fields_of(req))})
 
 
@@ -93,7 +94,7 @@ def update_floating_ip(req: Request) -> Response:
             conn, common.guard(req), fip_id, values, expected))
     before, view = common.write(req, work)
     _tell_compute(req, before, view)
-    return json_response({"floatingip": view})
+    return json_response({"floatingip": common.with_tags(req, "floatingips", [view])[0]})
 
 
 def delete_floating_ip(req: Request) -> Response:
@@ -104,7 +105,7 @@ def delete_floating_ip(req: Request) -> Response:
         before = _one(conn, req, floating_ips.get(conn, req.context, fip_id))
         floating_ips.delete(conn, common.guard(req), fip_id, expected)
         return before
-    _tell_compute(req, common.write(req, work))
+    _tell_compute(req, common.deleted(req, "floatingips", fip_id, work))
     return empty_response(204)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stowage.network import router_interfaces, routers
+from stowage.network import router_interfaces, routers, tags
 from stowage.network.api import common, views
 from stowage.network.api.attributes import (
     DESCRIPTION,
@@ -52,10 +52,10 @@ ATTRS = owned_attrs(
     Attr("admin_state_up", boolean),
     Attr("external_gateway_info", _gateway),
     Attr("routes", host_routes, post=False),
-    *read_only("status"),
+    *read_only("status", "tags"),
 )
 FILTERS = ("id", "name", "description", "status", "admin_state_up", "tenant_id",
-           "project_id", "revision_number")
+           "project_id", "revision_number", *tags.FILTERS)
 _INTERFACE = (Attr("subnet_id", uuid_value), Attr("port_id", uuid_value))
 _ROUTES = (Attr("routes", host_routes, required=True),)
 
@@ -63,6 +63,11 @@ _ROUTES = (Attr("routes", host_routes, required=True),)
 def _view(req: Request, router: routers.Router) -> dict[str, Any]:
     """The router less the attributes a `get_router:<attribute>` rule hides."""
     return common.guard(req).shown("get_router", views.router(router), routers.target(router))
+
+
+def _tagged(req: Request, router: routers.Router) -> dict[str, Any]:
+    """The router's view with its `tags` (a single router's answer)."""
+    return common.with_tags(req, "routers", [_view(req, router)])[0]
 
 
 def list_routers(req: Request) -> Response:
@@ -79,7 +84,7 @@ def show_router(req: Request) -> Response:
     found = common.read(req, lambda conn: routers.get(conn, req.context, router_id))
     if not common.guard(req).allows("get_router", routers.target(found)):
         raise routers.missing(router_id)
-    return json_response({"router": common.select_fields(_view(req, found),
+    return json_response({"router": common.select_fields(_tagged(req, found),
                                                          common.fields_of(req))})
 
 
@@ -96,13 +101,14 @@ def update_router(req: Request) -> Response:
     settings = req.app.settings.network
     changed = common.write(req, lambda conn: routers.update(
         conn, common.guard(req), req.params["router_id"], values, expected, settings))
-    return json_response({"router": _view(req, changed)})
+    return json_response({"router": _tagged(req, changed)})
 
 
 def delete_router(req: Request) -> Response:
     expected = common.expected_revision(req)
-    common.write(req, lambda conn: routers.delete(conn, common.guard(req),
-                                                  req.params["router_id"], expected))
+    router_id = req.params["router_id"]
+    common.deleted(req, "routers", router_id, lambda conn: routers.delete(
+        conn, common.guard(req), router_id, expected))
     return empty_response(204)
 
 
@@ -147,7 +153,7 @@ def _change_routes(req: Request, adding: bool) -> Response:
     values = parse(req, "router", _ROUTES, create=True, action=action)
     changed = common.write(req, lambda conn: router_interfaces.change_routes(
         conn, common.guard(req), req.params["router_id"], values["routes"], adding))
-    return json_response({"router": _view(req, changed)})
+    return json_response({"router": _tagged(req, changed)})
 
 
 def add_extraroutes(req: Request) -> Response:

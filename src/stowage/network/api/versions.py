@@ -20,6 +20,7 @@ __all__ = ["ROUTES", "PUBLIC_PATHS", "EXTENSIONS", "extensions_for"]
 
 # alias -> (name, description, updated): one entry per extension, Neutron's wording.
 EXTENSIONS: dict[str, tuple[str, str, str]] = {
+    "agent": ("agent", "The agent management extension.", "2013-02-03T10:00:00-00:00"),
     "allowed-address-pairs": ("Allowed Address Pairs", "Provides allowed address pairs",
                               "2013-07-23T10:00:00-00:00"),
     "binding": ("Port Binding", "Expose port bindings of a virtual port to external "
@@ -106,7 +107,7 @@ RESOURCES = (("network", "networks"), ("subnet", "subnets"), ("port", "ports"),
              ("security_group", "security-groups"),
              ("security_group_rule", "security-group-rules"), ("quota", "quotas"),
              ("router", "routers"), ("floatingip", "floatingips"),
-             ("subnetpool", "subnetpools"),
+             ("subnetpool", "subnetpools"), ("agent", "agents"),
              ("extension", "extensions"))
 
 
