@@ -33,6 +33,7 @@ from stowage.compute import flavors
 from stowage.compute import tables as compute_tables
 from stowage.context import RequestContext
 from stowage.db import Database, schema
+from stowage.errors import Conflict
 from stowage.image import data, images
 from stowage.image import tables as image_tables
 from stowage.manage_bootstrap_network import NETWORK_NAME, SUBNET_CIDR, SUBNET_NAME, ensure
@@ -98,11 +99,21 @@ def bootstrap(settings: config.Settings, db: Database) -> list[str]:
         made = [*_flavors(conn), *_image(conn), *ensure(conn, _NETWORK_ADMIN, settings.network)]
         waiting = _queued_image(conn)
     if waiting is not None:
-        # A new image, or one a run killed mid-upload left queued: either takes the data.
-        image = data.upload(db, settings, waiting, [PLACEHOLDER])
-        made.append(f"image {IMAGE_NAME} data stored ({image.size} bytes, md5 "
-                    f"{image.checksum})")
+        made.extend(_store(settings, db, waiting))
     return made
+
+
+def _store(settings: config.Settings, db: Database, image_id: str) -> list[str]:
+    """The placeholder as the image's data: a new image, or one a run killed before
+    its upload left queued. Another bootstrap storing it at the same time wins."""
+    try:
+        image = data.upload(db, settings, image_id, [PLACEHOLDER])
+    except Conflict:
+        with db.read() as conn:
+            if images.get(conn, image_id, _ADMIN).status not in ("saving", "active"):
+                raise
+        return []
+    return [f"image {IMAGE_NAME} data stored ({image.size} bytes, md5 {image.checksum})"]
 
 
 def _flavors(conn: Connection) -> list[str]:

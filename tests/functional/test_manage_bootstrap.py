@@ -137,3 +137,27 @@ def test_bootstrap_leaves_what_the_operator_made_alone() -> None:
         assert (small.memory_mb, small.root_gb) == (1024, 10)
         assert len(tiny) == 1 and tiny[0].flavorid not in ("1", "2", "3", "4", "5")
         assert nets == 1
+
+
+def test_a_queued_cirros_gets_its_data_on_the_next_run(tmp_path: Path) -> None:
+    """A run stopped between the records and the upload leaves cirros queued: the next
+    run stores the placeholder in it rather than making a second image."""
+    store = tmp_path / "images"
+    with throwaway_database("sqlite") as url:
+        assert subprocess.run([sys.executable, "-m", "stowage", "manage", "db", "upgrade",
+                               "--database", url], capture_output=True, timeout=120,
+                              check=False).returncode == 0
+        db = Database(url)
+        try:
+            with db.write() as conn:
+                queued = images.create(conn, ADMIN, {"name": "cirros", "visibility": "public",
+                                                     "disk_format": "qcow2",
+                                                     "container_format": "bare"})
+            made = _bootstrap(url, store).stdout
+            with db.read() as conn:
+                [image] = images.list_images(conn, ADMIN, images.ListQuery(name="cirros"))
+        finally:
+            db.dispose()
+        assert "image cirros created" not in made and "image cirros data stored" in made
+        assert (image.id, image.status, image.size) == (queued.id, "active", len(PLACEHOLDER))
+        assert (store / image.id).read_bytes() == PLACEHOLDER
