@@ -60,8 +60,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="TOML or YAML file describing simulated hosts one by one")
     serve.add_argument("--demo", action="store_true",
                        help="first create DevStack's defaults, whichever is missing: flavors "
-                            "m1.tiny..m1.xlarge, a cirros image, a `private` network "
-                            "(`stowage manage bootstrap`)")
+                            "m1.tiny..m1.xlarge, a cirros image, `private` and `public` networks "
+                            "and router1 (`stowage manage bootstrap`)")
     _worker_parsers(sub)
     manage = sub.add_parser("manage", help="operator tasks")
     manage_sub = manage.add_subparsers(dest="area", required=True)
@@ -454,7 +454,8 @@ def _serve(args: argparse.Namespace) -> int:
     if args.demo:
         from stowage.manage_bootstrap import bootstrap
 
-        for line in bootstrap(settings, db) or ["the demo flavors, image and network exist"]:
+        exist = "the demo flavors, image, networks and router exist"
+        for line in bootstrap(settings, db) or [exist]:
             print(f"stowage: {line}", file=sys.stderr, flush=True)
     host, _, port = settings.bind.rpartition(":")
     # Every worker gets the same connection limits and timeouts (web/server.py).

@@ -1,17 +1,23 @@
 """`stowage manage bootstrap` and `stowage serve --demo`: the objects a DevStack user expects.
 
 A fresh DevStack cloud has flavors m1.tiny .. m1.xlarge, a public `cirros`
-image and a `private` network with a subnet, so that
+image, a `private` network with a subnet, a `public` external network and
+`router1` joining them, so that
 
     openstack server create --flavor m1.small --image cirros --network private vm1
+    openstack floating ip create public
 
-works at once. `bootstrap` creates whichever of them is missing (looked up
-by name) in the API database, through the same domain functions the APIs
-write with, as the cloud admin; run again, it changes nothing. Differences
-from DevStack: the image is a record only (stowage keeps no image bytes),
-and `private` is owned by the `admin` project and shared, so that any
-project's members may boot on it (DevStack gives it to `demo`); there is no
-`public` external network (stowage has no routers or floating IPs).
+work at once. `bootstrap` creates whichever of them is missing (looked up by
+name) in the API database, through the same domain functions the APIs write
+with, as the cloud admin; run again, it changes nothing. The networks are
+manage_bootstrap_network.py's. The image's data goes into the image store
+through `stowage.image.data.upload` (after the records' transaction, as every
+upload), so it has a size, checksum and os_hash and `openstack image save
+cirros` returns it. Differences from DevStack: the image's bytes are a small
+generated placeholder (`PLACEHOLDER`, a few KiB, the same on every run), not
+cirros' real disk, and `private` is owned by the `admin` project and shared, so
+that any project's members may boot on it (DevStack gives it and `router1` to
+`demo`).
 """
 
 from __future__ import annotations
@@ -27,14 +33,15 @@ from stowage.compute import flavors
 from stowage.compute import tables as compute_tables
 from stowage.context import RequestContext
 from stowage.db import Database, schema
-from stowage.image import images
+from stowage.errors import Conflict
+from stowage.image import data, images
 from stowage.image import tables as image_tables
-from stowage.network import networks, policy, subnets
-from stowage.network import tables as network_tables
+from stowage.manage_bootstrap_network import NETWORK_NAME, SUBNET_CIDR, SUBNET_NAME, ensure
+from stowage.network import policy
 from stowage.web.auth import ADMIN_ROLES
 
-__all__ = ["DEMO_FLAVORS", "IMAGE_NAME", "NETWORK_NAME", "SUBNET_NAME", "SUBNET_CIDR",
-           "add_parser", "bootstrap", "run"]
+__all__ = ["DEMO_FLAVORS", "IMAGE_NAME", "NETWORK_NAME", "PLACEHOLDER", "SUBNET_NAME",
+           "SUBNET_CIDR", "add_parser", "bootstrap", "run"]
 
 
 @dataclass(frozen=True)
@@ -55,15 +62,15 @@ DEMO_FLAVORS = (
     DemoFlavor("5", "m1.xlarge", 16384, 8, 160),
 )
 IMAGE_NAME = "cirros"
-# What DevStack uploads (cirros-0.6.2-x86_64-disk.img); the bytes themselves are not kept.
+# What DevStack uploads (cirros-0.6.2-x86_64-disk.img), but for its bytes.
 _IMAGE = {"name": IMAGE_NAME, "visibility": "public", "disk_format": "qcow2",
           "container_format": "bare", "min_disk": 0, "min_ram": 0,
           "os_distro": "cirros", "os_version": "0.6.2", "hw_architecture": "x86_64"}
-_IMAGE_SIZE = 21430272
-NETWORK_NAME = "private"
-SUBNET_NAME = "private-subnet"
-# DevStack's FIXED_RANGE for the `private` network's IPv4 subnet.
-SUBNET_CIDR = "10.0.0.0/26"
+# The demo image's data: 4 KiB, generated, identical on every run and host (so its
+# checksum is too). NOT cirros' disk: no simulated server ever reads it, and the
+# real one (21 MiB) would have to be downloaded or shipped.
+_BANNER = b"stowage demo image: a placeholder for cirros-0.6.2-x86_64-disk.img\n"
+PLACEHOLDER = (_BANNER + bytes(range(256)) * 16)[:4096]
 _ADMIN = RequestContext(user_id="admin", project_id="admin", roles=ADMIN_ROLES)
 # The Network writes ask Neutron's rules through a Guard: the cloud admin under the
 # default rules (an operator's `[policy] file` governs API callers, not this command).
@@ -72,8 +79,8 @@ _NETWORK_ADMIN = policy.Guard(policy.enforcer(config.PolicySettings()), _ADMIN)
 
 def add_parser(manage_sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     sub = manage_sub.add_parser(
-        "bootstrap", help="create DevStack's m1.* flavors, a cirros image record and a "
-                          "`private` network, whichever is missing")
+        "bootstrap", help="create DevStack's m1.* flavors, a cirros image, the `private` "
+                          "and `public` networks and `router1`, whichever is missing")
     sub.add_argument("--database", help="SQLAlchemy URL of the API database")
 
 
@@ -86,10 +93,27 @@ def run(settings: config.Settings, db: Database) -> int:
 
 
 def bootstrap(settings: config.Settings, db: Database) -> list[str]:
-    """Create what is missing, in one transaction; one line per object created."""
+    """Create what is missing, the records in one transaction, then the image's data
+    (data.upload runs its own transactions); one line per object created."""
     with db.write() as conn:
-        made = [*_flavors(conn), *_image(conn), *_network(conn, settings.network)]
+        made = [*_flavors(conn), *_image(conn), *ensure(conn, _NETWORK_ADMIN, settings.network)]
+        waiting = _queued_image(conn)
+    if waiting is not None:
+        made.extend(_store(settings, db, waiting))
     return made
+
+
+def _store(settings: config.Settings, db: Database, image_id: str) -> list[str]:
+    """The placeholder as the image's data: a new image, or one a run killed before
+    its upload left queued. Another bootstrap storing it at the same time wins."""
+    try:
+        image = data.upload(db, settings, image_id, [PLACEHOLDER])
+    except Conflict:
+        with db.read() as conn:
+            if images.get(conn, image_id, _ADMIN).status not in ("saving", "active"):
+                raise
+        return []
+    return [f"image {IMAGE_NAME} data stored ({image.size} bytes, md5 {image.checksum})"]
 
 
 def _flavors(conn: Connection) -> list[str]:
@@ -109,28 +133,22 @@ def _flavors(conn: Connection) -> list[str]:
     return made
 
 
-def _image(conn: Connection) -> list[str]:
+def _public_image(conn: Connection) -> sa.Row[tuple[str, str]] | None:
     i = image_tables.images
-    if conn.execute(sa.select(i.c.id).where(i.c.name == IMAGE_NAME,
-                                            i.c.visibility == "public")).first():
+    return conn.execute(sa.select(i.c.id, i.c.status)
+                        .where(i.c.name == IMAGE_NAME, i.c.visibility == "public")
+                        .order_by(i.c.created_at, i.c.id)).first()
+
+
+def _image(conn: Connection) -> list[str]:
+    """The image's record, queued (data.upload makes it active)."""
+    if _public_image(conn) is not None:
         return []
     image = images.create(conn, _ADMIN, _IMAGE)
-    images.record_upload(conn, image.id, _ADMIN, _IMAGE_SIZE)
     return [f"image {IMAGE_NAME} created ({image.id})"]
 
 
-def _network(conn: Connection, settings: config.NetworkSettings) -> list[str]:
-    n = network_tables.networks
-    found = conn.execute(sa.select(n.c.id).where(n.c.name == NETWORK_NAME)).first()
-    made = []
-    if found is None:
-        network_id = networks.create(conn, _NETWORK_ADMIN,
-                                     {"name": NETWORK_NAME, "shared": True}, settings).id
-        made.append(f"network {NETWORK_NAME} created ({network_id})")
-    else:
-        network_id = str(found.id)
-    if not subnets.of_network(conn, network_id):
-        subnets.create(conn, _NETWORK_ADMIN, {"network_id": network_id, "name": SUBNET_NAME,
-                                              "ip_version": 4, "cidr": SUBNET_CIDR})
-        made.append(f"subnet {SUBNET_NAME} {SUBNET_CIDR} created")
-    return made
+def _queued_image(conn: Connection) -> str | None:
+    """The demo image's id when it still waits for its data."""
+    found = _public_image(conn)
+    return str(found.id) if found is not None and found.status == "queued" else None
