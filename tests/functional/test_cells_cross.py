@@ -170,9 +170,9 @@ def test_an_image_backed_root_is_snapshotted_for_the_move_and_not_kept(
     driver = cloud.plane.agent("host1").driver
     original = driver.snapshot
 
-    def snapshot(instance_uuid: str, image_id: str) -> bytes:
+    def snapshot(instance_uuid: str, image_id: str, seconds: float = 0.0) -> bytes:
         seen.append(image_id)
-        return original(instance_uuid, image_id)
+        return original(instance_uuid, image_id, seconds)
     monkeypatch.setattr(driver, "snapshot", snapshot)
     _move(cloud, server_id, "resize")
     assert len(seen) == 1  # taken on the source host

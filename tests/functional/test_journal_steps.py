@@ -41,6 +41,9 @@ def test_each_operation_journals_exactly_its_listed_steps(cloud: Cloud) -> None:
                  {"suspend": None}, {"resume": None}, {"rebuild": {"imageRef": image_id}},
                  {"os-migrateLive": {"host": None, "block_migration": "auto"}}):
         action(cloud, vm, body, status=204 if "confirmResize" in body else 202)
+    action(cloud, vm, {"rescue": None}, status=200)
+    for body in ({"unrescue": None}, {"createImage": {"name": "vm-snap"}}):
+        action(cloud, vm, body)
     for tag in ("POWER_OFF", "POWER_ON"):  # the power-update external event, both ways
         resp = cloud.compute.post("/os-server-external-events", json={"events": [
             {"name": "power-update", "server_uuid": vm, "tag": tag}]},
