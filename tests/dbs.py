@@ -7,9 +7,10 @@ template this process migrates once per backend (a file copy on SQLite,
 SQLite and 1-3 s on PostgreSQL, against a few milliseconds and ~0.2 s for a
 clone, and the fixtures that start a server or a deployment ask for hundreds
 of databases a run. MySQL has no cheap clone (`CREATE TABLE ... LIKE` drops the
-foreign keys): its databases are migrated for real, which is quick there. The
-migration tests (test_manage_db, test_schema_* and the adopt tests) keep
-starting from `throwaway_database` and run the real chain on every backend.
+foreign keys): a clone replays the template's `SHOW CREATE TABLE` statements and
+copies the few tables holding rows. The migration tests (test_manage_db,
+test_schema_* and the adopt tests) keep starting from `throwaway_database` and
+run the real chain on every backend.
 
 Dropping a PostgreSQL database waits for every backend to let go of its files
 (0.3-4 s on a loaded machine); MySQL's drop is quicker but still a round of
