@@ -155,7 +155,7 @@ def migrated_database(backend: str) -> Iterator[str]:
             yield url
     elif backend == "mysql":
         with _server_database(backend, name) as url:
-            _mysql_clone(_MYSQL_SCHEMAS[template], template, url)
+            _mysql_clone(template, url)
             yield url
     else:
         with tempfile.TemporaryDirectory() as tmp:
@@ -242,10 +242,10 @@ def _mysql_template() -> str:
     return name
 
 
-def _mysql_clone(schema: tuple[list[str], list[str]], template: str, url: str) -> None:
+def _mysql_clone(template: str, url: str) -> None:
     """Make the database at `url` what the template `template` is: its tables, in any
     order (foreign keys are checked from the next session on), then its rows."""
-    creates, filled = schema
+    creates, filled = _MYSQL_SCHEMAS[template]
     engine = sa.create_engine(url)
     try:
         raw = engine.raw_connection()
