@@ -7,9 +7,10 @@ template this process migrates once per backend (a file copy on SQLite,
 SQLite and 1-3 s on PostgreSQL, against a few milliseconds and ~0.2 s for a
 clone, and the fixtures that start a server or a deployment ask for hundreds
 of databases a run. MySQL has no cheap clone (`CREATE TABLE ... LIKE` drops the
-foreign keys): its databases are migrated for real, which is quick there. The
-migration tests (test_manage_db, test_schema_* and the adopt tests) keep
-starting from `throwaway_database` and run the real chain on every backend.
+foreign keys): a clone replays the template's `SHOW CREATE TABLE` statements and
+copies the few tables holding rows. The migration tests (test_manage_db,
+test_schema_* and the adopt tests) keep starting from `throwaway_database` and
+run the real chain on every backend.
 
 Dropping a PostgreSQL database waits for every backend to let go of its files
 (0.3-4 s on a loaded machine); MySQL's drop is quicker but still a round of
@@ -154,7 +155,7 @@ def migrated_database(backend: str) -> Iterator[str]:
             yield url
     elif backend == "mysql":
         with _server_database(backend, name) as url:
-            _mysql_clone(_MYSQL_SCHEMAS[template], template, url)
+            _mysql_clone(template, url)
             yield url
     else:
         with tempfile.TemporaryDirectory() as tmp:
@@ -241,10 +242,10 @@ def _mysql_template() -> str:
     return name
 
 
-def _mysql_clone(schema: tuple[list[str], list[str]], template: str, url: str) -> None:
+def _mysql_clone(template: str, url: str) -> None:
     """Make the database at `url` what the template `template` is: its tables, in any
     order (foreign keys are checked from the next session on), then its rows."""
-    creates, filled = schema
+    creates, filled = _MYSQL_SCHEMAS[template]
     engine = sa.create_engine(url)
     try:
         raw = engine.raw_connection()

@@ -48,6 +48,13 @@ def _bootstrap(url: str, store: Path | None = None) -> subprocess.CompletedProce
     return done
 
 
+
+def _upgrade(url: str) -> None:
+    """`manage db upgrade`: the schema an operator's records go into before bootstrap."""
+    assert subprocess.run([sys.executable, "-m", "stowage", "manage", "db", "upgrade",
+                           "--database", url], capture_output=True, timeout=120,
+                          check=False).returncode == 0
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_bootstrap_creates_the_devstack_defaults_once(backend: str, tmp_path: Path) -> None:
     store = tmp_path / "images"
@@ -111,9 +118,7 @@ def test_bootstrap_leaves_what_the_operator_made_alone() -> None:
     makes m1.tiny get a uuid; an existing `private` network gets only its subnet (and
     `router1` an interface on it)."""
     with throwaway_database("sqlite") as url:
-        assert subprocess.run([sys.executable, "-m", "stowage", "manage", "db", "upgrade",
-                               "--database", url], capture_output=True, timeout=120,
-                              check=False).returncode == 0
+        _upgrade(url)
         db = Database(url)
         try:
             with db.write() as conn:
@@ -144,9 +149,7 @@ def test_a_queued_cirros_gets_its_data_on_the_next_run(tmp_path: Path) -> None:
     run stores the placeholder in it rather than making a second image."""
     store = tmp_path / "images"
     with throwaway_database("sqlite") as url:
-        assert subprocess.run([sys.executable, "-m", "stowage", "manage", "db", "upgrade",
-                               "--database", url], capture_output=True, timeout=120,
-                              check=False).returncode == 0
+        _upgrade(url)
         db = Database(url)
         try:
             with db.write() as conn:
