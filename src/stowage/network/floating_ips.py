@@ -155,9 +155,10 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
         floating_ip_address=address[0].ip_address, fixed_port_id=None, fixed_ip_address=None,
         router_id=None, revision_number=0, created_at=now, updated_at=now))
     fip = get(conn, ctx, fip_id)
-    if values.get("port_id"):
-        _associate(conn, ctx, fip, values["port_id"], values.get("fixed_ip_address"),
-                   creating=True)
+    if not values.get("port_id"):
+        return fip
+    _associate(conn, ctx, fip, values["port_id"], values.get("fixed_ip_address"),
+               creating=True)
     return get(conn, ctx, fip_id)
 
 

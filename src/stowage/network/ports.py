@@ -229,8 +229,8 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
     groups = values.get("security_groups")
     if groups is not None or not str(row["device_owner"]).startswith("network:"):
         security_groups.set_port_groups(conn, row["id"], row["project_id"], groups)
-    _set_extras(conn, get(conn, ctx, row["id"]), values)
-    return get(conn, ctx, row["id"])
+    port = get(conn, ctx, row["id"])
+    return get(conn, ctx, port.id) if _set_extras(conn, port, values) else port
 
 
 def create_owned(conn: Connection, network_id: str, project_id: str, owner: str,
@@ -255,15 +255,18 @@ def create_owned(conn: Connection, network_id: str, project_id: str, owner: str,
     return port_id
 
 
-def _set_extras(conn: Connection, port: Port, values: Mapping[str, Any]) -> None:
+def _set_extras(conn: Connection, port: Port, values: Mapping[str, Any]) -> bool:
     """Write the allowed address pairs and extra DHCP options sent (port_extras.py),
-    the pairs checked against the port's addresses as they are now."""
-    if "allowed_address_pairs" in values:
+    the pairs checked against the port's addresses as they are now; whether anything
+    was sent (a `port` read before is then stale)."""
+    pairs, options = "allowed_address_pairs" in values, bool(values.get("extra_dhcp_opts"))
+    if pairs:
         port_extras.set_pairs(conn, port.id, port.mac_address,
                               [ip.ip_address for ip in port.fixed_ips],
                               values["allowed_address_pairs"])
-    if values.get("extra_dhcp_opts"):
+    if options:
         port_extras.set_options(conn, port.id, values["extra_dhcp_opts"])
+    return pairs or options
 
 
 def locked(conn: Connection, guard: Guard, port_id: str, expected: int | None,

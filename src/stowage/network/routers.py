@@ -237,8 +237,9 @@ def create(conn: Connection, guard: Guard, values: Mapping[str, Any],
            "created_at": now, "updated_at": now}
     conn.execute(_R.insert().values(**row))
     router = get(conn, ctx, row["id"])
-    if values.get("external_gateway_info"):
-        _set_gateway(conn, router, values["external_gateway_info"], settings)
+    if not values.get("external_gateway_info"):
+        return router
+    _set_gateway(conn, router, values["external_gateway_info"], settings)
     return get(conn, ctx, row["id"])
 
 

@@ -110,16 +110,14 @@ def add(conn: Connection, collection: str, record_id: str, tags: Iterable[str]) 
 
 
 def put_new(conn: Connection, collection: str, record_id: str, tags: Sequence[str]) -> None:
-    """The tags of a record being created (in its own transaction: no revision bump)."""
+    """Insert the tags, bumping nothing: a record being created, or `replace` after its bump."""
     for tag in dict.fromkeys(tags):
         conn.execute(_T.insert().values(resource=collection, resource_id=record_id, tag=tag))
 
 
 def replace(conn: Connection, collection: str, record_id: str, tags: Sequence[str]) -> None:
-    _bump(conn, collection, record_id)
-    _delete(conn, collection, record_id)
-    for tag in dict.fromkeys(tags):
-        conn.execute(_T.insert().values(resource=collection, resource_id=record_id, tag=tag))
+    clear(conn, collection, record_id)
+    put_new(conn, collection, record_id, tags)
 
 
 def remove(conn: Connection, collection: str, record_id: str, tag: str) -> None:
@@ -133,7 +131,7 @@ def remove(conn: Connection, collection: str, record_id: str, tag: str) -> None:
 
 def clear(conn: Connection, collection: str, record_id: str) -> None:
     _bump(conn, collection, record_id)
-    _delete(conn, collection, record_id)
+    forget(conn, collection, [record_id])
 
 
 def forget(conn: Connection, collection: str, record_ids: Sequence[str]) -> None:
@@ -141,10 +139,6 @@ def forget(conn: Connection, collection: str, record_ids: Sequence[str]) -> None
     if record_ids:
         conn.execute(_T.delete().where(_T.c.resource == collection,
                                        _T.c.resource_id.in_(list(record_ids))))
-
-
-def _delete(conn: Connection, collection: str, record_id: str) -> None:
-    conn.execute(_T.delete().where(_T.c.resource == collection, _T.c.resource_id == record_id))
 
 
 def matches(tags: Sequence[str], filters: Mapping[str, Sequence[str]]) -> bool:
