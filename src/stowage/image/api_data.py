@@ -10,7 +10,7 @@ headers: `Content-MD5` (the hex md5, as Glance sends it) and Content-Length.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
 from stowage.image import data, policy
@@ -19,33 +19,42 @@ from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response
 from stowage.web.limits import BodyRefused, ClientGone
 
-__all__ = ["upload_image", "download_image", "deactivate", "reactivate", "byte_range"]
+__all__ = ["octet_stream_only", "take_data", "upload_image", "download_image", "deactivate",
+           "reactivate", "byte_range"]
 
 OCTET_STREAM = "application/octet-stream"
 CHUNK = 64 * 1024
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
 
-def _content_type(req: Request) -> None:
+def octet_stream_only(req: Request) -> None:
     """Glance takes image data as application/octet-stream only (415 otherwise)."""
     ctype = (req.headers.get("content-type") or "").split(";")[0].strip().lower()
     if ctype != OCTET_STREAM:
         raise HTTPError(415, f"Invalid content type {ctype or None}")
 
 
-def upload_image(req: Request) -> Response:
-    _content_type(req)
-    state = req.app
-    with state.db.read() as conn:
-        image = img.get(conn, req.params["image_id"], req.context)
-    policy.check(state.enforcer, req.context, "upload_image", image)
+def take_data(req: Request, store: Callable[[Iterable[bytes]], object]) -> None:
+    """Hand the body's chunks (streamed off the socket, or the whole body in process)
+    to `store`; a refused or abandoned stream becomes its HTTP error."""
     chunks = req.stream if req.stream is not None else [req.body]
     try:
-        data.upload(state.db, state.settings, image.id, chunks, ctx=req.context)
+        store(chunks)
     except BodyRefused as exc:
         raise HTTPError(exc.status, exc.detail) from None
     except ClientGone:
         raise HTTPError(400, "The client disconnected during the upload.") from None
+
+
+def upload_image(req: Request) -> Response:
+    octet_stream_only(req)
+    state = req.app
+    with state.db.read() as conn:
+        image = img.get(conn, req.params["image_id"], req.context)
+    policy.check(state.enforcer, req.context, "upload_image", image)
+    try:
+        take_data(req, lambda chunks: data.upload(state.db, state.settings, image.id, chunks,
+                                                  ctx=req.context))
     except data.ImageGone as exc:
         raise HTTPError(410, exc.detail) from None
     return empty_response(204)

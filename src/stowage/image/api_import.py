@@ -18,10 +18,10 @@ from typing import Any
 
 from stowage.image import images as img
 from stowage.image import imports, policy
+from stowage.image.api_data import octet_stream_only, take_data
 from stowage.web.body import InvalidJSON, load_json
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
-from stowage.web.limits import BodyRefused, ClientGone
 from stowage.web.routing import Route
 
 __all__ = ["ROUTES"]
@@ -39,20 +39,12 @@ def info_import(req: Request) -> Response:
 
 
 def stage_image(req: Request) -> Response:
-    ctype = (req.headers.get("content-type") or "").split(";")[0].strip().lower()
-    if ctype != "application/octet-stream":
-        raise HTTPError(415, f"Invalid content type {ctype or None}")
+    octet_stream_only(req)
     state = req.app
     with state.db.read() as conn:
         image = img.get(conn, req.params["image_id"], req.context)
     policy.check(state.enforcer, req.context, "modify_image", image)
-    chunks = req.stream if req.stream is not None else [req.body]
-    try:
-        imports.stage(state.db, state.settings, image, chunks)
-    except BodyRefused as exc:
-        raise HTTPError(exc.status, exc.detail) from None
-    except ClientGone:
-        raise HTTPError(400, "The client disconnected during the upload.") from None
+    take_data(req, lambda chunks: imports.stage(state.db, state.settings, image, chunks))
     return empty_response(204)
 
 

@@ -21,7 +21,7 @@ from stowage.image import policy
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
 
-__all__ = ["list_images", "DEFAULT_LIMIT", "MAX_LIMIT", "SORT_KEYS"]
+__all__ = ["list_images", "int_param", "last", "DEFAULT_LIMIT", "MAX_LIMIT", "SORT_KEYS"]
 
 DEFAULT_LIMIT = 25
 MAX_LIMIT = 1000
@@ -40,7 +40,8 @@ _KNOWN = frozenset({"limit", "marker", "name", "id", "status", "visibility", "si
                     *_EXACT})
 
 
-def _int_param(req: Request, name: str, default: int) -> int:
+def int_param(req: Request, name: str, default: int) -> int:
+    """A non-negative integer query parameter (the last given), Glance's 400s otherwise."""
     values = req.query_values(name)
     if not values:
         return default
@@ -59,13 +60,14 @@ def _in_list(value: str | None) -> list[str] | None:
     return value[3:].split(",") if value.startswith("in:") else [value]
 
 
-def _last(req: Request, name: str) -> str | None:
+def last(req: Request, name: str) -> str | None:
+    """A query parameter's value (the last one when repeated), or None."""
     values = req.query_values(name)
     return values[-1] if values else None
 
 
 def _bool(req: Request, name: str) -> bool | None:
-    value = _last(req, name)
+    value = last(req, name)
     if value is None:
         return None
     if value.lower() not in ("true", "false"):
@@ -75,7 +77,7 @@ def _bool(req: Request, name: str) -> bool | None:
 
 
 def _size(req: Request, name: str) -> int | None:
-    value = _last(req, name)
+    value = last(req, name)
     if value is None:
         return None
     if not value.isdigit():
@@ -86,7 +88,7 @@ def _size(req: Request, name: str) -> int | None:
 
 def _sort(req: Request) -> tuple[tuple[str, bool], ...]:
     """(key, descending) pairs from `sort` or from `sort_key`/`sort_dir`; Glance's 400s."""
-    sort, keys, dirs = _last(req, "sort"), req.query_values("sort_key"), \
+    sort, keys, dirs = last(req, "sort"), req.query_values("sort_key"), \
         req.query_values("sort_dir")
     if sort is not None and (keys or dirs):
         raise HTTPError(400, "The 'sort' param can not be used with 'sort_key' or "
@@ -113,7 +115,7 @@ def _sort(req: Request) -> tuple[tuple[str, bool], ...]:
 
 def _matcher(req: Request) -> Callable[[img.Image], bool]:
     """Every filter that is not a column of the listing's query."""
-    exact = {k: v for k in _EXACT if (v := _last(req, k)) is not None}
+    exact = {k: v for k in _EXACT if (v := last(req, k)) is not None}
     size, low, high = _size(req, "size"), _size(req, "size_min"), _size(req, "size_max")
     protected, hidden = _bool(req, "protected"), bool(_bool(req, "os_hidden"))
     tags = req.query_values("tag")
@@ -138,18 +140,18 @@ def _matcher(req: Request) -> Callable[[img.Image], bool]:
 def list_images(req: Request) -> Response:
     if not req.app.enforcer.allowed("get_images", req.context, req.context.policy_target()):
         raise policy.denied("get_images")
-    limit = min(_int_param(req, "limit", DEFAULT_LIMIT), MAX_LIMIT)
-    names = _in_list(_last(req, "name"))
+    limit = min(int_param(req, "limit", DEFAULT_LIMIT), MAX_LIMIT)
+    names = _in_list(last(req, "name"))
     properties = {k: v for k, v in req.query if k not in _KNOWN}
-    visibility, member_status = _last(req, "visibility"), _last(req, "member_status")
+    visibility, member_status = last(req, "visibility"), last(req, "member_status")
     if visibility is not None and visibility not in VISIBILITY_FILTERS:
         raise HTTPError(400, f"Invalid visibility value: {visibility}")
     if member_status is not None and member_status not in MEMBER_STATUS_FILTERS:
         raise HTTPError(400, f"Invalid status: {member_status}")
     query = img.ListQuery(name=names[0] if names and len(names) == 1 else None,
-                          ids=_in_list(_last(req, "id")), status=_last(req, "status"),
+                          ids=_in_list(last(req, "id")), status=last(req, "status"),
                           visibility=visibility, member_status=member_status or "accepted",
-                          limit=limit, marker=_last(req, "marker"),
+                          limit=limit, marker=last(req, "marker"),
                           properties=properties or None,
                           match=_matcher(req), sort=_sort(req))
     with req.app.db.read() as conn:

@@ -31,6 +31,7 @@ from stowage.errors import Conflict, NotFound
 from stowage.image import metadef_items as items
 from stowage.image import metadefs as md
 from stowage.image import policy
+from stowage.image.api_list import int_param, last
 from stowage.image.metadef_schemas import body_of
 from stowage.image.metadef_views import association_view, full_view, namespace_view, stamp
 from stowage.web.errors import HTTPError
@@ -68,41 +69,23 @@ def duplicate_race(exc: sqlalchemy.exc.IntegrityError) -> Conflict:
                     f"({type(exc.orig).__name__}).")
 
 
-def _int_param(req: Request, name: str, default: int) -> int:
-    raw = req.query_values(name)
-    if not raw:
-        return default
-    try:
-        value = int(raw[-1])
-    except ValueError:
-        raise HTTPError(400, f"{name} param must be an integer") from None
-    if value < 0:
-        raise HTTPError(400, f"{name} param must be positive")
-    return value
-
-
-def _one(req: Request, name: str) -> str | None:
-    values = req.query_values(name)
-    return values[-1] if values else None
-
-
 def list_namespaces(req: Request) -> Response:
     enforce(req, "get_metadef_namespaces")
-    limit = min(_int_param(req, "limit", _LIMIT_DEFAULT), _LIMIT_MAX)
-    sort_key, sort_dir = _one(req, "sort_key") or "created_at", _one(req, "sort_dir") or "desc"
+    limit = min(int_param(req, "limit", _LIMIT_DEFAULT), _LIMIT_MAX)
+    sort_key, sort_dir = last(req, "sort_key") or "created_at", last(req, "sort_dir") or "desc"
     if sort_key not in _SORT_KEYS:
         raise HTTPError(400, f"Invalid sort key: {sort_key}. It must be one of the "
                              f"following: {', '.join(_SORT_KEYS)}.")
     if sort_dir not in ("asc", "desc"):
         raise HTTPError(400, f"Invalid sort direction: {sort_dir}")
-    visibility = _one(req, "visibility")
+    visibility = last(req, "visibility")
     if visibility not in (None, "public", "private"):
         raise HTTPError(400, f"Invalid visibility value: {visibility}")
-    types = [t for t in (_one(req, "resource_types") or "").split(",") if t.strip()]
+    types = [t for t in (last(req, "resource_types") or "").split(",") if t.strip()]
     with req.app.db.read() as conn:
         found = md.list_namespaces(conn, req.context, visibility=visibility,
                                    resource_types=[t.strip() for t in types], limit=limit,
-                                   marker=_one(req, "marker"), sort_key=sort_key,
+                                   marker=last(req, "marker"), sort_key=sort_key,
                                    sort_dir=sort_dir)
         shown = []
         for ns in found:
@@ -150,7 +133,7 @@ def show_namespace(req: Request) -> Response:
     with req.app.db.read() as conn:
         ns = md.get(conn, req.params["namespace"], req.context)
         enforce(req, "get_metadef_namespace")
-        return json_response(full_view(conn, ns, _one(req, "resource_type")))
+        return json_response(full_view(conn, ns, last(req, "resource_type")))
 
 
 def update_namespace(req: Request) -> Response:

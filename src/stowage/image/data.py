@@ -186,8 +186,7 @@ def upload(db: Database, settings: Settings, image_id: str, chunks: Iterable[byt
                 .values(status="active", size=size, checksum=checksum,
                         os_hash_algo=HASH_ALGO, os_hash_value=digest,
                         updated_at=utcnow())).rowcount
-            if not done:
-                remove(settings, before.id)
+            if not done:  # the handler below removes the file just renamed into place
                 raise ImageGone(f"Image {before.id} could not be found after upload. "
                                 "The image may have been deleted during the upload, "
                                 "cleaning up the chunks uploaded.")

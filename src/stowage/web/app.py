@@ -192,20 +192,20 @@ class ServiceApp:
         if limits is None:
             req.body = await _read_all(receive)
             return None
-        upload = self._is_upload(req)
-        if upload:
+        if self._is_upload(req):
             return self._stream_upload(req, receive, limits)
         try:
-            body, size = await read_body(receive, req.headers, limits, upload)
+            req.body, _ = await read_body(receive, req.headers, limits)
         except BodyRefused as exc:
-            render = self.spec.render_too_large if exc.status == 413 else None
-            err = HTTPError(exc.status, exc.detail)
-            resp = (render or self.spec.render_error)(req, err, False)
-            return self._stamp(req, resp, False)
-        req.body = body
-        if upload:
-            req.uploaded = size
+            return self._refuse(req, exc)
         return None
+
+    def _refuse(self, req: Request, exc: BodyRefused) -> Response:
+        """The answer to a body over a limit (413, the service's own page) or too slow (408)."""
+        render = self.spec.render_too_large if exc.status == 413 else None
+        err = HTTPError(exc.status, exc.detail)
+        resp = (render or self.spec.render_error)(req, err, False)
+        return self._stamp(req, resp, False)
 
     def _stream_upload(self, req: Request, receive: Receive,
                        limits: BodyLimits) -> Response | None:
@@ -213,10 +213,7 @@ class ServiceApp:
         Content-Length over the cap is refused before (413)."""
         declared = body_limits.declared_length(req.headers)
         if declared is not None and declared > limits.upload_size:
-            err = HTTPError(413, f"Request is too large: the body is larger than "
-                                 f"{limits.upload_size} bytes.")
-            resp = (self.spec.render_too_large or self.spec.render_error)(req, err, False)
-            return self._stamp(req, resp, False)
+            return self._refuse(req, body_limits.too_large(limits.upload_size))
         req.stream = body_limits.UploadStream(receive, limits)
         return None
 

@@ -40,19 +40,12 @@ class Request:
     # Set by the ASGI side once the token in the headers is accepted, before
     # the body is read (`web.app`): the pipeline does not authenticate again.
     authenticated: bool = False
-    # The bytes an upload (`Route.upload`) sent: counted as they came, not kept.
-    uploaded: int | None = None
     # An upload's body read off a socket, chunk by chunk as the handler asks
     # (`web.limits.UploadStream`); None for an in-process request (its body is whole).
     stream: Any = None
     # The matched route's template (`/servers/{server_id}`): what metrics label requests by.
     route: str = ""
     _query: list[tuple[str, str]] | None = None
-
-    @property
-    def body_size(self) -> int:
-        """Bytes of the body: an upload's count, else the body held."""
-        return len(self.body) if self.uploaded is None else self.uploaded
 
     @property
     def query(self) -> list[tuple[str, str]]:

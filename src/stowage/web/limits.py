@@ -28,7 +28,7 @@ from typing import Any
 from stowage.config import ApiSettings
 
 __all__ = ["BodyLimits", "BodyRefused", "ClientGone", "UploadStream", "declared_length",
-           "expects_body", "read_body"]
+           "expects_body", "read_body", "too_large"]
 
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 
@@ -68,7 +68,8 @@ def declared_length(headers: Mapping[str, str]) -> int | None:
     return int(text) if text.isascii() and text.isdigit() and len(text) < 20 else None
 
 
-def _too_large(limit: int) -> BodyRefused:
+def too_large(limit: int) -> BodyRefused:
+    """The 413 for a body past `limit` bytes (read here, or declared to an upload)."""
     return BodyRefused(413, f"Request is too large: the body is larger than {limit} bytes.")
 
 
@@ -78,7 +79,7 @@ async def read_body(receive: Receive, headers: Mapping[str, str], limits: BodyLi
     limit = limits.upload_size if upload else limits.size
     declared = declared_length(headers)
     if declared is not None and declared > limit:
-        raise _too_large(limit)
+        raise too_large(limit)
     chunks: list[bytes] = []
     size = 0
     more = True
@@ -91,7 +92,7 @@ async def read_body(receive: Receive, headers: Mapping[str, str], limits: BodyLi
                 chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > limit:
-                    raise _too_large(limit)
+                    raise too_large(limit)
                 if not upload:
                     chunks.append(chunk)
                 more = bool(message.get("more_body"))
@@ -137,6 +138,6 @@ class UploadStream:
         chunk: bytes = message.get("body", b"")
         self.received += len(chunk)
         if self.received > self._limits.upload_size:
-            raise _too_large(self._limits.upload_size)
+            raise too_large(self._limits.upload_size)
         self.finished = not message.get("more_body")
         return chunk
