@@ -24,8 +24,6 @@ project's members or admins.
 
 from __future__ import annotations
 
-import secrets
-import string
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -34,6 +32,7 @@ from stowage.compute import instances as inst
 from stowage.compute import states
 from stowage.compute.api.action_common import Handler
 from stowage.compute.api.common import validate_body
+from stowage.compute.api.server_create import generate_password
 from stowage.compute.api.server_guest_actions import guest_action
 from stowage.compute.states import TASK
 from stowage.errors import NotFound
@@ -60,7 +59,7 @@ _RESCUABLE = (states.ACTIVE, states.STOPPED, states.ERROR)
 
 def _rescue(req: Request, body: Any) -> Response:
     args = validate_body(body, _RESCUE_SCHEMA)["rescue"] or {}
-    password = args.get("adminPass") or _password()
+    password = args.get("adminPass") or generate_password()
     image_ref = args.get("rescue_image_ref")
 
     def prepare(conn: Connection, instance: inst.Instance) -> dict[str, Any]:
@@ -98,10 +97,6 @@ def _unrescue(req: Request, body: Any) -> Response:
     return empty_response(202)
 
 
-def _password(length: int = 12) -> str:
-    """A generated admin password, as Nova makes one when none is given."""
-    alphabet = string.ascii_letters + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(length))
 
 
 # action name -> handler, merged into POST /servers/{id}/action (server_actions.py)
