@@ -225,6 +225,8 @@ _BODIES: dict[str, Callable[[World], dict[str, Any]]] = {
     "rescue": lambda w: {"rescue": None},
     "unrescue": lambda w: {"unrescue": None},
     "snapshot": lambda w: {"createImage": {"name": "crash-snap"}},
+    "backup": lambda w: {"createBackup": {"name": "crash-snap", "backup_type": "daily",
+                                          "rotation": 1}},
     **{op: (lambda o: lambda w: {o: None})(op)
        for op in ("pause", "unpause", "suspend", "resume")},
 }
@@ -242,6 +244,7 @@ _SETUP: dict[str, str | None] = {
     "suspend": "boot", "resume": "suspended", "rebuild": "boot",
     "soft_delete": "boot", "restore": "soft_deleted", "power_update": "boot",
     "rescue": "boot", "unrescue": "rescued", "snapshot": "boot",
+    "backup": "boot",
 }
 
 
@@ -290,7 +293,7 @@ def _check(s: Stowage, db: Database, w: World, operation: str, point: str) -> No
     if operation.startswith(("shelve", "unshelve")):
         # Forward, always; the snapshot stays while shelved and goes once unshelved.
         assert len(_images(s, "vm-shelved")) == (1 if status == "SHELVED_OFFLOADED" else 0)
-    if operation == "snapshot":  # forward with its data, or failed and gone: never half made
+    if operation in ("snapshot", "backup"):  # forward with its data, or failed and gone
         assert [i["status"] for i in _images(s, "crash-snap")] in ([], ["active"])
         assert view is not None and view["OS-EXT-STS:task_state"] is None
     if view is None:
@@ -340,8 +343,9 @@ def _images(s: Stowage, name: str) -> list[dict[str, Any]]:
 
 
 def _crash_and_recover(backend: str, tmp_path: Path, point: str,
-                       again: str = "") -> None:
-    operation = point.split(":")[0]
+                       again: str = "", scenario: str | None = None) -> None:
+    """`scenario` names the request when it is not the journal's operation (backup)."""
+    operation = scenario or point.split(":")[0]
     with migrated_database(backend) as url:
         db = Database(url)
         schema.upgrade(db)
@@ -371,6 +375,13 @@ def _crash_and_recover(backend: str, tmp_path: Path, point: str,
 def test_a_crash_at_every_journal_point_is_recovered(backend: str, point: str,
                                                      tmp_path: Path) -> None:
     _crash_and_recover(backend, tmp_path, point)
+
+
+@pytest.mark.parametrize("point", ["snapshot:accepted:done", "snapshot:snapshot:executing",
+                                   "snapshot:snapshot:done"])
+def test_a_crashed_backup_is_recovered(point: str, tmp_path: Path) -> None:
+    """createBackup journals as a snapshot (its backup type and rotation in the args)."""
+    _crash_and_recover(BACKENDS[0], tmp_path, point, scenario="backup")
 
 
 @pytest.mark.parametrize(("point", "again"), [

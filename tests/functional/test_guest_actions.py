@@ -60,6 +60,9 @@ def test_every_guest_action_in_turn(cloud: Cloud, vm: Vm) -> None:
     ({"os-stop": None}, {"pause": None}, "vm_state stopped"),
     ({"pause": None}, {"suspend": None}, "vm_state paused"),
     ({"suspend": None}, {"reboot": {"type": "SOFT"}}, "vm_state suspended"),
+    (None, {"unrescue": None}, "vm_state active"),  # rescue, unrescue (server_rescue.py)
+    ({"pause": None}, {"rescue": None}, "vm_state paused"),
+    ({"suspend": None}, {"rescue": None}, "vm_state suspended"),
 ])
 def test_actions_refused_in_the_wrong_state(cloud: Cloud, vm: Vm, setup: Any, body: Any,
                                             state: str) -> None:

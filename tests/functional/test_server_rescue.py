@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from stowage.compute.states import RUNNING, SHUTDOWN
@@ -84,24 +82,6 @@ def test_a_rescued_server_refuses_other_actions(cloud: Cloud, vm: Vm) -> None:
     settle(cloud)  # a rescued server is deleted with its rescue disk and allocation
     assert cloud.compute.get(f"/servers/{vm.id}").status_code == 404
     assert guests(cloud, vm.id) == {} and held(cloud, vm.id) == {}
-
-
-@pytest.mark.parametrize(("setup", "body", "state"), [
-    (None, {"unrescue": None}, "vm_state active"),
-    ({"pause": None}, {"rescue": None}, "vm_state paused"),
-    ({"suspend": None}, {"rescue": None}, "vm_state suspended"),
-])
-def test_refused_in_the_wrong_state(cloud: Cloud, vm: Vm, setup: Any, body: Any,
-                                    state: str) -> None:
-    if setup is not None:
-        action(cloud, vm.id, setup)
-    before = server(cloud, vm.id)
-    resp = post_action(vm.owner, vm.id, body)
-    assert resp.status_code == 409, resp.text
-    (name,) = body
-    assert resp.json()["conflictingRequest"]["message"] == (
-        f"Cannot '{name}' instance {vm.id} while it is in {state}")
-    assert sts(server(cloud, vm.id)) == sts(before)
 
 
 def test_rescue_from_error(cloud: Cloud, vm: Vm) -> None:

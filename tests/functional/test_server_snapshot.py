@@ -214,6 +214,17 @@ def test_backups_rotate_per_type(cloud: Cloud, vm: Vm) -> None:
     assert_invariants(cloud)
 
 
+def test_a_failed_backup_leaves_no_image_and_rotates_nothing_out(cloud: Cloud, vm: Vm) -> None:
+    _backup(cloud, vm, "b1", "daily", 1)
+    cloud.plane.agent("host1").driver.fail("snapshot")
+    _backup(cloud, vm, "b2", "daily", 1)
+    assert images_named(cloud, "b2") == []
+    assert _backups(cloud, vm, "daily") == ["b1"]  # the rotation never ran
+    vm.check(cloud, "ACTIVE", "active", RUNNING)  # task state cleared, the same allocation
+    assert event_names(cloud, vm.id, "createBackup") == [("compute_backup_instance", "Error")]
+    assert_invariants(cloud)
+
+
 def test_a_second_snapshot_while_one_is_in_progress_is_409(cloud: Cloud, vm: Vm,
                                                            recorder: RecordingConductor) -> None:
     """Tempest's test_create_second_image_when_first_image_is_being_saved, with the first

@@ -82,7 +82,8 @@ from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, json_response
 from stowage.web.routing import Route
 
-__all__ = ["ROUTES", "NAME", "DESCRIPTION", "check_name", "check_description"]
+__all__ = ["ROUTES", "NAME", "DESCRIPTION", "check_name", "check_description",
+           "generate_password"]
 
 LOG = logging.getLogger(__name__)
 
@@ -232,14 +233,16 @@ def _parse(req: Request, data: dict[str, Any]) -> Boot:
         description=description, metadata=dict(body.get("metadata") or {}),
         key_name=body.get("key_name"), config_drive=_as_bool(body.get("config_drive")),
         security_groups=sorted(set(groups)) or ["default"],
-        admin_pass=body.get("adminPass") or _password(),
+        admin_pass=body.get("adminPass") or generate_password(),
         return_reservation_id=_as_bool(body.get("return_reservation_id")),
         hostname=body.get("hostname"), disk_config=body.get("OS-DCF:diskConfig"),
         access_ips=access_ips(body), tags=sorted(set(body.get("tags") or ())),
         user_data=body.get("user_data"))
 
 
-def _password(length: int = 12) -> str:
+def generate_password(length: int = 12) -> str:
+    """A generated admin password, as Nova makes one when none is given (create, rebuild,
+    evacuate, rescue)."""
     alphabet = string.ascii_letters + string.digits
     return "".join(secrets.choice(alphabet) for _ in range(length))
 

@@ -28,8 +28,6 @@ creates it, naming a requested host as its destination) and the journal's
 
 from __future__ import annotations
 
-import secrets
-import string
 import uuid as uuidlib
 from typing import Any
 
@@ -49,6 +47,7 @@ from stowage.compute.api.action_common import (
 )
 from stowage.compute.api.common import BOOLEAN, as_bool, authorize, validate_body
 from stowage.compute.api.server_common import check_state, move_state
+from stowage.compute.api.server_create import generate_password
 from stowage.compute.states import TASK
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response, json_response
@@ -85,8 +84,7 @@ def _password(minor: int, evacuate: dict[str, Any]) -> str | None:
     given = evacuate.get("adminPass")
     if given is not None:
         return str(given)
-    alphabet = string.ascii_letters + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(12))
+    return generate_password()
 
 
 def _evacuate(req: Request, body: Any) -> Response:

@@ -28,7 +28,10 @@ server view.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from sqlalchemy.engine import Connection
 
 from stowage.compute import actions, states
 from stowage.compute import instances as inst
@@ -46,7 +49,10 @@ from stowage.errors import Conflict
 from stowage.web.errors import HTTPError
 from stowage.web.http import Request, Response, empty_response
 
-__all__ = ["ACTIONS"]
+__all__ = ["ACTIONS", "Prepare", "guest_action"]
+
+# (transaction, instance) -> the action's arguments for the conductor and the journal
+Prepare = Callable[[Connection, inst.Instance], dict[str, Any] | None]
 
 LOCKED_REASON = 73
 _REBOOT_SCHEMA = {
@@ -74,10 +80,15 @@ _HARD_REBOOT_TASKS = (None, TASK.REBOOTING, TASK.REBOOT_STARTED, TASK.REBOOTING_
                       TASK.SUSPENDING)
 
 
-def _guest_action(req: Request, action: str, operation: str, rule: str,
-                  vm_states: tuple[str, ...], task: str,
-                  task_states: tuple[str | None, ...] = (None,)) -> Response:
-    """Policy, lock, state; then task state + instance action + journal, and the cast."""
+def guest_action(req: Request, action: str, operation: str, rule: str,
+                 vm_states: tuple[str, ...], task: str,
+                 task_states: tuple[str | None, ...] = (None,),
+                 prepare: Prepare | None = None) -> None:
+    """Policy, lock, state; then task state + instance action + journal, and the cast.
+
+    `prepare` checks what is particular to the action (else an HTTPError) and
+    returns the arguments the conductor and the journal get (rescue.py's image).
+    """
     with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, rule, target(instance))
@@ -85,28 +96,31 @@ def _guest_action(req: Request, action: str, operation: str, rule: str,
         check_state(instance, action, vm_states, task_states)
         if instance.host is None:
             raise HTTPError(409, f"Instance {instance.uuid} is not ready")
+        args = None if prepare is None else prepare(conn, instance)
         start_action(conn, req, instance, action)
         move_state(conn, instance, action, task_state=task)
-        op = accept(conn, req, instance, operation)
+        op = accept(conn, req, instance, operation, **(args or {}))
     cast_after_commit(
         req, instance,
-        lambda c: c.guest_action(instance.uuid, req.context.request_id, operation, op),
+        lambda c: c.guest_action(instance.uuid, req.context.request_id, operation, op, args),
         {"task_state": instance.task_state}, (operation, op))
-    return empty_response(202)
 
 
 def _reboot(req: Request, body: Any) -> Response:
     kind = validate_body(body, _REBOOT_SCHEMA)["reboot"]["type"].upper()
     rule = "os_compute_api:servers:reboot"
     if kind == "SOFT":
-        return _guest_action(req, "reboot", "reboot", rule, (states.ACTIVE,), TASK.REBOOTING)
-    return _guest_action(req, "reboot", "reboot_hard", rule, _HARD_REBOOT_VM_STATES,
-                         TASK.REBOOTING_HARD, _HARD_REBOOT_TASKS)
+        guest_action(req, "reboot", "reboot", rule, (states.ACTIVE,), TASK.REBOOTING)
+    else:
+        guest_action(req, "reboot", "reboot_hard", rule, _HARD_REBOOT_VM_STATES,
+                     TASK.REBOOTING_HARD, _HARD_REBOOT_TASKS)
+    return empty_response(202)
 
 
 def _simple(action: str, policy: str, vm_state: str, task: str) -> Handler:
     def handler(req: Request, body: Any) -> Response:
-        return _guest_action(req, action, action, policy, (vm_state,), task)
+        guest_action(req, action, action, policy, (vm_state,), task)
+        return empty_response(202)
     return handler
 
 

@@ -27,8 +27,6 @@ server's providers and recreates the guest. The answer (202) carries
 from __future__ import annotations
 
 import copy
-import secrets
-import string
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -47,7 +45,11 @@ from stowage.compute.api.server_common import (
     move_state,
     target,
 )
-from stowage.compute.api.server_create import check_description, check_name
+from stowage.compute.api.server_create import (
+    check_description,
+    check_name,
+    generate_password,
+)
 from stowage.compute.api.server_create_schema import (
     DESCRIPTION,
     HOSTNAME,
@@ -154,7 +156,7 @@ def _new_values(req: Request, conn: Connection, data: dict[str, Any],
 
 def _rebuild(req: Request, body: Any) -> Response:
     data = _read_body(req, body)
-    password = data.get("adminPass") or _password()
+    password = data.get("adminPass") or generate_password()
     with req.app.server_db(req.params["server_id"]).write() as conn:
         instance = get_server(req, conn, req.params["server_id"])
         authorize(req, "os_compute_api:servers:rebuild", target(instance))
@@ -193,10 +195,6 @@ def _rebuild(req: Request, body: Any) -> Response:
     return json_response({"server": view}, status=202)
 
 
-def _password(length: int = 12) -> str:
-    """A generated admin password, as Nova makes one when none is given."""
-    alphabet = string.ascii_letters + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(length))
 
 
 def _as_bool(value: Any) -> bool:

@@ -24,22 +24,16 @@ project's members or admins.
 
 from __future__ import annotations
 
-import secrets
-import string
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from stowage.compute import instances as inst
 from stowage.compute import states
-from stowage.compute.api.action_common import Handler, accept, cast_after_commit, start_action
-from stowage.compute.api.common import authorize, validate_body
-from stowage.compute.api.server_common import (
-    check_state,
-    check_unlocked,
-    get_server,
-    move_state,
-    target,
-)
+from stowage.compute.api.action_common import Handler
+from stowage.compute.api.common import validate_body
+from stowage.compute.api.server_create import generate_password
+from stowage.compute.api.server_guest_actions import guest_action
 from stowage.compute.states import TASK
 from stowage.errors import NotFound
 from stowage.image import images
@@ -65,29 +59,19 @@ _RESCUABLE = (states.ACTIVE, states.STOPPED, states.ERROR)
 
 def _rescue(req: Request, body: Any) -> Response:
     args = validate_body(body, _RESCUE_SCHEMA)["rescue"] or {}
-    password = args.get("adminPass") or _password()
+    password = args.get("adminPass") or generate_password()
     image_ref = args.get("rescue_image_ref")
-    with req.app.server_db(req.params["server_id"]).write() as conn:
-        instance = get_server(req, conn, req.params["server_id"])
-        authorize(req, "os_compute_api:os-rescue", target(instance))
-        check_unlocked(req, instance)
-        check_state(instance, "rescue", _RESCUABLE)
-        if instance.host is None:
-            raise HTTPError(409, f"Instance {instance.uuid} is not ready")
+
+    def prepare(conn: Connection, instance: inst.Instance) -> dict[str, Any]:
         if instance.volume_backed:
             raise HTTPError(400, f"Instance {instance.uuid} cannot be rescued: Cannot rescue "
                                  "a volume-backed instance")
         if image_ref is not None:
             _check_rescue_image(req, conn, image_ref)
-        start_action(conn, req, instance, "rescue")
-        move_state(conn, instance, "rescue", task_state=TASK.RESCUING)
-        journaled = {"rescue_image_ref": image_ref or instance.image_ref}
-        op = accept(conn, req, instance, "rescue", **journaled)
-    cast_after_commit(
-        req, instance,
-        lambda c: c.guest_action(instance.uuid, req.context.request_id, "rescue", op,
-                                 journaled),
-        {"task_state": None}, ("rescue", op))
+        return {"rescue_image_ref": image_ref or instance.image_ref}
+
+    guest_action(req, "rescue", "rescue", "os_compute_api:os-rescue", _RESCUABLE,
+                 TASK.RESCUING, prepare=prepare)
     plane = req.app.plane  # the control plane's settings when it runs here (tests change it)
     settings = req.app.settings.compute if plane is None else plane.settings
     if not settings.enable_instance_password:
@@ -108,25 +92,11 @@ def _check_rescue_image(req: Request, conn: Connection, image_ref: str) -> None:
 
 def _unrescue(req: Request, body: Any) -> Response:
     validate_body(body, _UNRESCUE_SCHEMA)
-    with req.app.server_db(req.params["server_id"]).write() as conn:
-        instance = get_server(req, conn, req.params["server_id"])
-        authorize(req, "os_compute_api:os-unrescue", target(instance))
-        check_unlocked(req, instance)
-        check_state(instance, "unrescue", (states.RESCUED,))
-        start_action(conn, req, instance, "unrescue")
-        move_state(conn, instance, "unrescue", task_state=TASK.UNRESCUING)
-        op = accept(conn, req, instance, "unrescue")
-    cast_after_commit(
-        req, instance,
-        lambda c: c.guest_action(instance.uuid, req.context.request_id, "unrescue", op),
-        {"task_state": None}, ("unrescue", op))
+    guest_action(req, "unrescue", "unrescue", "os_compute_api:os-unrescue", (states.RESCUED,),
+                 TASK.UNRESCUING)
     return empty_response(202)
 
 
-def _password(length: int = 12) -> str:
-    """A generated admin password, as Nova makes one when none is given."""
-    alphabet = string.ascii_letters + string.digits
-    return "".join(secrets.choice(alphabet) for _ in range(length))
 
 
 # action name -> handler, merged into POST /servers/{id}/action (server_actions.py)
