@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from stowage import config
-from stowage.image import imports
+from stowage.image import data
 from tests.conftest import BACKENDS
 from tests.functional.conftest import MEMBER, LiveServer, api_client, serving
 from tests.functional.image_calls import create, show
@@ -51,14 +51,14 @@ def test_stage_then_import_makes_it_active_with_a_task(alice: httpx.Client,
     assert staged.status_code == 204, staged.text
     assert show(alice, made["id"])["status"] == "uploading"
     assert live_stowage.settings is not None
-    assert imports.staging_path(live_stowage.settings, made["id"]).read_bytes() == PAYLOAD
+    assert data.staging_path(live_stowage.settings, made["id"]).read_bytes() == PAYLOAD
     done = do_import(alice, made["id"], all_stores=True)
     assert done.status_code == 202, done.text
     shown = show(alice, made["id"])
     assert (shown["status"], shown["size"]) == ("active", len(PAYLOAD))
     assert shown["checksum"] == hashlib.md5(PAYLOAD, usedforsecurity=False).hexdigest()
     assert alice.get(f"/v2/images/{made['id']}/file").content == PAYLOAD
-    assert not imports.staging_path(live_stowage.settings, made["id"]).exists()
+    assert not data.staging_path(live_stowage.settings, made["id"]).exists()
     (task,) = alice.get(f"/v2/images/{made['id']}/tasks").json()["tasks"]
     assert (task["status"], task["type"], task["image_id"]) == \
         ("success", "api_image_import", made["id"])
@@ -124,8 +124,24 @@ def test_stage_refusals(alice: httpx.Client, live_stowage: LiveServer) -> None:
     # Deleting the image forgets its staged data.
     assert alice.delete(f"/v2/images/{made['id']}").status_code == 204
     assert live_stowage.settings is not None
-    assert not imports.staging_path(live_stowage.settings, made["id"]).exists()
+    assert not data.staging_path(live_stowage.settings, made["id"]).exists()
 
+
+
+def test_a_delete_through_novas_proxy_forgets_the_staged_data(
+        alice: httpx.Client, live_stowage: LiveServer) -> None:
+    """Every deleter drops the image's files through data.remove, Nova's too."""
+    made = create(alice, visibility="private")
+    assert alice.put(f"/v2/images/{made['id']}/stage", content=b"x",
+                     headers=OCTETS).status_code == 204
+    assert live_stowage.settings is not None
+    staged = data.staging_path(live_stowage.settings, made["id"])
+    assert staged.exists()
+    with api_client(f"{live_stowage.url}/compute/v2.1", token="alice:proj-a", roles=MEMBER,
+                    headers={"openstack-api-version": "compute 2.35"}) as nova:
+        assert nova.delete(f"/images/{made['id']}").status_code == 204
+    assert alice.get(f"/v2/images/{made['id']}").status_code == 404
+    assert not staged.exists()
 
 def test_tasks_api_is_an_admins(image: httpx.Client, alice: httpx.Client) -> None:
     made = create(alice)
@@ -176,4 +192,4 @@ def test_a_failed_import_keeps_the_staged_data(quota: LiveServer) -> None:
         assert task["status"] == "failure"
         assert "exceeds the quota" in task["message"]
         assert quota.settings is not None
-        assert imports.staging_path(quota.settings, made["id"]).stat().st_size == 101
+        assert data.staging_path(quota.settings, made["id"]).stat().st_size == 101

@@ -236,7 +236,6 @@ def delete_image(req: Request) -> Response:
         image = _held(req, conn, "delete_image")
         img.delete(conn, image.id, req.context)
     data.remove(req.app.settings, image.id)
-    imports.discard(req.app.settings, image.id)
     return empty_response(204)
 
 

@@ -90,6 +90,11 @@ def data_path(settings: Settings, image_id: str) -> Path:
     return store_dir(settings) / str(uuid.UUID(image_id))
 
 
+def staging_path(settings: Settings, image_id: str) -> Path:
+    """Where an image's staged data waits for its import (imports.py; the id is a uuid)."""
+    return store_dir(settings) / "staging" / str(uuid.UUID(image_id))
+
+
 def _start(conn: Connection, image_id: str, ctx: RequestContext,
            settings: Settings) -> tuple[img.Image, int]:
     """Lock the image, check it takes data, mark it saving; its owner's room left."""
@@ -195,8 +200,10 @@ def upload(db: Database, settings: Settings, image_id: str, chunks: Iterable[byt
         with contextlib.suppress(OSError):
             part.unlink(missing_ok=True)
         # Renamed into place but not recorded (the database failed): an image that
-        # takes an upload has no data of its own, so the file is this upload's.
-        remove(settings, before.id)
+        # takes an upload has no data of its own, so the file is this upload's. Only
+        # that file: data staged for an import stays for a retry (imports.run).
+        with contextlib.suppress(FileNotFoundError):
+            data_path(settings, before.id).unlink()
         _restore(db, before.id, before.status)
         raise
 
@@ -217,9 +224,11 @@ def open_data(db: Database, settings: Settings, image_id: str, *,
 
 
 def remove(settings: Settings, image_id: str) -> None:
-    """Forget an image's data (after its row is deleted); nothing if it had none."""
-    with contextlib.suppress(FileNotFoundError, ValueError):
-        data_path(settings, image_id).unlink()
+    """Forget an image's data and any data staged for its import (after its row is
+    deleted, by whichever API or step deleted it); nothing if it had none."""
+    for path in (data_path, staging_path):
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            path(settings, image_id).unlink()
 
 
 def _alive(pid: int) -> bool:

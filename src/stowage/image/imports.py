@@ -39,17 +39,12 @@ from stowage.image import images as img
 from stowage.image import tables as t
 from stowage.timeutil import utcnow
 
-__all__ = ["METHODS", "staging_path", "stage", "start", "run", "discard"]
+__all__ = ["METHODS", "stage", "start", "run"]
 
 _I = t.images
 # The import methods this cloud offers (Glance's `enabled_import_methods`).
 METHODS = ("glance-direct",)
 _CHUNK = 64 * 1024
-
-
-def staging_path(settings: Settings, image_id: str) -> Path:
-    """Where an image's staged data waits for its import (the id is a uuid)."""
-    return data.store_dir(settings) / "staging" / str(uuid.UUID(image_id))
 
 
 def _set_status(db: Database, image_id: str, old: str, new: str) -> bool:
@@ -82,7 +77,7 @@ def stage(db: Database, settings: Settings, image: img.Image,
         with db.read() as conn:
             now = img.get(conn, image.id, data.SERVICE).status
         raise Conflict(f"Image status transition from {now} to uploading is not allowed")
-    target = staging_path(settings, image.id)
+    target = data.staging_path(settings, image.id)
     part = target.with_name(f"{target.name}.{os.getpid()}.{uuid.uuid4().hex}.part")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -128,7 +123,7 @@ def run(db: Database, settings: Settings, task: tasks.Task) -> None:
     On failure the image goes back to `uploading` (its data still staged, so the
     import may be asked again) and the task ends `failure` with the reason."""
     image_id = str(task.image_id)
-    path = staging_path(settings, image_id)
+    path = data.staging_path(settings, image_id)
     try:
         data.upload(db, settings, image_id, _staged(path))
     except (DomainError, OSError) as exc:
@@ -142,9 +137,4 @@ def run(db: Database, settings: Settings, task: tasks.Task) -> None:
     with db.write() as conn:
         tasks.finish(conn, task.id, "success", result={"image_id": image_id})
 
-
-def discard(settings: Settings, image_id: str) -> None:
-    """Forget an image's staged data (the image is deleted); nothing if none."""
-    with contextlib.suppress(FileNotFoundError, ValueError):
-        staging_path(settings, image_id).unlink()
 
